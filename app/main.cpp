@@ -1,0 +1,6 @@
+#include <iostream>
+
+int main() {
+  std::cout << "syncopate\n";
+  return 0;
+}

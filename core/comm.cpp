@@ -1,0 +1,41 @@
+#include "core/comm.hpp"
+
+#include <array>
+#include <utility>
+
+namespace syncopate {
+namespace {
+constexpr std::array<std::pair<ReduceOp, std::string_view>, 3> kOps{{
+    {ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}}};
+constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgorithms{{
+    {Algorithm::kAuto, "auto"},
+    {Algorithm::kRing, "ring"},
+    {Algorithm::kRabenseifner, "rabenseifner"},
+    {Algorithm::kRecursiveDoubling, "recursive_doubling"},
+    {Algorithm::kBinomialTree, "binomial_tree"},
+    {Algorithm::kHierarchical, "hierarchical"},
+}};
+}  // namespace
+
+std::string_view to_string(ReduceOp op) {
+  for (const auto& [value, name] : kOps)
+    if (value == op) return name;
+  return "?";
+}
+std::string_view to_string(Algorithm algorithm) {
+  for (const auto& [value, name] : kAlgorithms)
+    if (value == algorithm) return name;
+  return "?";
+}
+std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
+  for (const auto& [value, n] : kOps)
+    if (n == name) return value;
+  return std::nullopt;
+}
+std::optional<Algorithm> parse_algorithm(std::string_view name) {
+  for (const auto& [value, n] : kAlgorithms)
+    if (n == name) return value;
+  return std::nullopt;
+}
+
+}  // namespace syncopate
