@@ -7,13 +7,14 @@ namespace syncopate {
 namespace {
 constexpr std::array<std::pair<ReduceOp, std::string_view>, 3> kOps{{
     {ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}}};
-constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgorithms{{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kAlgorithms{{
     {Algorithm::kAuto, "auto"},
     {Algorithm::kRing, "ring"},
     {Algorithm::kRabenseifner, "rabenseifner"},
     {Algorithm::kRecursiveDoubling, "recursive_doubling"},
     {Algorithm::kBinomialTree, "binomial_tree"},
     {Algorithm::kHierarchical, "hierarchical"},
+    {Algorithm::kMaster, "master"},
 }};
 }  // namespace
 

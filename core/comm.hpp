@@ -24,6 +24,7 @@ enum class Algorithm {
   kRecursiveDoubling,
   kBinomialTree,        // binomial-tree reduce to rank 0, then binomial-tree broadcast
   kHierarchical,        // inside each node, then across nodes, then inside each node
+  kMaster,              // every rank to one master, reduced there, sent back (the paper's runtime)
 };
 
 std::string_view to_string(ReduceOp op);
@@ -125,6 +126,13 @@ class Executor {
   virtual void compute(const Cost& cost, FunctionRef<void()> math) = 0;
   // True when tensors are shape-only and no arithmetic happens (simulated time only).
   virtual bool cost_only() const { return false; }
+
+  // Steady-state fast-forward (simulator, cost-only). Every worker calls all_agree() at the same
+  // point with its own vote; it returns true iff every worker voted yes and takes no simulated
+  // time. advance() then moves this worker's clock forward by `seconds` of skipped, identical
+  // steps. Real backends never fast-forward.
+  virtual bool all_agree(bool /*vote*/) { return false; }
+  virtual void advance(double /*seconds*/) {}
 };
 
 }  // namespace syncopate
