@@ -16,15 +16,12 @@ WorkPtr LocalCommunicator::allreduce_async(std::span<float>, const CollectiveOpt
   return std::make_unique<CompletedWork>();
 }
 void LocalCommunicator::broadcast(std::span<float>, int root) { check_rank(root, "broadcast"); }
-void LocalCommunicator::reduce(std::span<float>, int root, ReduceOp) {
-  check_rank(root, "reduce");
-}
+void LocalCommunicator::reduce(std::span<float>, int root, ReduceOp) { check_rank(root, "reduce"); }
 void LocalCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
   SYNC_CHECK(mine.size() == all.size(), mine.size() << " vs " << all.size());
   std::copy(mine.begin(), mine.end(), all.begin());
 }
-void LocalCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
-                                       ReduceOp) {
+void LocalCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp) {
   SYNC_CHECK(in.size() == out.size(), in.size() << " vs " << out.size());
   std::copy(in.begin(), in.end(), out.begin());
 }
@@ -37,8 +34,8 @@ void LocalCommunicator::create_global(std::span<const float> initial) {
   global_.assign(initial.begin(), initial.end());
 }
 void LocalCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
-  SYNC_CHECK(local.size() == global_.size(), "merge of " << local.size() << " into "
-                                                         << global_.size());
+  SYNC_CHECK(local.size() == global_.size(),
+             "merge of " << local.size() << " into " << global_.size());
   for (size_t i = 0; i < local.size(); ++i) {
     global_[i] = rule.global_weight * global_[i] + rule.local_weight * local[i];
     local[i] = global_[i];

@@ -33,10 +33,18 @@ std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buffer[8];
@@ -158,8 +166,9 @@ std::string trace_json(const std::vector<WorkerReport>& reports) {
   out << "{\"traceEvents\": [\n";
   bool first = true;
   for (const auto& report : reports) {
-    out << (first ? "" : ",\n") << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": "
-        << report.worker << ", \"args\": {\"name\": \"worker " << report.worker << "\"}}";
+    out << (first ? "" : ",\n")
+        << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << report.worker
+        << ", \"args\": {\"name\": \"worker " << report.worker << "\"}}";
     first = false;
     for (const auto& e : report.trace) {
       // Chrome traces are in microseconds.

@@ -38,13 +38,15 @@ struct WorkerReport {
   double final_test_accuracy = -1;  // of the final (consensus) model; worker 0 evaluates it
   double final_test_loss = 0;
   uint64_t steps = 0;
+  std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
 };
 
 // Backend-specific figures for the summary (simulator statistics, MPI details).
 struct RunInfo {
   std::string platform;  // "" for real backends
   double wall_seconds = 0;
-  std::vector<std::pair<std::string, double>> extra;  // name -> value, written under "backend_stats"
+  std::vector<std::pair<std::string, double>>
+      extra;  // name -> value, written under "backend_stats"
 };
 
 struct RunSummary {
@@ -58,7 +60,8 @@ struct RunSummary {
   double idle_time_s = 0;
   uint64_t bytes_sent = 0;
   uint64_t bytes_recv = 0;
-  std::vector<std::pair<double, double>> time_to_accuracy;  // (accuracy target, seconds); -1 if never
+  std::vector<std::pair<double, double>>
+      time_to_accuracy;  // (accuracy target, seconds); -1 if never
 };
 
 RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& reports,

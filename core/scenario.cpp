@@ -1,9 +1,10 @@
 #include "core/scenario.hpp"
 
+#include <toml++/toml.h>
+
 #include <fstream>
 #include <functional>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "core/check.hpp"
 
@@ -42,8 +43,9 @@ Setter integer(auto member, int64_t min, int64_t max) {
     const auto v = n.value<int64_t>();
     if (!n.is_integer() || !v) fail(o, n, key, "expected an integer");
     if (*v < min || *v > max)
-      fail(o, n, key, "value " + std::to_string(*v) + " out of range [" + std::to_string(min) +
-                          ", " + std::to_string(max) + "]");
+      fail(o, n, key,
+           "value " + std::to_string(*v) + " out of range [" + std::to_string(min) + ", " +
+               std::to_string(max) + "]");
     s.*member = static_cast<std::remove_reference_t<decltype(s.*member)>>(*v);
   };
 }
@@ -54,8 +56,9 @@ Setter nested_integer(Section Scenario::*section, T Section::*member, int64_t mi
     const auto v = n.value<int64_t>();
     if (!n.is_integer() || !v) fail(o, n, key, "expected an integer");
     if (*v < min || *v > max)
-      fail(o, n, key, "value " + std::to_string(*v) + " out of range [" + std::to_string(min) +
-                          ", " + std::to_string(max) + "]");
+      fail(o, n, key,
+           "value " + std::to_string(*v) + " out of range [" + std::to_string(min) + ", " +
+               std::to_string(max) + "]");
     (s.*section).*member = static_cast<T>(*v);
   };
 }
@@ -66,8 +69,9 @@ Setter number(Section Scenario::*section, double Section::*member, double min, d
     const auto v = n.value<double>();
     if (!(n.is_floating_point() || n.is_integer()) || !v) fail(o, n, key, "expected a number");
     if (!(*v >= min && *v <= max))
-      fail(o, n, key, "value " + std::to_string(*v) + " out of range [" + std::to_string(min) +
-                          ", " + std::to_string(max) + "]");
+      fail(o, n, key,
+           "value " + std::to_string(*v) + " out of range [" + std::to_string(min) + ", " +
+               std::to_string(max) + "]");
     (s.*section).*member = *v;
   };
 }
@@ -130,13 +134,11 @@ const std::map<std::string, Setter>& schema() {
     };
     k["model.name"] = choice({"mlp", "cnn", "nfnet", "nfnet_full", "resnet50"},
                              [](Scenario& s, size_t, const std::string& v) { s.model.name = v; });
-    k["model.device"] = choice({"cpu", "cuda"}, [](Scenario& s, size_t, const std::string& v) {
-      s.model.device = v;
-    });
-    k["data.dataset"] = choice({"fashion-mnist", "synthetic", "synthetic-regression", "csv"},
-                               [](Scenario& s, size_t, const std::string& v) {
-                                 s.data.dataset = v;
-                               });
+    k["model.device"] = choice(
+        {"cpu", "cuda"}, [](Scenario& s, size_t, const std::string& v) { s.model.device = v; });
+    k["data.dataset"] =
+        choice({"fashion-mnist", "synthetic", "synthetic-regression", "csv"},
+               [](Scenario& s, size_t, const std::string& v) { s.data.dataset = v; });
     k["data.dir"] = text(&Scenario::data, &DataSection::dir);
     k["data.path"] = text(&Scenario::data, &DataSection::path);
     k["data.targets"] = [](Scenario& s, const toml::node& n, const Origin& o,
@@ -153,16 +155,14 @@ const std::map<std::string, Setter>& schema() {
     k["data.normalize"] = boolean(&Scenario::data, &DataSection::normalize);
     k["data.blocks"] = nested_integer(&Scenario::data, &DataSection::blocks, 0, INT64_MAX);
     k["data.shuffle_in_block"] = boolean(&Scenario::data, &DataSection::shuffle_in_block);
-    k["data.order"] = choice({"global", "blocks"}, [](Scenario& s, size_t, const std::string& v) {
-      s.data.order = v;
-    });
+    k["data.order"] = choice({"global", "blocks"},
+                             [](Scenario& s, size_t, const std::string& v) { s.data.order = v; });
     k["data.features"] = nested_integer(&Scenario::data, &DataSection::features, 1, 1 << 24);
     k["data.classes"] = nested_integer(&Scenario::data, &DataSection::classes, 2, 1 << 20);
     k["data.noise"] = number(&Scenario::data, &DataSection::noise, 0.0, 1e6);
-    k["optimizer.kind"] = choice({"sgd", "adam", "adamw"},
-                                 [](Scenario& s, size_t, const std::string& v) {
-                                   s.optimizer.kind = v;
-                                 });
+    k["optimizer.kind"] =
+        choice({"sgd", "adam", "adamw"},
+               [](Scenario& s, size_t, const std::string& v) { s.optimizer.kind = v; });
     k["optimizer.momentum"] = number(&Scenario::optimizer, &OptimizerSection::momentum, 0.0, 1.0);
     k["optimizer.nesterov"] = boolean(&Scenario::optimizer, &OptimizerSection::nesterov);
     k["optimizer.weight_decay"] =
@@ -170,10 +170,9 @@ const std::map<std::string, Setter>& schema() {
     k["optimizer.beta1"] = number(&Scenario::optimizer, &OptimizerSection::beta1, 0.0, 1.0);
     k["optimizer.beta2"] = number(&Scenario::optimizer, &OptimizerSection::beta2, 0.0, 1.0);
     k["optimizer.eps"] = number(&Scenario::optimizer, &OptimizerSection::eps, 0.0, 1.0);
-    k["schedule.kind"] = choice({"constant", "step", "cosine"},
-                                [](Scenario& s, size_t, const std::string& v) {
-                                  s.schedule.kind = v;
-                                });
+    k["schedule.kind"] =
+        choice({"constant", "step", "cosine"},
+               [](Scenario& s, size_t, const std::string& v) { s.schedule.kind = v; });
     k["schedule.lr"] = number(&Scenario::schedule, &ScheduleSection::lr, 0.0, 1e3);
     k["schedule.warmup_epochs"] =
         number(&Scenario::schedule, &ScheduleSection::warmup_epochs, 0.0, 1e5);
@@ -188,29 +187,25 @@ const std::map<std::string, Setter>& schema() {
                  s.strategy.kind = static_cast<StrategyKind>(i);
                });
     k["strategy.every"] = nested_integer(&Scenario::strategy, &StrategySection::every, 1, 1 << 30);
-    k["strategy.aggregation"] = choice({"allreduce", "master"},
-                                       [](Scenario& s, size_t, const std::string& v) {
-                                         s.strategy.aggregation = v;
-                                       });
+    k["strategy.aggregation"] =
+        choice({"allreduce", "master"},
+               [](Scenario& s, size_t, const std::string& v) { s.strategy.aggregation = v; });
     k["strategy.bucket_mb"] = number(&Scenario::strategy, &StrategySection::bucket_mb, 1e-6, 1e6);
-    k["strategy.algorithm"] =
-        choice({"auto", "ring", "rabenseifner", "recursive_doubling", "binomial_tree",
-                "hierarchical", "master"},
-               [](Scenario& s, size_t, const std::string& v) {
-                 s.strategy.algorithm = *parse_algorithm(v);
-               });
-    k["strategy.optimizer_state"] = choice({"keep", "reset", "average"},
-                                           [](Scenario& s, size_t i, const std::string&) {
-                                             s.strategy.optimizer_state =
-                                                 static_cast<OptimizerStatePolicy>(i);
-                                           });
+    k["strategy.algorithm"] = choice({"auto", "ring", "rabenseifner", "recursive_doubling",
+                                      "binomial_tree", "hierarchical", "master"},
+                                     [](Scenario& s, size_t, const std::string& v) {
+                                       s.strategy.algorithm = *parse_algorithm(v);
+                                     });
+    k["strategy.optimizer_state"] =
+        choice({"keep", "reset", "average"}, [](Scenario& s, size_t i, const std::string&) {
+          s.strategy.optimizer_state = static_cast<OptimizerStatePolicy>(i);
+        });
     k["strategy.warmup_epochs"] =
         nested_integer(&Scenario::strategy, &StrategySection::warmup_epochs, 0, 1 << 20);
     k["sim.platform"] = text(&Scenario::sim, &SimSection::platform);
-    k["sim.fidelity"] = choice({"message", "flow", "analytic"},
-                               [](Scenario& s, size_t, const std::string& v) {
-                                 s.sim.fidelity = v;
-                               });
+    k["sim.fidelity"] =
+        choice({"message", "flow", "analytic"},
+               [](Scenario& s, size_t, const std::string& v) { s.sim.fidelity = v; });
     k["sim.mode"] = choice({"emulation", "cost_only"},
                            [](Scenario& s, size_t, const std::string& v) { s.sim.mode = v; });
     k["sim.fast_forward"] = boolean(&Scenario::sim, &SimSection::fast_forward);
@@ -258,11 +253,13 @@ void set_map_entry(Scenario& s, const std::string& table, const std::string& ent
 
 void walk(Scenario& s, const toml::table& table, const std::string& prefix, const Origin& o) {
   for (const auto& [k, node] : table) {
-    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    const std::string key =
+        prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (key == "sim.platform_params" || key == "sim.slowdown") {
       const auto* sub = node.as_table();
       if (!sub) fail(o, node, key, "expected a table");
-      for (const auto& [entry, value] : *sub) set_map_entry(s, key, std::string(entry.str()), value, o);
+      for (const auto& [entry, value] : *sub)
+        set_map_entry(s, key, std::string(entry.str()), value, o);
       continue;
     }
     if (const auto* sub = node.as_table()) {
@@ -332,9 +329,18 @@ void validate(const Scenario& s) {
     bad("strategy.warmup_epochs", "must be smaller than epochs");
   if (s.loss == "mse" && s.data.dataset != "synthetic-regression" && s.data.dataset != "csv")
     bad("loss", "mse needs a regression dataset (synthetic-regression or csv)");
-  if (s.loss == "cross_entropy" && (s.data.dataset == "synthetic-regression" ||
-                                    s.data.dataset == "csv"))
+  if (s.loss == "cross_entropy" &&
+      (s.data.dataset == "synthetic-regression" || s.data.dataset == "csv"))
     bad("loss", "a regression dataset needs loss = \"mse\"");
+  const bool step_synchronous = s.strategy.kind == StrategyKind::kDdp ||
+                                s.strategy.kind == StrategyKind::kLocalSgd ||
+                                s.strategy.kind == StrategyKind::kHierarchical;
+  if (step_synchronous && s.data_order() != DataOrder::kGlobal)
+    bad("data.order", "strategy " + std::string(to_string(s.strategy.kind)) +
+                          " synchronises every step and needs data.order = \"global\"");
+  if (s.strategy.kind == StrategyKind::kEpochAsync &&
+      s.strategy.optimizer_state == OptimizerStatePolicy::kAverage)
+    bad("strategy.optimizer_state", "epoch_async merges weights only; allowed: keep, reset");
   for (const auto& [worker, factor] : s.sim.slowdown)
     if (worker >= s.workers)
       bad("sim.slowdown." + std::to_string(worker),
@@ -410,30 +416,42 @@ name = "serial"
 
 std::string_view to_string(StrategyKind kind) {
   switch (kind) {
-    case StrategyKind::kSerial: return "serial";
-    case StrategyKind::kDdp: return "ddp";
-    case StrategyKind::kEpochSync: return "epoch_sync";
-    case StrategyKind::kEpochAsync: return "epoch_async";
-    case StrategyKind::kLocalSgd: return "local_sgd";
-    case StrategyKind::kHierarchical: return "hierarchical";
+    case StrategyKind::kSerial:
+      return "serial";
+    case StrategyKind::kDdp:
+      return "ddp";
+    case StrategyKind::kEpochSync:
+      return "epoch_sync";
+    case StrategyKind::kEpochAsync:
+      return "epoch_async";
+    case StrategyKind::kLocalSgd:
+      return "local_sgd";
+    case StrategyKind::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
 
 std::string_view to_string(BackendKind kind) {
   switch (kind) {
-    case BackendKind::kLocal: return "local";
-    case BackendKind::kSim: return "sim";
-    case BackendKind::kMpi: return "mpi";
+    case BackendKind::kLocal:
+      return "local";
+    case BackendKind::kSim:
+      return "sim";
+    case BackendKind::kMpi:
+      return "mpi";
   }
   return "?";
 }
 
 std::string_view to_string(OptimizerStatePolicy policy) {
   switch (policy) {
-    case OptimizerStatePolicy::kKeep: return "keep";
-    case OptimizerStatePolicy::kReset: return "reset";
-    case OptimizerStatePolicy::kAverage: return "average";
+    case OptimizerStatePolicy::kKeep:
+      return "keep";
+    case OptimizerStatePolicy::kReset:
+      return "reset";
+    case OptimizerStatePolicy::kAverage:
+      return "average";
   }
   return "?";
 }

@@ -31,7 +31,7 @@ struct DataSection {
   bool normalize = true;
   int64_t blocks = 0;  // ds-tensor row blocks; 0: 4 per worker
   bool shuffle_in_block = true;
-  std::string order;   // "global" | "blocks"; empty: the strategy's natural order
+  std::string order;  // "global" | "blocks"; empty: the strategy's natural order
   // synthetic generators
   int64_t features = 64;
   int64_t classes = 10;
@@ -63,16 +63,16 @@ struct StrategySection {
   double bucket_mb = 25.0;                 // ddp bucket size (MiB)
   Algorithm algorithm = Algorithm::kAuto;  // collective algorithm
   OptimizerStatePolicy optimizer_state = OptimizerStatePolicy::kKeep;
-  int warmup_epochs = 0;                   // local_sgd: ddp for the first k epochs
+  int warmup_epochs = 0;  // local_sgd: ddp for the first k epochs
 };
 
 struct SimSection {
   std::string platform = "mn5-acc";
   std::map<std::string, std::string> platform_params;
-  std::string fidelity = "flow";  // message | flow | analytic
+  std::string fidelity = "flow";   // message | flow | analytic
   std::string mode = "emulation";  // emulation | cost_only
   bool fast_forward = true;
-  std::map<int, double> slowdown;  // worker -> compute-time multiplier
+  std::map<int, double> slowdown;       // worker -> compute-time multiplier
   int64_t cost_only_train_samples = 0;  // cost-only: samples per epoch (0: the dataset's)
 };
 
@@ -82,7 +82,7 @@ struct Scenario {
   uint64_t seed = 42;
   int epochs = 1;
   int workers = 1;
-  int64_t batch_size = 64;  // per worker
+  int64_t batch_size = 64;             // per worker
   std::string loss = "cross_entropy";  // cross_entropy | mse
   BackendKind backend = BackendKind::kLocal;
   bool eval_every_epoch = true;
