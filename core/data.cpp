@@ -41,7 +41,16 @@ using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
   throw UserError(out.str());
 }
 
-// The whole (uncompressed) content of a plain or gzip file.
+// zlib's message without the path it prefixes.
+std::string zlib_message(gzFile file, const std::string& path) {
+  int code = Z_OK;
+  std::string message = gzerror(file, &code);
+  if (message.starts_with(path + ": ")) message.erase(0, path.size() + 2);
+  return message;
+}
+
+// The whole (uncompressed) content of a plain or gzip file. Offsets in errors count bytes of
+// the uncompressed content, as do all IDX offsets.
 std::vector<uint8_t> read_all(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
@@ -52,25 +61,23 @@ std::vector<uint8_t> read_all(const std::string& path) {
   gzbuffer(file.get(), 1 << 20);
   std::vector<uint8_t> bytes;
   constexpr size_t kChunk = 1 << 22;
+  bool failed = false;
   for (;;) {
     const size_t old = bytes.size();
     bytes.resize(old + kChunk);
     const int got = gzread(file.get(), bytes.data() + old, static_cast<unsigned>(kChunk));
-    if (got < 0) {
-      bytes.resize(old);
-      int code = 0;
-      const char* message = gzerror(file.get(), &code);
-      idx_error(path, static_cast<int64_t>(old),
-                std::string("corrupt or truncated compressed data: ") + message);
+    bytes.resize(old + static_cast<size_t>(std::max(got, 0)));
+    if (got <= 0) {
+      failed = got < 0;
+      break;
     }
-    bytes.resize(old + static_cast<size_t>(got));
-    if (got == 0) break;
   }
   int code = Z_OK;
-  const char* message = gzerror(file.get(), &code);
-  if (code != Z_OK && code != Z_STREAM_END) {
+  gzerror(file.get(), &code);
+  if (failed || (code != Z_OK && code != Z_STREAM_END)) {
     idx_error(path, static_cast<int64_t>(bytes.size()),
-              std::string("corrupt or truncated compressed data: ") + message);
+              "corrupt or truncated gzip data (offset counted in decompressed bytes): " +
+                  zlib_message(file.get(), path));
   }
   return bytes;
 }
