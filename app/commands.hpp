@@ -12,6 +12,7 @@ struct RunResult {
   std::vector<WorkerReport> reports;
   RunInfo info;
   bool writes_output = true;  // false on MPI ranks other than 0
+  int exit_code = 0;
 };
 
 RunResult run_local(const Scenario& scenario);

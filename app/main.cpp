@@ -72,7 +72,7 @@ int run(RunOptions& o, int* argc, char*** argv) {
     write_failure(unique_run_dir(requested), e.what());
     throw;
   }
-  if (!result.writes_output) return 0;
+  if (!result.writes_output) return result.exit_code;
   const std::string dir =
       write_run_dir(unique_run_dir(requested), scenario, result.reports, result.info);
   print_summary(summarize(scenario, result.reports, result.info), dir);

@@ -14,6 +14,11 @@ void traced(WorkerContext& ctx, const char* name, F&& f) {
   ctx.trace.push_back({name, "sync", ctx.comm.rank(), start, ctx.exec.now() - start});
 }
 
+void reset_optimizer(WorkerContext& ctx) {
+  ctx.optimizer.reset();
+  ctx.optimizer_steps = 0;
+}
+
 void average_params(WorkerContext& ctx, Communicator& comm, Algorithm algorithm) {
   comm.allreduce(ctx.params, {ReduceOp::kAvg, algorithm});
   if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kAverage &&
@@ -106,7 +111,7 @@ class EpochSync final : public Strategy {
  public:
   void on_block_begin(WorkerContext& ctx) override {
     if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset)
-      ctx.optimizer.reset();
+      reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     const int every = ctx.scenario.strategy.every;
@@ -124,7 +129,7 @@ class EpochAsync final : public Strategy {
   void on_train_begin(WorkerContext& ctx) override { ctx.comm.create_global(ctx.params); }
   void on_block_begin(WorkerContext& ctx) override {
     if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset)
-      ctx.optimizer.reset();
+      reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     traced(ctx, "merge", [&] { ctx.comm.merge_into_global(ctx.params, MergeRule{}); });

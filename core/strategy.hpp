@@ -20,6 +20,9 @@ struct WorkerContext {
   Executor& exec;
   std::vector<TraceEvent>& trace;
   int epoch = 0;
+  // Optimizer steps since the optimizer state was last reset (Adam's bias correction counts
+  // from 1 after a reset). Strategies that reset the optimizer set it to 0.
+  int64_t optimizer_steps = 0;
   // Cost-only runs have no parameter storage: collectives then use this scratch buffer.
   std::span<float> params, grads;
 };

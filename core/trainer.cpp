@@ -263,7 +263,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   const auto n_params = static_cast<size_t>(model->num_params());
   std::span<float> params = cost_only ? cost_only_scratch(n_params) : model->params();
   std::span<float> grads = cost_only ? cost_only_scratch(n_params) : model->grads();
-  WorkerContext ctx{s, *model, *optimizer, comm, exec, report.trace, 0, params, grads};
+  WorkerContext ctx{s, *model, *optimizer, comm, exec, report.trace, 0, 0, params, grads};
   auto strategy = make_strategy(s);
   strategy->on_train_begin(ctx);
 
@@ -334,7 +334,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       }
       strategy->before_step(ctx);
       compute(step_cost,
-              [&] { optimizer->step(params, grads, static_cast<float>(lr), global_step + 1); });
+              [&] { optimizer->step(params, grads, static_cast<float>(lr), ++ctx.optimizer_steps); });
       ++global_step;
       strategy->after_step(ctx, global_step);
 
@@ -365,6 +365,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       skipped.recv += remaining * last.recv;
       k += remaining * period;
       global_step += static_cast<int64_t>(remaining * period);
+      ctx.optimizer_steps += static_cast<int64_t>(remaining * period);
       history.clear();
     }
 
