@@ -18,11 +18,11 @@ std::string serialize(const WorkerReport& r) {
   for (const auto& e : r.epochs)
     out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
         << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
-        << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' '
-        << e.test_accuracy << ' ' << e.lr << '\n';
+        << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy
+        << ' ' << e.lr << '\n';
   for (const auto& t : r.trace)
-    out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category
-        << ' ' << t.name << '\n';
+    out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category << ' '
+        << t.name << '\n';
   return out.str();
 }
 
@@ -69,8 +69,8 @@ std::vector<WorkerReport> gather_reports(mpi::MpiCommunicator& comm, const Worke
   std::vector<WorkerReport> reports;
   if (comm.rank() != 0) return reports;
   for (size_t i = 0; i < lengths.size(); ++i)
-    reports.push_back(deserialize(all.substr(static_cast<size_t>(offsets[i]),
-                                             static_cast<size_t>(lengths[i]))));
+    reports.push_back(
+        deserialize(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i]))));
   return reports;
 }
 
@@ -96,6 +96,7 @@ RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
     const TrainData data = prepare_data(scenario, false);
     const WorkerReport mine = train_worker(scenario, data, *comm, exec);
     result.reports = gather_reports(*comm, mine);
+    if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
     result.info.wall_seconds = MPI_Wtime() - start;
     result.info.extra = {{"ranks", static_cast<double>(comm->size())},
                          {"nodes", static_cast<double>(comm->num_nodes())}};

@@ -1,6 +1,7 @@
 #include "core/comm.hpp"
 
 #include <array>
+#include <cmath>
 #include <utility>
 
 namespace syncopate {
@@ -17,6 +18,12 @@ constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kAlgorithms{{
     {Algorithm::kMaster, "master"},
 }};
 }  // namespace
+
+void apply_merge_rule(const MergeRule& rule, std::span<float> global,
+                      std::span<const float> local) {
+  for (size_t i = 0; i < global.size(); ++i)
+    global[i] = std::fma(rule.global_weight, global[i], rule.local_weight * local[i]);
+}
 
 std::string_view to_string(ReduceOp op) {
   for (const auto& [value, name] : kOps)

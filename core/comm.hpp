@@ -58,6 +58,10 @@ struct MergeRule {
   float local_weight = 0.5f;
 };
 
+// global = global_weight*global + local_weight*local, element by element, written as one fma so
+// that every backend rounds it identically.
+void apply_merge_rule(const MergeRule& rule, std::span<float> global, std::span<const float> local);
+
 // Bytes this worker put on / took off the network since creation (not counting self-copies).
 struct CommCounters {
   uint64_t bytes_sent = 0;

@@ -36,10 +36,8 @@ void LocalCommunicator::create_global(std::span<const float> initial) {
 void LocalCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
   SYNC_CHECK(local.size() == global_.size(),
              "merge of " << local.size() << " into " << global_.size());
-  for (size_t i = 0; i < local.size(); ++i) {
-    global_[i] = rule.global_weight * global_[i] + rule.local_weight * local[i];
-    local[i] = global_[i];
-  }
+  apply_merge_rule(rule, global_, local);
+  std::copy(global_.begin(), global_.end(), local.begin());
 }
 
 }  // namespace syncopate

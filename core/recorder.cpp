@@ -197,6 +197,14 @@ std::string write_run_dir(const std::string& dir, const Scenario& scenario,
   write_file(partial / "metrics.csv", metrics_csv(reports));
   write_file(partial / "trace.json", trace_json(reports));
   write_file(partial / "scenario.toml", scenario.resolved_toml);
+  // The final model of worker 0 (after the strategy's consensus): raw little-endian float32.
+  for (const auto& report : reports) {
+    if (report.worker != 0 || report.final_params.empty()) continue;
+    std::ofstream model(partial / "model.bin", std::ios::binary);
+    model.write(reinterpret_cast<const char*>(report.final_params.data()),
+                static_cast<std::streamsize>(report.final_params.size() * sizeof(float)));
+    if (!model) throw UserError((partial / "model.bin").string() + ": cannot write");
+  }
   write_file(partial / "summary.json",
              summary_json(scenario, summarize(scenario, reports, info), info));
   fs::rename(partial, final_dir);

@@ -3,6 +3,8 @@
 //   metrics.csv   one row per worker and epoch
 //   summary.json  the resolved scenario, backend, platform, totals, time-to-accuracy
 //   trace.json    Chrome trace events (open in Perfetto / chrome://tracing)
+//   scenario.toml the resolved scenario
+//   model.bin     worker 0's final model, raw float32 in the flat-buffer layout (real runs)
 // The directory is built as DIR.partial and renamed to DIR only when every file is written, so a
 // run directory that exists is complete; a failed run leaves DIR.partial with an ERROR file.
 #include <cstdint>

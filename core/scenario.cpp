@@ -202,6 +202,8 @@ const std::map<std::string, Setter>& schema() {
         });
     k["strategy.warmup_epochs"] =
         nested_integer(&Scenario::strategy, &StrategySection::warmup_epochs, 0, 1 << 20);
+    k["strategy.merge_local_weight"] =
+        number(&Scenario::strategy, &StrategySection::merge_local_weight, 0.0, 1.0);
     k["sim.platform"] = text(&Scenario::sim, &SimSection::platform);
     k["sim.fidelity"] =
         choice({"message", "flow", "analytic"},

@@ -63,7 +63,8 @@ struct StrategySection {
   double bucket_mb = 25.0;                 // ddp bucket size (MiB)
   Algorithm algorithm = Algorithm::kAuto;  // collective algorithm
   OptimizerStatePolicy optimizer_state = OptimizerStatePolicy::kKeep;
-  int warmup_epochs = 0;  // local_sgd: ddp for the first k epochs
+  int warmup_epochs = 0;            // local_sgd: ddp for the first k epochs
+  double merge_local_weight = 0.5;  // epoch_async: global = (1-w)*global + w*local
 };
 
 struct SimSection {

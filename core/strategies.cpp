@@ -110,8 +110,7 @@ class Ddp final : public Strategy {
 class EpochSync final : public Strategy {
  public:
   void on_block_begin(WorkerContext& ctx) override {
-    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset)
-      reset_optimizer(ctx);
+    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     const int every = ctx.scenario.strategy.every;
@@ -128,11 +127,13 @@ class EpochAsync final : public Strategy {
  public:
   void on_train_begin(WorkerContext& ctx) override { ctx.comm.create_global(ctx.params); }
   void on_block_begin(WorkerContext& ctx) override {
-    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset)
-      reset_optimizer(ctx);
+    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
-    traced(ctx, "merge", [&] { ctx.comm.merge_into_global(ctx.params, MergeRule{}); });
+    traced(ctx, "merge", [&] {
+      const double w = ctx.scenario.strategy.merge_local_weight;
+      ctx.comm.merge_into_global(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
+    });
   }
   // The final model is the mean of the workers' last snapshots.
   void on_train_end(WorkerContext& ctx) override {

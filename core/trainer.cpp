@@ -333,8 +333,9 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
         for (int i = model->num_layers() - 1; i >= 0; --i) strategy->after_backward_layer(ctx, i);
       }
       strategy->before_step(ctx);
-      compute(step_cost,
-              [&] { optimizer->step(params, grads, static_cast<float>(lr), ++ctx.optimizer_steps); });
+      compute(step_cost, [&] {
+        optimizer->step(params, grads, static_cast<float>(lr), ++ctx.optimizer_steps);
+      });
       ++global_step;
       strategy->after_step(ctx, global_step);
 

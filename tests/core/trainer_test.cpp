@@ -9,6 +9,7 @@
 
 #include "core/check.hpp"
 #include "core/local_backend.hpp"
+#include "core/model.hpp"
 
 namespace syncopate {
 namespace {
@@ -60,14 +61,36 @@ TEST(Trainer, EveryStrategyWithOneWorkerEqualsSerialSgd) {
   for (const char* order : {"global", "blocks"}) {
     const WorkerReport serial =
         train_local(small({"strategy.name=serial", std::string("data.order=") + order}));
-    std::vector<std::string> strategies = {"epoch_sync", "epoch_async"};
+    // epoch_async with the paper's rule global = (global + local) / 2 is an exponential moving
+    // average even with one worker; with merge weight 1 its merge is the identity.
+    std::vector<std::string> strategies = {"epoch_sync",
+                                           "epoch_async --set strategy.merge_local_weight=1"};
     if (std::string(order) == "global") strategies = {"ddp", "local_sgd", "hierarchical"};
     for (const auto& name : strategies) {
-      const WorkerReport r =
-          train_local(small({"strategy.name=" + name, std::string("data.order=") + order}));
+      std::vector<std::string> sets = {std::string("data.order=") + order};
+      std::string strategy = name;
+      if (const size_t at = name.find(" --set "); at != std::string::npos) {
+        strategy = name.substr(0, at);
+        sets.push_back(name.substr(at + 7));
+      }
+      sets.push_back("strategy.name=" + strategy);
+      const WorkerReport r = train_local(small(sets));
       EXPECT_EQ(r.final_params, serial.final_params) << name << " / " << order;
     }
   }
+}
+
+// The paper's merge with one worker: after one epoch, final = (initial + trained) / 2.
+TEST(Trainer, EpochAsyncMergeIsTheHalfwayPointWithOneWorker) {
+  const Scenario async_s = small({"epochs=1", "strategy.name=epoch_async"});
+  const WorkerReport serial = train_local(small({"epochs=1", "data.order=blocks"}));
+  const WorkerReport merged = train_local(async_s);
+  auto initial = make_model(async_s.model.name);
+  initial->init(async_s.seed);
+  std::vector<float> expected(initial->params().begin(), initial->params().end());
+  apply_merge_rule({0.5f, 0.5f}, expected, serial.final_params);
+  EXPECT_EQ(merged.final_params, expected);
+  EXPECT_NE(merged.final_params, serial.final_params);
 }
 
 TEST(Trainer, BlockOrderDiffersFromGlobalOrder) {
@@ -85,7 +108,7 @@ TEST(Trainer, OptimizerResetPerBlockChangesTraining) {
 
 TEST(Trainer, DivergingLossStopsNamingWorkerAndEpoch) {
   try {
-    train_local(small({"schedule.lr=1e30", "data.normalize=false"}));
+    train_local(small({"schedule.lr=1000", "data.normalize=false"}));
     FAIL() << "expected the NaN check to stop training";
   } catch (const UserError& e) {
     const std::string what = e.what();

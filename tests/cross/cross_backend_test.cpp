@@ -1,0 +1,160 @@
+// Cross-backend equivalence: the same scenario and seed on the simulator (emulation) and on real
+// MPI processes gives the same per-epoch losses and final weights (the backends run the same
+// collective schedules, so the same additions in the same order), and every strategy runs under
+// mpirun at 1, 2 and 4 ranks.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
+
+fs::path scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("syncopate-cross-" + std::to_string(getpid()));
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::string mpirun(int ranks) {
+  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
+                    " --oversubscribe --bind-to none";
+  if (geteuid() == 0) cmd += " --allow-run-as-root";
+  return cmd;
+}
+
+// Runs a command; returns its exit status and combined output.
+int run(const std::string& cmd, std::string* output = nullptr) {
+  const fs::path log = scratch_dir() / "last.log";
+  const int status = std::system((cmd + " > " + log.string() + " 2>&1").c_str());
+  std::stringstream text;
+  text << std::ifstream(log).rdbuf();
+  if (output) *output = text.str();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+struct Run {
+  std::map<std::pair<int, int>, double> loss;  // (worker, epoch) -> train_loss
+  std::vector<float> model;
+  std::string merges;  // trace
+};
+
+Run read_run(const fs::path& dir) {
+  Run r;
+  std::ifstream csv(dir / "metrics.csv");
+  std::string line;
+  std::getline(csv, line);
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    r.loss[{std::stoi(cells[0]), std::stoi(cells[1])}] = std::stod(cells[9]);
+  }
+  std::ifstream model(dir / "model.bin", std::ios::binary);
+  model.seekg(0, std::ios::end);
+  r.model.resize(static_cast<size_t>(model.tellg()) / sizeof(float));
+  model.seekg(0);
+  model.read(reinterpret_cast<char*>(r.model.data()),
+             static_cast<std::streamsize>(r.model.size() * sizeof(float)));
+  return r;
+}
+
+std::string syncopate(const std::string& strategy, int workers, const std::string& out,
+                      const std::string& extra = "") {
+  return std::string(SYNCOPATE_BIN) + " run " + kScenario + " --strategy " + strategy +
+         " --workers " + std::to_string(workers) + " --out " + out + " " + extra;
+}
+
+double relative(double a, double b) {
+  return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-30});
+}
+
+class SimVsMpi : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimVsMpi, SameLossesAndWeights) {
+  const std::string strategy = GetParam();
+  const fs::path sim = scratch_dir() / ("sim-" + strategy);
+  const fs::path real = scratch_dir() / ("mpi-" + strategy);
+  std::string log;
+  ASSERT_EQ(run(syncopate(strategy, 2, sim.string(), "--backend sim"), &log), 0) << log;
+  ASSERT_EQ(run(mpirun(2) + " " + syncopate(strategy, 2, real.string(), "--backend mpi"), &log), 0)
+      << log;
+  const Run a = read_run(sim), b = read_run(real);
+  ASSERT_EQ(a.loss.size(), 4u);  // 2 workers x 2 epochs
+  ASSERT_EQ(a.loss.size(), b.loss.size());
+  for (const auto& [key, loss] : a.loss)
+    EXPECT_LE(relative(loss, b.loss.at(key)), 1e-6)
+        << strategy << " worker " << key.first << " epoch " << key.second;
+  ASSERT_EQ(a.model.size(), 235146u);
+  ASSERT_EQ(a.model.size(), b.model.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.model.size(); ++i)
+    worst = std::max(worst, relative(a.model[i], b.model[i]));
+  EXPECT_LE(worst, 1e-6) << strategy;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, SimVsMpi,
+                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical"));
+
+// Every strategy runs to completion under mpirun at 1, 2 and 4 ranks, and the run directory
+// written by rank 0 holds every rank's rows.
+class EveryStrategyUnderMpi : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(EveryStrategyUnderMpi, RunsAndRecordsEveryRank) {
+  const auto& [strategy, ranks] = GetParam();
+  const fs::path out = scratch_dir() / ("all-" + strategy + "-" + std::to_string(ranks));
+  std::string log;
+  ASSERT_EQ(
+      run(mpirun(ranks) + " " + syncopate(strategy, ranks, out.string(), "--backend mpi"), &log), 0)
+      << log;
+  const Run r = read_run(out);
+  EXPECT_EQ(r.loss.size(), static_cast<size_t>(2 * ranks));
+  for (const auto& [key, loss] : r.loss) EXPECT_TRUE(std::isfinite(loss) && loss > 0);
+  EXPECT_TRUE(fs::exists(out / "summary.json"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategyUnderMpi,
+                         ::testing::Combine(::testing::Values("serial", "ddp", "epoch_sync",
+                                                              "epoch_async", "local_sgd",
+                                                              "hierarchical"),
+                                            ::testing::Values(1, 2, 4)));
+
+TEST(MpiFaults, WrongRankCountIsReportedOnEveryRank) {
+  std::string log;
+  const fs::path out = scratch_dir() / "wrong-count";
+  EXPECT_NE(run(mpirun(2) + " " + syncopate("ddp", 3, out.string(), "--backend mpi"), &log), 0);
+  size_t count = 0;
+  for (size_t at = log.find("error on rank"); at != std::string::npos;
+       at = log.find("error on rank", at + 1))
+    ++count;
+  EXPECT_EQ(count, 2u) << log;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(MpiFaults, NanLossEndsTheJobNamingWorkerAndEpoch) {
+  std::string log;
+  const fs::path out = scratch_dir() / "nan";
+  EXPECT_NE(run("timeout 120 " + mpirun(2) + " " +
+                    syncopate("ddp", 2, out.string(),
+                              "--backend mpi --set schedule.lr=1000 --set data.normalize=false"),
+                &log),
+            0);
+  EXPECT_NE(log.find("epoch 0"), std::string::npos) << log;
+  EXPECT_NE(log.find("loss"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(out / "summary.json"));
+}
+
+}  // namespace
