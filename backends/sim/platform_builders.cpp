@@ -14,6 +14,9 @@ namespace sg4 = simgrid::s4u;
 using simgrid::kernel::routing::NetPoint;
 using Direction = sg4::LinkInRoute::Direction;
 
+// SimGrid host speeds are informational (the cost model uses the profile): the GEMM speed.
+constexpr int kGemm = static_cast<int>(OpKind::kGemm);
+
 // ---- The adapter: the only calls of SimGrid's zone builders (SimGrid 4 renames them to
 // NetZone::add_netzone_* and changes the callbacks' signature). ------------------------------
 
@@ -89,7 +92,7 @@ Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index) {
   std::vector<sg4::Link*> ports;
   for (int i = 0; i < gpus; ++i) {
     const std::string gpu = name + "-gpu" + std::to_string(i);
-    sg4::Host* host = node.zone->create_host(gpu, recipe.profile.flops_per_s[0]);
+    sg4::Host* host = node.zone->create_host(gpu, recipe.profile.flops_per_s[kGemm]);
     host->set_property("node", std::to_string(index));
     node.gpus.push_back(host->seal());
     if (gpus > 1) {
@@ -167,7 +170,7 @@ sg4::NetZone* build_fabric(const Recipe& recipe, sg4::NetZone* root, std::vector
 // not cross the GPU fabric. The switch is a FATPIPE link (no sharing) carrying the latency.
 sg4::Host* build_master(const Recipe& recipe, sg4::NetZone* root, const std::vector<Node>& nodes) {
   sg4::NetZone* zone = new_full_zone("master-zone", root);
-  sg4::Host* master = zone->create_host("master", recipe.profile.flops_per_s[0]);
+  sg4::Host* master = zone->create_host("master", recipe.profile.flops_per_s[kGemm]);
   master->set_property("role", "master");
   master->seal();
   NetPoint* gateway = zone->create_router("master-gw");

@@ -93,7 +93,7 @@ void read_torus(TomlReader& reader, Recipe& recipe) {
     product *= d;
     append_item(text, std::to_string(d), "x");
   }
-  if (product != nodes) {
+  if (product != nodes && nodes > 1) {  // one node needs no fabric
     reader.fail("fabric.dims", text + " holds " + std::to_string(product) +
                                    " nodes but nodes = " + std::to_string(nodes));
   }
@@ -111,6 +111,7 @@ void read_dragonfly(TomlReader& reader, Recipe& recipe) {
   fly.green_links = static_cast<unsigned>(reader.integer("fabric.green_links", 1, 1, 1 << 10));
   const unsigned per_group = fly.chassis * fly.routers * fly.nodes_per_router;
   const auto nodes = static_cast<unsigned>(recipe.nodes);
+  if (nodes == 1) return;  // one node needs no fabric
   if (nodes % per_group != 0) {
     reader.fail("nodes",
                 "a dragonfly group holds fabric.chassis x fabric.routers x "
@@ -175,7 +176,7 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
 
   // The profile: a name or path of a profile file, or an inline [profile] table.
   const toml::node* profile = reader.node("profile");
-  if (profile != nullptr && profile->is_table()) {
+  if (profile != nullptr && profile->is_table() && !overrides.contains("profile")) {
     recipe.profile = read_profile(reader, "profile.", recipe.name);
   } else {
     const std::string name = reader.string("profile", std::nullopt);
