@@ -98,12 +98,84 @@ void check_geometry(const ConvGeometry& g, size_t x_size) {
              "image of " << x_size << " values for C*H*W " << g.channels * g.height * g.width);
 }
 
+// Stride 1 with an output as large as the input ("same" padding, e.g. 3x3 with padding 1): col
+// row (c, ky, kx) is image plane c shifted by (ky - pad) rows and (kx - pad) columns, so it is
+// one contiguous copy; only the columns and rows that fall into the padding need zeros.
+bool is_same_stride1(const ConvGeometry& g) {
+  return g.stride == 1 && g.out_height() == g.height && g.out_width() == g.width;
+}
+
+// For col row (ky, kx) of a same-size stride-1 convolution: the valid output rows, the valid
+// output columns, and the flat shift from output index to input index.
+struct Shifted {
+  ValidRange rows, cols;
+  int64_t shift;
+};
+Shifted shifted(const ConvGeometry& g, int64_t ky, int64_t kx) {
+  return {valid_outputs(ky - g.padding, 1, g.height, g.height),
+          valid_outputs(kx - g.padding, 1, g.width, g.width),
+          (ky - g.padding) * g.width + (kx - g.padding)};
+}
+
+void im2col_same_stride1(const float* x, const ConvGeometry& g, float* col, int64_t col_ld) {
+  const int64_t h = g.height, w = g.width, plane = h * w, k = g.kernel;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const float* in = x + c * plane;
+    for (int64_t ky = 0; ky < k; ++ky) {
+      for (int64_t kx = 0; kx < k; ++kx) {
+        float* out = col + ((c * k + ky) * k + kx) * col_ld;
+        const Shifted sh = shifted(g, ky, kx);
+        const int64_t begin = std::max(sh.rows.lo * w, -sh.shift);
+        const int64_t end = std::min(sh.rows.hi * w, plane - sh.shift);
+        std::fill(out, out + begin, 0.0f);
+        std::memcpy(out + begin, in + begin + sh.shift,
+                    static_cast<size_t>(end - begin) * sizeof(float));
+        std::fill(out + end, out + plane, 0.0f);
+        if (sh.cols.lo > 0 || sh.cols.hi < w) {
+          for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) {
+            std::fill(out + oy * w, out + oy * w + sh.cols.lo, 0.0f);
+            std::fill(out + oy * w + sh.cols.hi, out + (oy + 1) * w, 0.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+void col2im_same_stride1(float* col, int64_t col_ld, const ConvGeometry& g, float* x) {
+  const int64_t h = g.height, w = g.width, plane = h * w, k = g.kernel;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    float* out = x + c * plane;
+    for (int64_t ky = 0; ky < k; ++ky) {
+      for (int64_t kx = 0; kx < k; ++kx) {
+        float* in = col + ((c * k + ky) * k + kx) * col_ld;
+        const Shifted sh = shifted(g, ky, kx);
+        // Zero the entries that belong to padding columns, then add one contiguous range.
+        if (sh.cols.lo > 0 || sh.cols.hi < w) {
+          for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) {
+            std::fill(in + oy * w, in + oy * w + sh.cols.lo, 0.0f);
+            std::fill(in + oy * w + sh.cols.hi, in + (oy + 1) * w, 0.0f);
+          }
+        }
+        const int64_t begin = std::max(sh.rows.lo * w, -sh.shift);
+        const int64_t end = std::min(sh.rows.hi * w, plane - sh.shift);
+        float* dst = out + sh.shift;
+        for (int64_t i = begin; i < end; ++i) dst[i] += in[i];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void im2col(std::span<const float> x, const ConvGeometry& g, float* col, int64_t col_ld) {
   check_geometry(g, x.size());
   const int64_t k = g.kernel, s = g.stride, ho = g.out_height(), wo = g.out_width();
   SYNC_CHECK(col_ld >= ho * wo, "col_ld " << col_ld << " < " << ho * wo);
+  if (is_same_stride1(g)) {
+    im2col_same_stride1(x.data(), g, col, col_ld);
+    return;
+  }
   for (int64_t c = 0; c < g.channels; ++c) {
     const float* plane = x.data() + c * g.height * g.width;
     for (int64_t ky = 0; ky < k; ++ky) {
@@ -131,10 +203,14 @@ void im2col(std::span<const float> x, const ConvGeometry& g, float* col, int64_t
   }
 }
 
-void col2im_add(const float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x) {
+void col2im_add(float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x) {
   check_geometry(g, x.size());
   const int64_t k = g.kernel, s = g.stride, ho = g.out_height(), wo = g.out_width();
   SYNC_CHECK(col_ld >= ho * wo, "col_ld " << col_ld << " < " << ho * wo);
+  if (is_same_stride1(g)) {
+    col2im_same_stride1(col, col_ld, g, x.data());
+    return;
+  }
   for (int64_t c = 0; c < g.channels; ++c) {
     float* plane = x.data() + c * g.height * g.width;
     for (int64_t ky = 0; ky < k; ++ky) {
@@ -146,7 +222,11 @@ void col2im_add(const float* col, int64_t col_ld, const ConvGeometry& g, std::sp
           const float* src = in + oy * wo;
           float* dst = plane + (oy * s - g.padding + ky) * g.width;
           const int64_t shift = kx - g.padding;
-          for (int64_t ox = cols.lo; ox < cols.hi; ++ox) dst[ox * s + shift] += src[ox];
+          if (s == 1) {
+            for (int64_t ox = cols.lo; ox < cols.hi; ++ox) dst[ox + shift] += src[ox];
+          } else {
+            for (int64_t ox = cols.lo; ox < cols.hi; ++ox) dst[ox * s + shift] += src[ox];
+          }
         }
       }
     }

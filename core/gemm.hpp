@@ -45,7 +45,8 @@ struct ConvGeometry {
 // x[c][oy*stride - pad + ky][ox*stride - pad + kx], or 0 where that falls in the padding.
 // col_ld is the distance between col's rows (>= Ho*Wo), so several images can sit side by side.
 void im2col(std::span<const float> x, const ConvGeometry& g, float* col, int64_t col_ld);
-// The adjoint of im2col: ADDS every col entry into the x position it was read from.
-void col2im_add(const float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x);
+// The adjoint of im2col: ADDS every col entry into the x position it was read from. col is also
+// scratch: entries that im2col would have taken from the padding may be overwritten with zeros.
+void col2im_add(float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x);
 
 }  // namespace syncopate

@@ -53,33 +53,17 @@ class MaxPool2D final : public WindowPool {
       : WindowPool("maxpool2d", kernel, stride, padding) {}
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
     const ConvGeometry g = geometry(x.shape());
-    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
-    const int64_t planes = x.dim(0) * x.dim(1);
-    argmax_.resize(static_cast<size_t>(planes * ho * wo));
-    int32_t* best_at = argmax_.data();
-    float* out = y.data();
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      const float* in = x.data() + plane * h * w;
-      for (int64_t oy = 0; oy < ho; ++oy) {
-        const int64_t y0 = std::max<int64_t>(oy * stride_ - pad_, 0);
-        const int64_t y1 = std::min(oy * stride_ - pad_ + k_, h);
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const int64_t x0 = std::max<int64_t>(ox * stride_ - pad_, 0);
-          const int64_t x1 = std::min(ox * stride_ - pad_ + k_, w);
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t at = y0 * w + x0;
-          for (int64_t iy = y0; iy < y1; ++iy) {
-            for (int64_t ix = x0; ix < x1; ++ix) {
-              const float v = in[iy * w + ix];
-              if (v > best) {
-                best = v;
-                at = iy * w + ix;
-              }
-            }
-          }
-          *out++ = best;
-          *best_at++ = static_cast<int32_t>(at);
-        }
+    const int64_t planes = x.dim(0) * x.dim(1), in_plane = g.height * g.width;
+    const int64_t out_plane = g.out_height() * g.out_width();
+    argmax_.resize(static_cast<size_t>(planes * out_plane));
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* in = x.data() + p * in_plane;
+      float* out = y.data() + p * out_plane;
+      int32_t* at = argmax_.data() + p * out_plane;
+      if (k_ == 2 && stride_ == 2 && pad_ == 0) {
+        forward_plane_2x2(in, g, out, at);
+      } else {
+        forward_plane(in, g, out, at);
       }
     }
   }
@@ -87,11 +71,12 @@ class MaxPool2D final : public WindowPool {
     if (!dx) return;
     const int64_t in_plane = x.dim(2) * x.dim(3), out_plane = y.dim(2) * y.dim(3);
     const int64_t planes = x.dim(0) * x.dim(1);
-    dx->fill(0.0f);
     const int32_t* best_at = argmax_.data();
     const float* g = dy.data();
     for (int64_t plane = 0; plane < planes; ++plane) {
       float* d = dx->data() + plane * in_plane;
+      // Zeroed plane by plane, so the scatter below finds it in cache.
+      std::fill(d, d + in_plane, 0.0f);
       for (int64_t i = 0; i < out_plane; ++i) d[*best_at++] += *g++;
     }
   }
@@ -107,6 +92,49 @@ class MaxPool2D final : public WindowPool {
   }
 
  private:
+  void forward_plane(const float* in, const ConvGeometry& g, float* out, int32_t* best_at) const {
+    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      const int64_t y0 = std::max<int64_t>(oy * stride_ - pad_, 0);
+      const int64_t y1 = std::min(oy * stride_ - pad_ + k_, h);
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const int64_t x0 = std::max<int64_t>(ox * stride_ - pad_, 0);
+        const int64_t x1 = std::min(ox * stride_ - pad_ + k_, w);
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t at = y0 * w + x0;
+        for (int64_t iy = y0; iy < y1; ++iy) {
+          for (int64_t ix = x0; ix < x1; ++ix) {
+            const float v = in[iy * w + ix];
+            if (v > best) {
+              best = v;
+              at = iy * w + ix;
+            }
+          }
+        }
+        *out++ = best;
+        *best_at++ = static_cast<int32_t>(at);
+      }
+    }
+  }
+  // The common 2x2 / stride 2 case without branches: the first of the four equal to the max wins.
+  static void forward_plane_2x2(const float* in, const ConvGeometry& g, float* out,
+                                int32_t* best_at) {
+    const int64_t w = g.width, ho = g.out_height(), wo = g.out_width();
+    const int32_t row = static_cast<int32_t>(w);
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      const float* r0 = in + 2 * oy * w;
+      const float* r1 = r0 + w;
+      const int32_t base = static_cast<int32_t>(2 * oy * w);
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        const float m = std::max(std::max(a, b), std::max(c, d));
+        const int32_t at = a == m ? 0 : b == m ? 1 : c == m ? row : row + 1;
+        out[oy * wo + ox] = m;
+        best_at[oy * wo + ox] = base + static_cast<int32_t>(2 * ox) + at;
+      }
+    }
+  }
+
   std::vector<int32_t> argmax_;  // per output: the winning input's index inside its plane
 };
 
