@@ -31,6 +31,11 @@ MutableMatrixView matrix(std::span<float> values, int64_t rows, int64_t cols);
 void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const MatrixView& b,
           float beta, const MutableMatrixView& c);
 
+// sums[r] += sum of row r of a (a bias gradient over an NCHW image: one row per channel).
+void add_row_sums(const MatrixView& a, std::span<float> sums);
+// sums[c] += sum of column c of a (a bias gradient over a batch of dense outputs).
+void add_column_sums(const MatrixView& a, std::span<float> sums);
+
 // Geometry of a 2-D convolution or pooling window over one (C, H, W) image.
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;

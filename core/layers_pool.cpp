@@ -116,7 +116,9 @@ class MaxPool2D final : public WindowPool {
       }
     }
   }
-  // The common 2x2 / stride 2 case without branches: the first of the four equal to the max wins.
+  // The common 2x2 / stride 2 case, written with selects only (no branches to mispredict on
+  // random data). Ties go to the first of a, b, c, d: a pair's second wins only when strictly
+  // greater, and the lower pair only when strictly greater than the upper one.
   static void forward_plane_2x2(const float* in, const ConvGeometry& g, float* out,
                                 int32_t* best_at) {
     const int64_t w = g.width, ho = g.out_height(), wo = g.out_width();
@@ -124,13 +126,18 @@ class MaxPool2D final : public WindowPool {
     for (int64_t oy = 0; oy < ho; ++oy) {
       const float* r0 = in + 2 * oy * w;
       const float* r1 = r0 + w;
+      float* o = out + oy * wo;
+      int32_t* at = best_at + oy * wo;
       const int32_t base = static_cast<int32_t>(2 * oy * w);
       for (int64_t ox = 0; ox < wo; ++ox) {
         const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
-        const float m = std::max(std::max(a, b), std::max(c, d));
-        const int32_t at = a == m ? 0 : b == m ? 1 : c == m ? row : row + 1;
-        out[oy * wo + ox] = m;
-        best_at[oy * wo + ox] = base + static_cast<int32_t>(2 * ox) + at;
+        // Comparison results as integers keep the compiler from emitting branches.
+        const int32_t right_top = b > a, right_bottom = d > c;
+        const float top = std::max(a, b), bottom = std::max(c, d);
+        const int32_t lower = bottom > top;
+        const int32_t top_at = right_top, bottom_at = row + right_bottom;
+        o[ox] = std::max(top, bottom);
+        at[ox] = base + static_cast<int32_t>(2 * ox) + top_at + lower * (bottom_at - top_at);
       }
     }
   }
@@ -208,12 +215,9 @@ class GlobalAvgPool final : public Layer {
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
     const int64_t plane = x.dim(2) * x.dim(3), planes = x.dim(0) * x.dim(1);
     const float scale = 1.0f / static_cast<float>(plane);
-    for (int64_t i = 0; i < planes; ++i) {
-      const float* in = x.data() + i * plane;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < plane; ++j) sum += in[j];
-      y[i] = sum * scale;
-    }
+    y.fill(0.0f);
+    add_row_sums({x.data(), planes, plane, plane}, y.span());
+    for (int64_t i = 0; i < planes; ++i) y[i] *= scale;
   }
   void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
     if (!dx) return;
