@@ -173,6 +173,22 @@ TEST(Model, InitIsDeterministicPerSeedWithHeAndXavierScales) {
   }
 }
 
+// Samples do not interact: a batch of 2 gives the first two outputs of a batch of 5, whether the
+// batch shrinks or grows (the activations are resized, not reallocated, on the way down).
+TEST(Model, OutputsDoNotDependOnTheBatch) {
+  auto model = make_model("cnn");
+  model->init(4);
+  const auto values = random_floats(5 * 784, 8);
+  const Tensor five({5, 1, 28, 28}, values);
+  const Tensor two({2, 1, 28, 28}, std::vector<float>(values.begin(), values.begin() + 2 * 784));
+  const auto out5 = run_forward(*model, five);
+  const auto out2 = run_forward(*model, two);
+  ASSERT_EQ(out5.size(), 50u);
+  ASSERT_EQ(out2.size(), 20u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_NEAR(out2[i], out5[i], 1e-5f * (1 + std::abs(out5[i])));
+  EXPECT_EQ(run_forward(*model, five), out5);
+}
+
 TEST(Model, RejectsLayersThatDoNotFitTogether) {
   std::vector<std::unique_ptr<Layer>> layers;
   layers.push_back(flatten());
