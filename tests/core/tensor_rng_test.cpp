@@ -33,8 +33,8 @@ TEST(Tensor, OwningViewAndShapeOnly) {
 
 TEST(Philox, KnownAnswer) {
   // Random123's published known-answer vector for philox4x32-10 with all-ones inputs.
-  const auto out =
-      philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu});
+  const auto out = philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+                              {0xffffffffu, 0xffffffffu});
   EXPECT_EQ(out[0], 0x408f276du);
   EXPECT_EQ(out[1], 0x41c83b0eu);
   EXPECT_EQ(out[2], 0xa20bc7c6u);
