@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/check.hpp"
 
@@ -19,15 +20,41 @@ ConstMap as_eigen(const MatrixView& m) {
   return ConstMap(m.data, m.rows, m.cols, Eigen::OuterStride<>(m.ld));
 }
 
-// One Eigen GEMM: the transposes are expression flags (no copies), noalias avoids a temporary.
-template <typename Lhs, typename Rhs>
-void product(float alpha, const Lhs& a, const Rhs& b, float beta, MutableMap& c) {
-  if (beta == 0.0f) {
-    c.noalias() = alpha * a * b;
-  } else {
-    if (beta != 1.0f) c *= beta;
-    c.noalias() += alpha * a * b;
+// Packing buffers for Eigen's blocked GEMM, kept per thread and grown on demand, so a training
+// step makes no heap allocation (Eigen's expression API allocates them on every large product).
+// SimGrid actors that share a thread never interleave inside one GEMM call.
+class PackingBuffers final : public Eigen::internal::level3_blocking<float, float> {
+ public:
+  // Blocking for a product whose col-major form is (rows x depth) * (depth x cols).
+  void prepare(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
+    Eigen::Index kc = depth, mc = rows, nc = cols;
+    Eigen::internal::computeProductBlockingSizes<float, float, 1>(kc, mc, nc, Eigen::Index{1});
+    m_kc = kc;
+    m_mc = mc;
+    m_nc = nc;
+    if (a_.size() < static_cast<size_t>(kc * mc)) a_.resize(static_cast<size_t>(kc * mc));
+    if (b_.size() < static_cast<size_t>(kc * nc)) b_.resize(static_cast<size_t>(kc * nc));
+    m_blockA = a_.data();
+    m_blockB = b_.data();
   }
+
+ private:
+  std::vector<float, Eigen::aligned_allocator<float>> a_, b_;
+};
+
+thread_local PackingBuffers packing;
+
+// C (row-major, m x n) += alpha * op(A) * op(B) with Eigen's blocked kernel. op(A) is row-major
+// when A is not transposed and col-major (the same memory read the other way) when it is.
+template <int LhsOrder, int RhsOrder>
+void accumulate_product(int64_t m, int64_t n, int64_t k, float alpha, const MatrixView& a,
+                        const MatrixView& b, const MutableMatrixView& c) {
+  // Eigen computes a row-major C as the col-major C^T = op(B)^T op(A)^T (rows n, cols m).
+  packing.prepare(n, m, k);
+  Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, LhsOrder, false, float,
+                                                 RhsOrder, false, Eigen::RowMajor,
+                                                 1>::run(m, n, k, a.data, a.ld, b.data, b.ld,
+                                                         c.data, 1, c.ld, alpha, packing);
 }
 
 void check_view(const char* name, int64_t rows, int64_t cols, int64_t ld, const void* data) {
@@ -62,16 +89,37 @@ void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const 
                                                         << n << ", C " << c.rows << "x" << c.cols);
   if (m == 0 || n == 0) return;
   MutableMap cm(c.data, c.rows, c.cols, Eigen::OuterStride<>(c.ld));
-  const ConstMap am = as_eigen(a), bm = as_eigen(b);
-  if (!ta && !tb) {
-    product(alpha, am, bm, beta, cm);
-  } else if (!ta && tb) {
-    product(alpha, am, bm.transpose(), beta, cm);
-  } else if (ta && !tb) {
-    product(alpha, am.transpose(), bm, beta, cm);
-  } else {
-    product(alpha, am.transpose(), bm.transpose(), beta, cm);
+  if (beta == 0.0f) {
+    cm.setZero();  // not a scaling: NaN or Inf in C must not survive
+  } else if (beta != 1.0f) {
+    cm *= beta;
   }
+  if (k == 0 || alpha == 0.0f) return;
+  if (!ta && !tb) {
+    accumulate_product<Eigen::RowMajor, Eigen::RowMajor>(m, n, k, alpha, a, b, c);
+  } else if (!ta && tb) {
+    accumulate_product<Eigen::RowMajor, Eigen::ColMajor>(m, n, k, alpha, a, b, c);
+  } else if (ta && !tb) {
+    accumulate_product<Eigen::ColMajor, Eigen::RowMajor>(m, n, k, alpha, a, b, c);
+  } else {
+    accumulate_product<Eigen::ColMajor, Eigen::ColMajor>(m, n, k, alpha, a, b, c);
+  }
+}
+
+void add_row_sums(const MatrixView& a, std::span<float> sums) {
+  check_view("add_row_sums", a.rows, a.cols, a.ld, a.data);
+  SYNC_CHECK(static_cast<int64_t>(sums.size()) == a.rows, sums.size() << " sums, " << a.rows);
+  if (a.rows == 0 || a.cols == 0) return;
+  Eigen::Map<Eigen::VectorXf> out(sums.data(), a.rows);
+  out += as_eigen(a).rowwise().sum();  // vectorised, unlike a plain float loop
+}
+
+void add_column_sums(const MatrixView& a, std::span<float> sums) {
+  check_view("add_column_sums", a.rows, a.cols, a.ld, a.data);
+  SYNC_CHECK(static_cast<int64_t>(sums.size()) == a.cols, sums.size() << " sums, " << a.cols);
+  if (a.rows == 0 || a.cols == 0) return;
+  Eigen::Map<Eigen::RowVectorXf> out(sums.data(), a.cols);
+  out += as_eigen(a).colwise().sum();
 }
 
 namespace {
@@ -98,12 +146,84 @@ void check_geometry(const ConvGeometry& g, size_t x_size) {
              "image of " << x_size << " values for C*H*W " << g.channels * g.height * g.width);
 }
 
+// Stride 1 with an output as large as the input ("same" padding, e.g. 3x3 with padding 1): col
+// row (c, ky, kx) is image plane c shifted by (ky - pad) rows and (kx - pad) columns, so it is
+// one contiguous copy; only the columns and rows that fall into the padding need zeros.
+bool is_same_stride1(const ConvGeometry& g) {
+  return g.stride == 1 && g.out_height() == g.height && g.out_width() == g.width;
+}
+
+// For col row (ky, kx) of a same-size stride-1 convolution: the valid output rows, the valid
+// output columns, and the flat shift from output index to input index.
+struct Shifted {
+  ValidRange rows, cols;
+  int64_t shift;
+};
+Shifted shifted(const ConvGeometry& g, int64_t ky, int64_t kx) {
+  return {valid_outputs(ky - g.padding, 1, g.height, g.height),
+          valid_outputs(kx - g.padding, 1, g.width, g.width),
+          (ky - g.padding) * g.width + (kx - g.padding)};
+}
+
+void im2col_same_stride1(const float* x, const ConvGeometry& g, float* col, int64_t col_ld) {
+  const int64_t h = g.height, w = g.width, plane = h * w, k = g.kernel;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const float* in = x + c * plane;
+    for (int64_t ky = 0; ky < k; ++ky) {
+      for (int64_t kx = 0; kx < k; ++kx) {
+        float* out = col + ((c * k + ky) * k + kx) * col_ld;
+        const Shifted sh = shifted(g, ky, kx);
+        const int64_t begin = std::max(sh.rows.lo * w, -sh.shift);
+        const int64_t end = std::min(sh.rows.hi * w, plane - sh.shift);
+        std::fill(out, out + begin, 0.0f);
+        std::memcpy(out + begin, in + begin + sh.shift,
+                    static_cast<size_t>(end - begin) * sizeof(float));
+        std::fill(out + end, out + plane, 0.0f);
+        if (sh.cols.lo > 0 || sh.cols.hi < w) {
+          for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) {
+            std::fill(out + oy * w, out + oy * w + sh.cols.lo, 0.0f);
+            std::fill(out + oy * w + sh.cols.hi, out + (oy + 1) * w, 0.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+void col2im_same_stride1(float* col, int64_t col_ld, const ConvGeometry& g, float* x) {
+  const int64_t h = g.height, w = g.width, plane = h * w, k = g.kernel;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    float* out = x + c * plane;
+    for (int64_t ky = 0; ky < k; ++ky) {
+      for (int64_t kx = 0; kx < k; ++kx) {
+        float* in = col + ((c * k + ky) * k + kx) * col_ld;
+        const Shifted sh = shifted(g, ky, kx);
+        // Zero the entries that belong to padding columns, then add one contiguous range.
+        if (sh.cols.lo > 0 || sh.cols.hi < w) {
+          for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) {
+            std::fill(in + oy * w, in + oy * w + sh.cols.lo, 0.0f);
+            std::fill(in + oy * w + sh.cols.hi, in + (oy + 1) * w, 0.0f);
+          }
+        }
+        const int64_t begin = std::max(sh.rows.lo * w, -sh.shift);
+        const int64_t end = std::min(sh.rows.hi * w, plane - sh.shift);
+        float* dst = out + sh.shift;
+        for (int64_t i = begin; i < end; ++i) dst[i] += in[i];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void im2col(std::span<const float> x, const ConvGeometry& g, float* col, int64_t col_ld) {
   check_geometry(g, x.size());
   const int64_t k = g.kernel, s = g.stride, ho = g.out_height(), wo = g.out_width();
   SYNC_CHECK(col_ld >= ho * wo, "col_ld " << col_ld << " < " << ho * wo);
+  if (is_same_stride1(g)) {
+    im2col_same_stride1(x.data(), g, col, col_ld);
+    return;
+  }
   for (int64_t c = 0; c < g.channels; ++c) {
     const float* plane = x.data() + c * g.height * g.width;
     for (int64_t ky = 0; ky < k; ++ky) {
@@ -131,10 +251,14 @@ void im2col(std::span<const float> x, const ConvGeometry& g, float* col, int64_t
   }
 }
 
-void col2im_add(const float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x) {
+void col2im_add(float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x) {
   check_geometry(g, x.size());
   const int64_t k = g.kernel, s = g.stride, ho = g.out_height(), wo = g.out_width();
   SYNC_CHECK(col_ld >= ho * wo, "col_ld " << col_ld << " < " << ho * wo);
+  if (is_same_stride1(g)) {
+    col2im_same_stride1(col, col_ld, g, x.data());
+    return;
+  }
   for (int64_t c = 0; c < g.channels; ++c) {
     float* plane = x.data() + c * g.height * g.width;
     for (int64_t ky = 0; ky < k; ++ky) {
@@ -146,7 +270,11 @@ void col2im_add(const float* col, int64_t col_ld, const ConvGeometry& g, std::sp
           const float* src = in + oy * wo;
           float* dst = plane + (oy * s - g.padding + ky) * g.width;
           const int64_t shift = kx - g.padding;
-          for (int64_t ox = cols.lo; ox < cols.hi; ++ox) dst[ox * s + shift] += src[ox];
+          if (s == 1) {
+            for (int64_t ox = cols.lo; ox < cols.hi; ++ox) dst[ox + shift] += src[ox];
+          } else {
+            for (int64_t ox = cols.lo; ox < cols.hi; ++ox) dst[ox * s + shift] += src[ox];
+          }
         }
       }
     }

@@ -31,6 +31,11 @@ MutableMatrixView matrix(std::span<float> values, int64_t rows, int64_t cols);
 void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const MatrixView& b,
           float beta, const MutableMatrixView& c);
 
+// sums[r] += sum of row r of a (a bias gradient over an NCHW image: one row per channel).
+void add_row_sums(const MatrixView& a, std::span<float> sums);
+// sums[c] += sum of column c of a (a bias gradient over a batch of dense outputs).
+void add_column_sums(const MatrixView& a, std::span<float> sums);
+
 // Geometry of a 2-D convolution or pooling window over one (C, H, W) image.
 struct ConvGeometry {
   int64_t channels = 0, height = 0, width = 0;
@@ -45,7 +50,8 @@ struct ConvGeometry {
 // x[c][oy*stride - pad + ky][ox*stride - pad + kx], or 0 where that falls in the padding.
 // col_ld is the distance between col's rows (>= Ho*Wo), so several images can sit side by side.
 void im2col(std::span<const float> x, const ConvGeometry& g, float* col, int64_t col_ld);
-// The adjoint of im2col: ADDS every col entry into the x position it was read from.
-void col2im_add(const float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x);
+// The adjoint of im2col: ADDS every col entry into the x position it was read from. col is also
+// scratch: entries that im2col would have taken from the padding may be overwritten with zeros.
+void col2im_add(float* col, int64_t col_ld, const ConvGeometry& g, std::span<float> x);
 
 }  // namespace syncopate

@@ -49,11 +49,7 @@ class Dense final : public Layer {
     const int64_t batch = x.dim(0);
     gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(dy.span(), batch, out_),
          matrix(x.span(), batch, in_), 1.0f, matrix(dw_, out_, in_));
-    float* db = db_.data();
-    for (int64_t r = 0; r < batch; ++r) {
-      const float* row = dy.data() + r * out_;
-      for (int64_t o = 0; o < out_; ++o) db[o] += row[o];
-    }
+    add_column_sums(matrix(dy.span(), batch, out_), db_);
     if (dx) {
       gemm(Trans::kNo, Trans::kNo, 1.0f, matrix(dy.span(), batch, out_), matrix(w_, out_, in_),
            0.0f, matrix(dx->span(), batch, in_));

@@ -39,8 +39,6 @@ inline void require_arg(bool ok, std::string_view layer, std::string_view field,
   }
 }
 
-inline int64_t batch_elements(const Shape& s) { return numel(s); }
-
 // He: std = sqrt(2 / fan_in); Xavier (Glorot normal): std = sqrt(2 / (fan_in + fan_out)).
 inline double init_std(InitScheme scheme, int64_t fan_in, int64_t fan_out) {
   return scheme == InitScheme::kHe ? std::sqrt(2.0 / static_cast<double>(fan_in))

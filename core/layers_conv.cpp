@@ -87,14 +87,7 @@ class Conv2D final : public Layer {
       im2col(xn, g, col_.data(), p);
       gemm(Trans::kNo, Trans::kYes, 1.0f, dyn, matrix(std::span<const float>(col_), kk, p), 1.0f,
            matrix(dw_, cout_, kk));
-      if (bias_) {
-        for (int64_t c = 0; c < cout_; ++c) {
-          const float* row = dyn.data + c * p;
-          float sum = 0.0f;
-          for (int64_t i = 0; i < p; ++i) sum += row[i];
-          db_[static_cast<size_t>(c)] += sum;
-        }
-      }
+      if (bias_) add_row_sums(dyn, db_);
       if (dx) {
         gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(w_, cout_, kk), dyn, 0.0f,
              matrix(std::span<float>(col_), kk, p));

@@ -53,33 +53,17 @@ class MaxPool2D final : public WindowPool {
       : WindowPool("maxpool2d", kernel, stride, padding) {}
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
     const ConvGeometry g = geometry(x.shape());
-    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
-    const int64_t planes = x.dim(0) * x.dim(1);
-    argmax_.resize(static_cast<size_t>(planes * ho * wo));
-    int32_t* best_at = argmax_.data();
-    float* out = y.data();
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      const float* in = x.data() + plane * h * w;
-      for (int64_t oy = 0; oy < ho; ++oy) {
-        const int64_t y0 = std::max<int64_t>(oy * stride_ - pad_, 0);
-        const int64_t y1 = std::min(oy * stride_ - pad_ + k_, h);
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const int64_t x0 = std::max<int64_t>(ox * stride_ - pad_, 0);
-          const int64_t x1 = std::min(ox * stride_ - pad_ + k_, w);
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t at = y0 * w + x0;
-          for (int64_t iy = y0; iy < y1; ++iy) {
-            for (int64_t ix = x0; ix < x1; ++ix) {
-              const float v = in[iy * w + ix];
-              if (v > best) {
-                best = v;
-                at = iy * w + ix;
-              }
-            }
-          }
-          *out++ = best;
-          *best_at++ = static_cast<int32_t>(at);
-        }
+    const int64_t planes = x.dim(0) * x.dim(1), in_plane = g.height * g.width;
+    const int64_t out_plane = g.out_height() * g.out_width();
+    argmax_.resize(static_cast<size_t>(planes * out_plane));
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* in = x.data() + p * in_plane;
+      float* out = y.data() + p * out_plane;
+      int32_t* at = argmax_.data() + p * out_plane;
+      if (k_ == 2 && stride_ == 2 && pad_ == 0) {
+        forward_plane_2x2(in, g, out, at);
+      } else {
+        forward_plane(in, g, out, at);
       }
     }
   }
@@ -87,11 +71,12 @@ class MaxPool2D final : public WindowPool {
     if (!dx) return;
     const int64_t in_plane = x.dim(2) * x.dim(3), out_plane = y.dim(2) * y.dim(3);
     const int64_t planes = x.dim(0) * x.dim(1);
-    dx->fill(0.0f);
     const int32_t* best_at = argmax_.data();
     const float* g = dy.data();
     for (int64_t plane = 0; plane < planes; ++plane) {
       float* d = dx->data() + plane * in_plane;
+      // Zeroed plane by plane, so the scatter below finds it in cache.
+      std::fill(d, d + in_plane, 0.0f);
       for (int64_t i = 0; i < out_plane; ++i) d[*best_at++] += *g++;
     }
   }
@@ -107,6 +92,56 @@ class MaxPool2D final : public WindowPool {
   }
 
  private:
+  void forward_plane(const float* in, const ConvGeometry& g, float* out, int32_t* best_at) const {
+    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      const int64_t y0 = std::max<int64_t>(oy * stride_ - pad_, 0);
+      const int64_t y1 = std::min(oy * stride_ - pad_ + k_, h);
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const int64_t x0 = std::max<int64_t>(ox * stride_ - pad_, 0);
+        const int64_t x1 = std::min(ox * stride_ - pad_ + k_, w);
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t at = y0 * w + x0;
+        for (int64_t iy = y0; iy < y1; ++iy) {
+          for (int64_t ix = x0; ix < x1; ++ix) {
+            const float v = in[iy * w + ix];
+            if (v > best) {
+              best = v;
+              at = iy * w + ix;
+            }
+          }
+        }
+        *out++ = best;
+        *best_at++ = static_cast<int32_t>(at);
+      }
+    }
+  }
+  // The common 2x2 / stride 2 case, written with selects only (no branches to mispredict on
+  // random data). Ties go to the first of a, b, c, d: a pair's second wins only when strictly
+  // greater, and the lower pair only when strictly greater than the upper one.
+  static void forward_plane_2x2(const float* in, const ConvGeometry& g, float* out,
+                                int32_t* best_at) {
+    const int64_t w = g.width, ho = g.out_height(), wo = g.out_width();
+    const int32_t row = static_cast<int32_t>(w);
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      const float* r0 = in + 2 * oy * w;
+      const float* r1 = r0 + w;
+      float* o = out + oy * wo;
+      int32_t* at = best_at + oy * wo;
+      const int32_t base = static_cast<int32_t>(2 * oy * w);
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        // Comparison results as integers keep the compiler from emitting branches.
+        const int32_t right_top = b > a, right_bottom = d > c;
+        const float top = std::max(a, b), bottom = std::max(c, d);
+        const int32_t lower = bottom > top;
+        const int32_t top_at = right_top, bottom_at = row + right_bottom;
+        o[ox] = std::max(top, bottom);
+        at[ox] = base + static_cast<int32_t>(2 * ox) + top_at + lower * (bottom_at - top_at);
+      }
+    }
+  }
+
   std::vector<int32_t> argmax_;  // per output: the winning input's index inside its plane
 };
 
@@ -180,12 +215,9 @@ class GlobalAvgPool final : public Layer {
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
     const int64_t plane = x.dim(2) * x.dim(3), planes = x.dim(0) * x.dim(1);
     const float scale = 1.0f / static_cast<float>(plane);
-    for (int64_t i = 0; i < planes; ++i) {
-      const float* in = x.data() + i * plane;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < plane; ++j) sum += in[j];
-      y[i] = sum * scale;
-    }
+    y.fill(0.0f);
+    add_row_sums({x.data(), planes, plane, plane}, y.span());
+    for (int64_t i = 0; i < planes; ++i) y[i] *= scale;
   }
   void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
     if (!dx) return;

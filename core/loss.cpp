@@ -8,6 +8,8 @@
 namespace syncopate {
 
 LossResult softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
+  SYNC_CHECK(!logits.shape_only() && !labels.shape_only(),
+             "softmax_cross_entropy on shape-only tensors (cost-only models use loss_cost)");
   SYNC_CHECK(logits.rank() == 2 && labels.numel() == logits.dim(0),
              "logits " << to_string(logits.shape()) << " labels " << to_string(labels.shape()));
   const int64_t batch = logits.dim(0), classes = logits.dim(1);
@@ -49,6 +51,8 @@ LossResult softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Ten
 }
 
 LossResult mse(const Tensor& pred, const Tensor& target, Tensor* dpred) {
+  SYNC_CHECK(!pred.shape_only() && !target.shape_only(),
+             "mse on shape-only tensors (cost-only models use loss_cost)");
   SYNC_CHECK(pred.numel() == target.numel(),
              "pred " << to_string(pred.shape()) << " target " << to_string(target.shape()));
   const int64_t n = pred.numel();

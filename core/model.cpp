@@ -59,7 +59,10 @@ void Model::init(uint64_t seed) {
   if (storage_ != Storage::kReal) return;
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (layers_[i]->num_params() == 0) continue;
-    const bool before_relu = i + 1 < layers_.size() && layers_[i + 1]->kind() == "relu";
+    // He when a ReLU follows (possibly behind a BatchNorm, as in ResNets), Xavier otherwise.
+    size_t next = i + 1;
+    if (next < layers_.size() && layers_[next]->kind() == "batchnorm2d") ++next;
+    const bool before_relu = next < layers_.size() && layers_[next]->kind() == "relu";
     Rng rng({seed, 0, 0, RngPurpose::kInit, static_cast<uint32_t>(i)});
     layers_[i]->init_params(rng, before_relu ? InitScheme::kHe : InitScheme::kXavier);
   }

@@ -74,6 +74,7 @@ TEST(Gemm, RejectsMismatchedShapes) {
 // im2col against its definition, and col2im_add as its adjoint: <im2col(x), c> = <x, col2im(c)>.
 TEST(Im2col, MatchesDefinitionAndCol2imIsItsAdjoint) {
   for (const ConvGeometry& g : {ConvGeometry{2, 7, 6, 3, 1, 1}, ConvGeometry{3, 7, 6, 3, 2, 1},
+                                ConvGeometry{2, 6, 7, 5, 1, 2}, ConvGeometry{3, 4, 5, 1, 1, 0},
                                 ConvGeometry{2, 8, 9, 5, 2, 2}, ConvGeometry{2, 5, 5, 1, 2, 0},
                                 ConvGeometry{1, 4, 4, 3, 3, 2}}) {
     const int64_t rows = g.col_rows(), cols = g.col_cols(), ld = cols + 2;
@@ -94,8 +95,8 @@ TEST(Im2col, MatchesDefinitionAndCol2imIsItsAdjoint) {
             ASSERT_EQ(col[static_cast<size_t>(row * ld + p)], want) << row << "," << p;
           }
     const auto r = random_floats(col.size(), 6);
-    std::vector<float> back(x.size(), 0.0f);
-    col2im_add(r.data(), ld, g, back);
+    std::vector<float> back(x.size(), 0.0f), scratch = r;
+    col2im_add(scratch.data(), ld, g, back);
     double lhs = 0, rhs = 0;
     for (int64_t row = 0; row < rows; ++row)
       for (int64_t p = 0; p < cols; ++p) {
@@ -159,7 +160,8 @@ TEST(Conv2D, ForwardAndGradientsMatchDoubleReference) {
   for (const ConvCase& c :
        {ConvCase{2, 3, 7, 6, 4, 3, 1, 1, Bias::kYes}, ConvCase{2, 3, 7, 6, 4, 3, 2, 1, Bias::kYes},
         ConvCase{1, 2, 9, 8, 3, 5, 2, 2, Bias::kYes}, ConvCase{2, 3, 5, 5, 2, 1, 2, 0, Bias::kNo},
-        ConvCase{3, 1, 6, 6, 5, 3, 1, 0, Bias::kNo},
+        ConvCase{3, 1, 6, 6, 5, 3, 1, 0, Bias::kNo}, ConvCase{2, 2, 6, 7, 3, 5, 1, 2, Bias::kYes},
+        ConvCase{2, 3, 4, 5, 2, 1, 1, 0, Bias::kYes},
         ConvCase{1, 2, 4, 5, 3, 3, 3, 2, Bias::kYes}}) {
     auto layer = conv2d(c.cin, c.cout, c.k, c.stride, c.pad, c.bias);
     const int64_t nw = c.cout * c.cin * c.k * c.k;

@@ -97,6 +97,25 @@ TEST(Mse, LossAndGradientMatchDoubleReference) {
     EXPECT_NEAR(grad[i], 2.0 * (static_cast<double>(pred[i]) - target[i]) / 12, 1e-6);
   }
   EXPECT_EQ(mse(pred, target, nullptr).loss, r.loss);
+  // Central differences of the double-precision loss.
+  Vec p = testing::to_double(pred.span()), fd(12);
+  const Vec t = testing::to_double(target.span());
+  auto loss = [&] {
+    double sum = 0;
+    for (size_t i = 0; i < 12; ++i) sum += (p[i] - t[i]) * (p[i] - t[i]);
+    return sum / 12;
+  };
+  const double eps = 1e-6;
+  for (size_t i = 0; i < 12; ++i) {
+    const double saved = p[i];
+    p[i] = saved + eps;
+    const double plus = loss();
+    p[i] = saved - eps;
+    const double minus = loss();
+    p[i] = saved;
+    fd[i] = (plus - minus) / (2 * eps);
+  }
+  EXPECT_LT(normalised_error(testing::to_double(grad.span()), fd), 1e-4);
 }
 
 TEST(LossCost, IsALossCostProportionalToTheLogits) {

@@ -1,0 +1,216 @@
+// CPU kernel benchmarks: the GEMMs of the mlp/cnn training steps, the cnn's convolutions, and
+// whole training steps (forward, softmax cross-entropy, backward, SGD with momentum) at batch 64.
+// Every kernel is checked against a naive reference before anything is timed.
+//
+//   OMP_NUM_THREADS=1 build/bin/bench_kernels
+// Compare "epoch_s" of BM_TrainStep (938 steps = one Fashion-MNIST epoch at batch 64) with
+// bench/peer/fmnist_torch.py.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/gemm.hpp"
+#include "core/layer.hpp"
+#include "core/loss.hpp"
+#include "core/model.hpp"
+
+namespace syncopate {
+namespace {
+
+constexpr int64_t kBatch = 64;
+constexpr double kStepsPerEpoch = 938;  // ceil(60000 / 64)
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(gen);
+  return v;
+}
+
+// ---- correctness, before timing ----
+
+bool gemm_is_correct() {
+  const int64_t m = 19, n = 23, k = 31;
+  for (Trans ta : {Trans::kNo, Trans::kYes}) {
+    for (Trans tb : {Trans::kNo, Trans::kYes}) {
+      const auto a = random_floats(m * k, 1), b = random_floats(k * n, 2);
+      auto c = random_floats(m * n, 3);
+      const auto c0 = c;
+      const bool at = ta == Trans::kYes, bt = tb == Trans::kYes;
+      gemm(ta, tb, 1.5f, {a.data(), at ? k : m, at ? m : k, at ? m : k},
+           {b.data(), bt ? n : k, bt ? k : n, bt ? k : n}, 0.5f, {c.data(), m, n, n});
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int64_t l = 0; l < k; ++l) {
+            sum += static_cast<double>(at ? a[l * m + i] : a[i * k + l]) *
+                   (bt ? b[j * k + l] : b[l * n + j]);
+          }
+          const double want = 1.5 * sum + 0.5 * c0[i * n + j];
+          if (std::abs(c[i * n + j] - want) > 1e-4 * (1 + std::abs(want))) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+bool conv_is_correct() {
+  const int64_t b = 2, cin = 3, h = 9, w = 8, cout = 4, k = 3, s = 2, pad = 1;
+  auto layer = conv2d(cin, cout, k, s, pad);
+  auto params = random_floats(static_cast<size_t>(layer->num_params()), 4);
+  std::vector<float> grads(params.size());
+  layer->bind(params, grads);
+  const Tensor x({b, cin, h, w}, random_floats(b * cin * h * w, 5));
+  Tensor y(layer->output_shape(x.shape()));
+  layer->forward(x, y, {});
+  const int64_t ho = y.dim(2), wo = y.dim(3);
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t co = 0; co < cout; ++co)
+      for (int64_t oy = 0; oy < ho; ++oy)
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          double sum = params[static_cast<size_t>(cout * cin * k * k + co)];
+          for (int64_t ci = 0; ci < cin; ++ci)
+            for (int64_t ky = 0; ky < k; ++ky)
+              for (int64_t kx = 0; kx < k; ++kx) {
+                const int64_t iy = oy * s - pad + ky, ix = ox * s - pad + kx;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                sum += static_cast<double>(params[((co * cin + ci) * k + ky) * k + kx]) *
+                       x[((n * cin + ci) * h + iy) * w + ix];
+              }
+          const float got = y[((n * cout + co) * ho + oy) * wo + ox];
+          if (std::abs(got - sum) > 1e-4 * (1 + std::abs(sum))) return false;
+        }
+  return true;
+}
+
+// ---- GEMM ----
+
+// Args: m, n, k, trans_a, trans_b (C (m x n) = op(A) op(B)).
+void BM_Gemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const Trans ta = state.range(3) ? Trans::kYes : Trans::kNo;
+  const Trans tb = state.range(4) ? Trans::kYes : Trans::kNo;
+  const auto a = random_floats(m * k, 1), b = random_floats(k * n, 2);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  const MatrixView av{a.data(), ta == Trans::kYes ? k : m, ta == Trans::kYes ? m : k,
+                      ta == Trans::kYes ? m : k};
+  const MatrixView bv{b.data(), tb == Trans::kYes ? n : k, tb == Trans::kYes ? k : n,
+                      tb == Trans::kYes ? k : n};
+  for (auto _ : state) {
+    gemm(ta, tb, 1.0f, av, bv, 1.0f, {c.data(), m, n, n});
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * n * k),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+// mlp step: forward x W^T, dW = dy^T x, dx = dy W.
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/mlp_fc1_fwd")->Args({kBatch, 256, 784, 0, 1});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/mlp_fc1_dW")->Args({256, 784, kBatch, 1, 0});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/mlp_fc2_fwd")->Args({kBatch, 128, 256, 0, 1});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/mlp_fc2_dW")->Args({128, 256, kBatch, 1, 0});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/mlp_fc2_dx")->Args({kBatch, 256, 128, 0, 0});
+// cnn step: the 3136 -> 128 dense layer, and conv2's per-image GEMMs (K = 288, P = 196).
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/cnn_fc1_fwd")->Args({kBatch, 128, 3136, 0, 1});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/cnn_fc1_dW")->Args({128, 3136, kBatch, 1, 0});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/cnn_fc1_dx")->Args({kBatch, 3136, 128, 0, 0});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/cnn_conv2_fwd")->Args({64, 196, 288, 0, 0});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/cnn_conv2_dW")->Args({64, 288, 196, 0, 1});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/cnn_conv2_dcol")->Args({288, 196, 64, 1, 0});
+BENCHMARK(BM_Gemm)->Name("BM_Gemm/square_512")->Args({512, 512, 512, 0, 0});
+
+// ---- convolutions of the cnn at batch 64 ----
+
+// Args: in channels, out channels, image size, pass (0 forward, 1 backward with dx, 2 without).
+void BM_Conv(benchmark::State& state) {
+  const int64_t cin = state.range(0), cout = state.range(1), hw = state.range(2);
+  const int pass = static_cast<int>(state.range(3));
+  auto layer = conv2d(cin, cout, 3, 1, 1);
+  auto params = random_floats(static_cast<size_t>(layer->num_params()), 7);
+  std::vector<float> grads(params.size());
+  layer->bind(params, grads);
+  const Shape in{kBatch, cin, hw, hw};
+  const Tensor x(in, random_floats(static_cast<size_t>(numel(in)), 8));
+  Tensor y(layer->output_shape(in));
+  const Tensor dy(y.shape(), random_floats(static_cast<size_t>(y.numel()), 9));
+  Tensor dx(in);
+  layer->forward(x, y, {});
+  for (auto _ : state) {
+    if (pass == 0) {
+      layer->forward(x, y, {});
+    } else {
+      layer->backward(x, y, dy, pass == 1 ? &dx : nullptr);
+    }
+    benchmark::ClobberMemory();
+  }
+  const Cost cost = pass == 0 ? layer->forward_cost(in) : layer->backward_cost(in, pass == 1);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(1e-9 * cost.flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetItemsProcessed(state.iterations() * kBatch);
+}
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv1_fwd")->Args({1, 32, 28, 0});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv1_bwd_no_dx")->Args({1, 32, 28, 2});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_fwd")->Args({32, 64, 14, 0});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_bwd")->Args({32, 64, 14, 1});
+
+// ---- whole training steps ----
+
+// One step = forward, softmax cross-entropy, zero grads, backward, then SGD with momentum 0.9
+// (lr 0.05), as bench/peer/fmnist_torch.py does it.
+void train_step(benchmark::State& state, const char* name) {
+  auto model = make_model(name);
+  model->init(1);
+  model->set_batch(kBatch);
+  const auto input = random_floats(static_cast<size_t>(model->input().numel()), 10);
+  std::copy(input.begin(), input.end(), model->input().data());
+  Tensor labels({kBatch});
+  for (int64_t i = 0; i < kBatch; ++i) labels[i] = static_cast<float>(i % 10);
+  std::vector<float> velocity(model->params().size(), 0.0f);
+  const float lr = 0.05f, momentum = 0.9f;
+  StepContext ctx;
+  double loss = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < model->num_layers(); ++i) model->forward_layer(i, ctx);
+    loss = softmax_cross_entropy(model->output(), labels, &model->output_grad()).loss;
+    model->zero_grads();
+    for (int i = model->num_layers() - 1; i >= 0; --i) model->backward_layer(i);
+    const std::span<float> w = model->params();
+    const std::span<const float> g = model->grads();
+    for (size_t j = 0; j < w.size(); ++j) {
+      velocity[j] = momentum * velocity[j] + g[j];
+      w[j] -= lr * velocity[j];
+    }
+    ++ctx.step;
+  }
+  if (!std::isfinite(loss)) state.SkipWithError("loss is not finite");
+  state.SetItemsProcessed(state.iterations() * kBatch);
+  state.counters["epoch_s"] =
+      benchmark::Counter(1.0 / kStepsPerEpoch, benchmark::Counter::kIsIterationInvariantRate |
+                                                   benchmark::Counter::kInvert);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(1e-9 * (model->forward_flops(kBatch) + model->backward_flops(kBatch)),
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_TrainStep_mlp(benchmark::State& state) { train_step(state, "mlp"); }
+void BM_TrainStep_cnn(benchmark::State& state) { train_step(state, "cnn"); }
+BENCHMARK(BM_TrainStep_mlp)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TrainStep_cnn)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace syncopate
+
+int main(int argc, char** argv) {
+  if (!syncopate::gemm_is_correct() || !syncopate::conv_is_correct()) {
+    std::fprintf(stderr, "bench_kernels: a kernel disagrees with its naive reference\n");
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
