@@ -14,6 +14,9 @@ namespace {
 // rebuilt when needed. A flat ring at p = 1024 alone is 2.1 M steps.
 constexpr size_t kMaxCachedSteps = size_t{6} << 20;
 
+// SimGrid refuses a null payload: cost-only messages carry this (never read).
+char g_no_payload = 0;
+
 uint64_t payload_bytes(size_t floats) { return static_cast<uint64_t>(floats) * sizeof(float); }
 
 std::string describe(const CollCall& call) {
@@ -278,7 +281,7 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
     if (step.send_to < 0 && step.recv_from < 0) continue;
     simgrid::s4u::CommPtr out, in;
     if (step.send_to >= 0) {
-      void* payload = nullptr;
+      void* payload = &g_no_payload;
       if (emulate) {  // the receiver takes ownership of a snapshot of the segment
         const auto first = data.begin() + static_cast<std::ptrdiff_t>(step.send.offset);
         payload = std::make_unique<std::vector<float>>(

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -151,6 +152,32 @@ inline Platform make_test_platform(const TestPlatformSpec& spec) {
   platform.inter_node = {2 * spec.link_latency, spec.inter_bandwidth};
   platform.master_link = {2 * spec.link_latency, spec.inter_bandwidth};
   return platform;
+}
+
+}  // namespace syncopate::sim::testing
+
+namespace syncopate::sim::testing {
+
+// Doubles through the child's result string, exactly (%a).
+inline std::string encode(const std::vector<double>& values) {
+  std::string out;
+  for (double v : values) {
+    std::array<char, 64> buffer{};
+    std::snprintf(buffer.data(), buffer.size(), "%a ", v);
+    out += buffer.data();
+  }
+  return out;
+}
+
+inline std::vector<double> decode(const std::string& text) {
+  std::vector<double> values;
+  const char* p = text.c_str();
+  char* end = nullptr;
+  for (double v = std::strtod(p, &end); end != p; v = std::strtod(p, &end)) {
+    values.push_back(v);
+    p = end;
+  }
+  return values;
 }
 
 }  // namespace syncopate::sim::testing
