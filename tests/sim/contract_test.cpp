@@ -34,7 +34,7 @@ TEST_P(ContractTest, EveryCollectiveMatchesSerialReduction) {
   for (int workers = 1; workers <= 17; ++workers) {
     const testing::ChildResult result =
         testing::run_in_child([&] { return run_contract(GetParam(), workers); });
-    EXPECT_EQ(result.exit_code, 0) << "workers=" << workers << ": " << result.output;
+    EXPECT_EQ(result.status, 0) << "workers=" << workers << ": " << result.output;
     EXPECT_EQ(result.output, "") << "workers=" << workers;
   }
 }

@@ -38,7 +38,7 @@ double allreduce_seconds(Fidelity fidelity, Algorithm algorithm, int p, size_t c
     });
     return encode({end});
   });
-  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.status, 0) << result.output;
   const std::vector<double> v = decode(result.output);
   return v.empty() ? -1 : v[0];
 }
@@ -105,7 +105,7 @@ TEST(FidelityTest, DdpLoopWithStragglerAgreesAcrossFidelities) {
   std::vector<double> ends;
   for (Fidelity fidelity : {Fidelity::kMessage, Fidelity::kFlow, Fidelity::kAnalytic}) {
     const testing::ChildResult result = run_in_child([&] { return ddp_run(fidelity, false); });
-    ASSERT_EQ(result.exit_code, 0) << result.output;
+    ASSERT_EQ(result.status, 0) << result.output;
     ends.push_back(decode(result.output).back());
   }
   EXPECT_GT(ends[0], 3 * 5e-4);  // at least the compute of 3 steps
@@ -118,7 +118,7 @@ TEST(FidelityTest, DeterministicAndSameBitsAtEveryFidelity) {
   for (Fidelity fidelity : {Fidelity::kMessage, Fidelity::kMessage, Fidelity::kFlow,
                             Fidelity::kFlow, Fidelity::kAnalytic}) {
     const testing::ChildResult result = run_in_child([&] { return ddp_run(fidelity, true); });
-    ASSERT_EQ(result.exit_code, 0) << result.output;
+    ASSERT_EQ(result.status, 0) << result.output;
     runs.push_back(decode(result.output));
     ASSERT_EQ(runs.back().size(), 9u);
   }

@@ -1,8 +1,6 @@
 #pragma once
 // Helpers of the simulator tests: run a body in a forked child (SimGrid's engine can be created
 // once per process), and a small two-level test platform built with the S4U API.
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -19,57 +17,27 @@
 
 #include "backends/sim/platform.hpp"
 #include "backends/sim/sim_backend.hpp"
+#include "tests/sim/fork_util.hpp"
 
 namespace syncopate::sim::testing {
 
-struct ChildResult {
-  int exit_code = -1;  // 0: body returned; 1: body threw; other: crashed
-  std::string output;  // what the body returned, or "<exception type>: what()"
-};
+using syncopate::testing::ChildResult;
 
-// Runs body() in a forked child and returns its result string (or the exception it threw).
+// Runs body() in a forked child (tests/sim/fork_util.hpp). An exception thrown by body comes back
+// in `output` with its type ("SimDeadlock: ...", "UserError: ...", "exception: ..."), the status
+// then being 0 as for a normal return.
 inline ChildResult run_in_child(const std::function<std::string()>& body) {
-  std::array<int, 2> fds{};
-  if (pipe(fds.data()) != 0) return {-1, "pipe failed"};
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return {-1, "fork failed"};
-  if (pid == 0) {
-    close(fds[0]);
-    std::string out;
-    int code = 0;
+  return syncopate::testing::run_in_child_output([&]() -> std::string {
     try {
-      out = body();
+      return body();
     } catch (const SimDeadlock& e) {
-      out = std::string("SimDeadlock: ") + e.what();
-      code = 1;
+      return std::string("SimDeadlock: ") + e.what();
     } catch (const UserError& e) {
-      out = std::string("UserError: ") + e.what();
-      code = 1;
+      return std::string("UserError: ") + e.what();
     } catch (const std::exception& e) {
-      out = std::string("exception: ") + e.what();
-      code = 1;
+      return std::string("exception: ") + e.what();
     }
-    size_t done = 0;
-    while (done < out.size()) {
-      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    close(fds[1]);
-    std::fflush(nullptr);
-    _exit(code);
-  }
-  close(fds[1]);
-  ChildResult result;
-  std::array<char, 4096> buffer{};
-  for (ssize_t n; (n = read(fds[0], buffer.data(), buffer.size())) > 0;)
-    result.output.append(buffer.data(), static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  });
 }
 
 // Creates the engine (quiet logs) and configures it as run_simulation does.

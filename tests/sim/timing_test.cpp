@@ -48,7 +48,7 @@ double simulate_allreduce(Fidelity fidelity, Algorithm algorithm, int p, size_t 
     });
     return encode({*std::max_element(seconds.begin(), seconds.end())});
   });
-  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.status, 0) << result.output;
   const std::vector<double> values = decode(result.output);
   return values.empty() ? -1 : values[0];
 }
@@ -130,7 +130,7 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
     });
     return encode(out);
   });
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(result.status, 0) << result.output;
   const std::vector<double> v = decode(result.output);
   ASSERT_EQ(v.size(), 6u);
   EXPECT_NEAR(v[0], 6e-3, 1e-12);
@@ -192,7 +192,7 @@ TEST_P(OverlapTest, AsyncAllreduceOverlapsComputeAndSerialises) {
     });
     return encode(out);
   });
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(result.status, 0) << result.output;
   const std::vector<double> v = decode(result.output);
   ASSERT_EQ(v.size(), 5u * p);
   const double tol = 1e-6 * ring;
@@ -238,7 +238,7 @@ TEST(SimExecutorTest, AllAgreeIsZeroTimeConsensus) {
     });
     return encode(out);
   });
-  ASSERT_EQ(result.exit_code, 0) << result.output;
+  ASSERT_EQ(result.status, 0) << result.output;
   const std::vector<double> v = decode(result.output);
   ASSERT_EQ(v.size(), 9u);
   for (size_t r = 0; r < 3; ++r) {
@@ -271,7 +271,7 @@ TEST(SimCommunicatorTest, MergesAreExclusiveInArrivalOrder) {
       std::sort(out.begin(), out.end());
       return encode(out);
     });
-    ASSERT_EQ(result.exit_code, 0) << result.output;
+    ASSERT_EQ(result.status, 0) << result.output;
     const std::vector<double> v = decode(result.output);
     ASSERT_EQ(v.size(), 3u);
     for (size_t k = 0; k < 3; ++k)
