@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/check.hpp"
 #include "core/collective_schedule.hpp"
 #include "core/comm.hpp"
 

@@ -15,6 +15,8 @@ namespace {
 
 std::atomic<bool> g_failed{false};
 std::atomic<double> g_watchdog_seconds{600.0};
+// Helper-thread polling: microseconds slept between polls once a wait is not quick (0: yield).
+int g_helper_poll_us = 50;
 bool g_thread_multiple = false;
 
 double parse_watchdog(const char* text) {
@@ -96,7 +98,11 @@ void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext&
                 << " s; raise it if such waits are expected)";
       throw PeerTimeout(message.str());
     }
-    if (!spinning) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (spinning) continue;
+    if (g_helper_poll_us > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(g_helper_poll_us));
+    else
+      std::this_thread::yield();
   }
 }
 
@@ -109,6 +115,8 @@ Runtime::Runtime(int* argc, char*** argv) {
   const int wanted = requested_thread_level();
   if (const char* text = std::getenv("SYNCOPATE_MPI_WATCHDOG_S"))
     g_watchdog_seconds.store(parse_watchdog(text));
+  if (const char* text = std::getenv("SYNCOPATE_MPI_HELPER_POLL_US"))
+    g_helper_poll_us = std::atoi(text);
   int provided = MPI_THREAD_SINGLE;
   SYNC_MPI(MPI_Init_thread(argc, argv, wanted, &provided));
   // From here on MPI errors are return codes that SYNC_MPI turns into MpiError.
