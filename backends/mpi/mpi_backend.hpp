@@ -49,6 +49,12 @@ class PeerTimeout : public std::runtime_error {
 
 // RAII MPI_Init_thread / MPI_Finalize. One per process, constructed first, destroyed last.
 //
+// Settings (environment): SYNCOPATE_MPI_WATCHDOG_S (seconds, default 600, 0 = off),
+// SYNCOPATE_MPI_THREADS (multiple | funneled), SYNCOPATE_MPI_HELPER_POLL_US (how long the
+// allreduce helper thread sleeps between polls once a wait is not quick; default 50, 0 = yield),
+// SYNCOPATE_MPI_RANKS_PER_NODE (k > 0: pretend world ranks [0,k) are node 0, [k,2k) node 1, ...,
+// to exercise hierarchical algorithms on one machine; read when a communicator is created).
+//
 // Threads: MPI_THREAD_MULTIPLE is requested so that allreduce_async can progress on a helper
 // thread (see MpiCommunicator). SYNCOPATE_MPI_THREADS=funneled requests MPI_THREAD_FUNNELED
 // instead; asynchronous allreduces then run inside Work::wait(), without overlap. Use it where a

@@ -1,6 +1,8 @@
 // MpiCommunicator: the core's schedules run over MPI point-to-point messages.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "backends/mpi/async_engine.hpp"
 #include "backends/mpi/mpi_backend.hpp"
@@ -11,16 +13,9 @@ namespace {
 
 using detail::to_count;
 
-// node_of_rank[r] for every rank of comm: ranks that share memory form a node; nodes are
-// numbered in the rank order of their leaders (their lowest rank).
-std::vector<int> gather_node_of_rank(MPI_Comm comm, int rank, int size) {
-  MPI_Comm shared_raw = MPI_COMM_NULL;
-  SYNC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared_raw));
-  const CommHandle shared(shared_raw);
-  int leader = rank;  // node rank 0 is the lowest rank of the node (key = rank)
-  SYNC_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, shared.get()));
-  std::vector<int> leaders(static_cast<size_t>(size));
-  SYNC_MPI(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm));
+// Node numbering from each rank's node leader (the lowest rank of comm on its node): nodes are
+// numbered in the rank order of their leaders.
+std::vector<int> number_nodes(const std::vector<int>& leaders) {
   std::vector<int> sorted = leaders;
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
@@ -29,6 +24,41 @@ std::vector<int> gather_node_of_rank(MPI_Comm comm, int rank, int size) {
     node_of_rank[r] = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), leaders[r]) -
                                        sorted.begin());
   return node_of_rank;
+}
+
+// SYNCOPATE_MPI_RANKS_PER_NODE=k pretends that world ranks [0, k) form node 0, [k, 2k) node 1,
+// ... (to run hierarchical algorithms and node groups on one machine); 0 or unset: real nodes.
+int fake_ranks_per_node() {
+  const char* text = std::getenv("SYNCOPATE_MPI_RANKS_PER_NODE");
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long k = std::strtol(text, &end, 10);
+  if (*end != '\0' || k < 0)
+    throw UserError(std::string("environment: SYNCOPATE_MPI_RANKS_PER_NODE: '") + text +
+                    "' is not a rank count; allowed: integer >= 0 (0: real nodes)");
+  return static_cast<int>(k);
+}
+
+// node_of_rank[r] for every rank of comm: ranks that share memory form a node.
+std::vector<int> gather_node_of_rank(MPI_Comm comm, int rank, int size) {
+  std::vector<int> leaders(static_cast<size_t>(size));
+  if (const int k = fake_ranks_per_node(); k > 0) {
+    int world_rank = 0;
+    SYNC_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    const int fake_node = world_rank / k;
+    std::vector<int> ids(static_cast<size_t>(size));
+    SYNC_MPI(MPI_Allgather(&fake_node, 1, MPI_INT, ids.data(), 1, MPI_INT, comm));
+    for (size_t r = 0; r < ids.size(); ++r)  // leader: the lowest rank with the same fake node
+      leaders[r] = static_cast<int>(std::find(ids.begin(), ids.end(), ids[r]) - ids.begin());
+    return number_nodes(leaders);
+  }
+  MPI_Comm shared_raw = MPI_COMM_NULL;
+  SYNC_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared_raw));
+  const CommHandle shared(shared_raw);
+  int leader = rank;  // node rank 0 is the lowest rank of the node (key = rank)
+  SYNC_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, shared.get()));
+  SYNC_MPI(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm));
+  return number_nodes(leaders);
 }
 
 CommHandle dup(MPI_Comm comm) {

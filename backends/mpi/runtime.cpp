@@ -1,7 +1,10 @@
 // Runtime (MPI init/finalize, fault policy), the watchdog wait, MpiExecutor and small helpers.
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <sstream>
 #include <string>
@@ -34,6 +37,16 @@ int requested_thread_level() {
   if (std::string_view(text) == "funneled") return MPI_THREAD_FUNNELED;
   throw UserError(std::string("environment: SYNCOPATE_MPI_THREADS: '") + text +
                   "' is unknown; allowed: multiple, funneled");
+}
+
+// libsimgrid.so defines MPI_* as well (SMPI). If it precedes libmpi among the program's
+// libraries, "MPI" calls go to SimGrid; say so instead of failing obscurely.
+void check_mpi_is_not_smpi() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&MPI_Init_thread), &info) != 0 && info.dli_fname != nullptr &&
+      std::strstr(info.dli_fname, "simgrid") != nullptr)
+    throw InternalError(std::string("MPI_Init_thread resolves to ") + info.dli_fname +
+                        " (SimGrid's SMPI), not Open MPI: link libmpi before libsimgrid");
 }
 
 }  // namespace
@@ -112,6 +125,7 @@ Runtime::Runtime(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   SYNC_CHECK(initialized == 0, "only one syncopate::mpi::Runtime per process");
+  check_mpi_is_not_smpi();
   const int wanted = requested_thread_level();
   if (const char* text = std::getenv("SYNCOPATE_MPI_WATCHDOG_S"))
     g_watchdog_seconds.store(parse_watchdog(text));

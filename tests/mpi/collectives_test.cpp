@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "core/collective_schedule.hpp"
 #include "tests/mpi/mpi_test_env.hpp"
@@ -76,6 +78,37 @@ TEST(MpiAllreduce, BitIdenticalToInMemoryScheduleForEveryAlgorithmAndOp) {
         for (auto& buffer : expected) finish(op, p, buffer);
         EXPECT_TRUE(bit_identical(data, expected[static_cast<size_t>(comm.rank())]));
         EXPECT_TRUE(bit_identical(data, expected[0])) << "ranks disagree";
+        expect_close(data, double_reduce(p, n, op, salt), p);
+      }
+}
+
+TEST(MpiAllreduce, HierarchicalOverPretendNodesMatchesInMemorySchedule) {
+  // Two ranks per node: node_of_rank = {0, 0, 1, 1, ...}.
+  ::setenv("SYNCOPATE_MPI_RANKS_PER_NODE", "2", 1);
+  std::unique_ptr<MpiCommunicator> comm = MpiCommunicator::world();
+  ::unsetenv("SYNCOPATE_MPI_RANKS_PER_NODE");
+  const int p = comm->size();
+  std::vector<int> nodes(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) nodes[static_cast<size_t>(r)] = r / 2;
+  EXPECT_TRUE(std::equal(nodes.begin(), nodes.end(), comm->node_of_rank().begin(),
+                         comm->node_of_rank().end()));
+  EXPECT_EQ(comm->num_nodes(), (p + 1) / 2);
+  std::unique_ptr<Communicator> node_group = comm->split(comm->node(), comm->rank());
+  EXPECT_EQ(node_group->size(), std::min(2, p - 2 * comm->node()));
+
+  for (const Algorithm algorithm : {Algorithm::kHierarchical, Algorithm::kAuto})
+    for (const size_t n : {size_t{7}, size_t{100001}})
+      for (const ReduceOp op : kOps) {
+        SCOPED_TRACE(std::string(to_string(algorithm)) + " n=" + std::to_string(n) + " " +
+                     std::string(to_string(op)));
+        const uint32_t salt = 900 + static_cast<uint32_t>(n);
+        std::vector<float> data = input_of(comm->rank(), n, salt);
+        comm->allreduce(data, {op, algorithm});
+        const Algorithm resolved = resolve_algorithm(algorithm, p, n * sizeof(float), nodes);
+        auto expected =
+            in_memory(make_allreduce_schedule(resolved, p, n, nodes), op, all_inputs(p, n, salt));
+        finish(op, p, expected[static_cast<size_t>(comm->rank())]);
+        EXPECT_TRUE(bit_identical(data, expected[static_cast<size_t>(comm->rank())]));
         expect_close(data, double_reduce(p, n, op, salt), p);
       }
 }
