@@ -1,0 +1,111 @@
+#include "backends/sim/sim_backend.hpp"
+
+#include <array>
+#include <chrono>
+#include <numeric>
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+
+#include "backends/sim/platform.hpp"
+#include "backends/sim/sim_communicator.hpp"
+#include "backends/sim/sim_executor.hpp"
+#include "backends/sim/sim_group.hpp"
+#include "backends/sim/sim_world.hpp"
+
+namespace syncopate::sim {
+namespace {
+
+constexpr std::array<std::pair<Fidelity, std::string_view>, 3> kFidelities{
+    {{Fidelity::kMessage, "message"},
+     {Fidelity::kFlow, "flow"},
+     {Fidelity::kAnalytic, "analytic"}}};
+
+bool g_simulation_started = false;  // SimGrid cannot be reset: one simulation per process
+
+void claim_process() {
+  if (g_simulation_started)
+    throw UserError(
+        "sim: a simulation already ran in this process; allowed: one per process (SimGrid "
+        "cannot be reset: run each simulation in its own process)");
+  g_simulation_started = true;
+}
+
+void worker_actor(SimWorld& world, const std::shared_ptr<Group>& everyone, int id,
+                  const WorkerMain& worker_main) {
+  WorkerState& me = world.worker(id);
+  me.started = true;
+  try {
+    SimCommunicator comm(everyone, id);
+    SimExecutor exec(world, id);
+    worker_main(comm, exec);
+    me.flush();  // the worker ends at its own clock
+  } catch (const simgrid::ForcefulKillException&) {
+    throw;  // killed by the engine (deadlock) or by a failing worker: unwind
+  } catch (...) {
+    world.record_failure(id, std::current_exception());
+    me.finished = true;
+    simgrid::s4u::Actor::kill_all();
+    return;
+  }
+  me.finished = true;
+}
+
+}  // namespace
+
+std::optional<Fidelity> parse_fidelity(std::string_view name) {
+  for (const auto& [value, n] : kFidelities)
+    if (n == name) return value;
+  return std::nullopt;
+}
+
+std::string_view to_string(Fidelity fidelity) {
+  for (const auto& [value, n] : kFidelities)
+    if (value == fidelity) return n;
+  return "?";
+}
+
+SimStats run_on_platform(const Platform& platform, const SimOptions& options,
+                         const WorkerMain& worker_main) {
+  claim_process();
+  SimWorld world(platform, options);
+  std::vector<int> members(static_cast<size_t>(options.workers));
+  std::iota(members.begin(), members.end(), 0);
+  auto everyone = std::make_shared<Group>(world, std::move(members));
+
+  std::string deadlock;
+  simgrid::s4u::Engine::on_deadlock_cb([&] { deadlock = world.describe_blocked(); });
+  for (int i = 0; i < options.workers; ++i)
+    simgrid::s4u::Actor::create(
+        "worker-" + std::to_string(i), world.worker(i).host,
+        [&world, &everyone, i, &worker_main] { worker_actor(world, everyone, i, worker_main); });
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  simgrid::s4u::Engine::get_instance()->run();
+  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_start;
+
+  if (world.failed()) std::rethrow_exception(world.failure());
+  if (!deadlock.empty()) throw SimDeadlock(deadlock);
+  for (int i = 0; i < options.workers; ++i)
+    if (!world.worker(i).finished) throw SimDeadlock(world.describe_blocked());
+
+  SimStats stats = world.stats();
+  stats.simulated_seconds = simgrid::s4u::Engine::get_clock();
+  stats.wall_seconds = wall.count();
+  return stats;
+}
+
+SimStats run_simulation(const SimOptions& options, const WorkerMain& worker_main) {
+  if (g_simulation_started) claim_process();  // throws
+  std::array<std::string, 3> args{"syncopate", "--log=root.thresh:warning",
+                                  "--log=ker_engine.thresh:warning"};
+  std::array<char*, 3> argv{args[0].data(), args[1].data(), args[2].data()};
+  int argc = static_cast<int>(argv.size());
+  simgrid::s4u::Engine engine(&argc, argv.data());
+  configure_engine(engine, options.simgrid_config);
+  const Platform platform =
+      load_platform(engine, options.platform, options.platform_overrides, options.workers);
+  return run_on_platform(platform, options, worker_main);
+}
+
+}  // namespace syncopate::sim

@@ -1,0 +1,74 @@
+#pragma once
+// The SimGrid runtime: one S4U actor per worker, each running the same WorkerMain (the training
+// code) against a SimCommunicator and a SimExecutor.
+//
+// Time model (see sim_executor.hpp and sim_communicator.hpp for details):
+//   - compute advances the worker's simulated clock by max(flops / speed, bytes / memory bw)
+//     times its straggler slowdown; kOptimizer costs also pay the profile's step overhead;
+//   - collectives run the core schedules (core/collective_schedule.hpp) at one of three
+//     fidelities: kMessage (every message is a SimGrid comm between the ranks' actors), kFlow
+//     (every round of the schedule is a set of concurrent host-to-host flows), kAnalytic (every
+//     round costs max over its messages of alpha + bytes / B of the link class, no flows);
+//   - the collectives of one communicator run one at a time in issue order (like one NCCL
+//     stream); an asynchronous one progresses while its workers compute.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/check.hpp"
+#include "core/comm.hpp"
+
+namespace syncopate::sim {
+
+struct Platform;
+
+enum class Fidelity { kMessage, kFlow, kAnalytic };
+std::optional<Fidelity> parse_fidelity(std::string_view name);  // "message", "flow", "analytic"
+std::string_view to_string(Fidelity fidelity);
+
+struct SimOptions {
+  std::string platform = "mn5-acc";
+  std::map<std::string, std::string> platform_overrides;
+  int workers = 1;
+  Fidelity fidelity = Fidelity::kMessage;
+  bool cost_only = false;                   // Executor::cost_only(): no math, time only
+  std::map<int, double> slowdown;           // worker -> compute-time multiplier (stragglers)
+  std::vector<std::string> simgrid_config;  // extra "key:value" for the engine
+};
+
+struct SimStats {
+  double simulated_seconds = 0;  // simulated date at which the last worker finished
+  double wall_seconds = 0;       // wall time of the simulation (engine run)
+  uint64_t comms = 0;            // simulated point-to-point transfers and flows (SimGrid comms)
+  uint64_t activities = 0;       // every SimGrid activity started: comms + sleeps
+  uint64_t messages = 0;         // point-to-point messages the collectives stand for, at any
+                                 // fidelity (== the comms they cost at kMessage)
+};
+
+// A simulated deadlock: every remaining worker is blocked forever. The message names each
+// blocked worker and what it waits on.
+class SimDeadlock : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+using WorkerMain = std::function<void(Communicator& comm, Executor& exec)>;
+
+// Creates the engine, configures it (CM02, no cross-traffic, raised TCP-gamma, plus
+// options.simgrid_config), loads options.platform, starts one actor per worker on
+// platform.gpus[i] running worker_main, and runs to completion. The first exception thrown by
+// a worker_main is rethrown here (the other actors are killed). A simulated deadlock throws
+// SimDeadlock. SimGrid cannot be reset: call at most once per process.
+SimStats run_simulation(const SimOptions& options, const WorkerMain& worker_main);
+
+// Lower level, for tests and benchmarks that build their own platform: the engine must already
+// exist and be configured, the platform sealed. options.platform and platform_overrides are
+// ignored; options.workers <= platform.gpus.size(). Also once per process.
+SimStats run_on_platform(const Platform& platform, const SimOptions& options,
+                         const WorkerMain& worker_main);
+
+}  // namespace syncopate::sim

@@ -1,0 +1,393 @@
+#include "backends/sim/sim_communicator.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <string>
+#include <tuple>
+
+#include "backends/sim/sim_executor.hpp"
+
+namespace syncopate::sim {
+
+// kMessage: one rank's asynchronous collective, run by a helper actor.
+struct RankJob {
+  SimEvent done;
+  std::exception_ptr error;
+};
+
+namespace {
+
+// A point-to-point message: the count always travels (to check it), the data in emulation.
+struct Message {
+  size_t count = 0;
+  std::vector<float> data;
+};
+
+void sleep_until(double date) {
+  const double now = simgrid::s4u::Engine::get_clock();
+  if (date > now) simgrid::s4u::this_actor::sleep_for(date - now);
+}
+
+// Waits in a Work's destructor (the interface's "destroying an un-waited Work waits for it").
+// Not while unwinding (the actor is failing or being killed). A wait that fails records the
+// error as the worker's failure, rethrown by run_on_platform.
+template <typename WaitFn>
+void wait_in_destructor(SimWorld& world, int worker, WaitFn&& wait_fn) {
+  if (std::uncaught_exceptions() > 0) return;
+  try {
+    wait_fn();
+  } catch (const std::exception&) {  // a simgrid::ForcefulKillException is not one: it unwinds
+    world.record_failure(worker, std::current_exception());
+  }
+}
+
+class MessageWork final : public Work {
+ public:
+  MessageWork(SimWorld& world, WorkerState& me, std::shared_ptr<RankJob> job, BlockedOn what)
+      : world_(world), me_(me), job_(std::move(job)), what_(what) {}
+  ~MessageWork() override {
+    if (job_) wait_in_destructor(world_, me_.id, [this] { wait(); });
+  }
+  void wait() override {
+    if (!job_) return;
+    const std::shared_ptr<RankJob> job = std::move(job_);
+    me_.flush();
+    {
+      BlockedScope scope(me_, what_);
+      job->done.wait();
+    }
+    if (job->error) std::rethrow_exception(job->error);
+  }
+
+ private:
+  SimWorld& world_;
+  WorkerState& me_;
+  std::shared_ptr<RankJob> job_;
+  BlockedOn what_;
+};
+
+class JobWork final : public Work {
+ public:
+  JobWork(SimWorld& world, WorkerState& me, std::shared_ptr<Job> job, BlockedOn what)
+      : world_(world), me_(me), job_(std::move(job)), what_(what) {
+    what_.arrived = &job_->arrived;
+  }
+  ~JobWork() override {
+    if (job_) wait_in_destructor(world_, me_.id, [this] { wait(); });
+  }
+  void wait() override {
+    if (!job_) return;
+    const std::shared_ptr<Job> job = std::move(job_);
+    me_.flush();
+    {
+      BlockedScope scope(me_, what_);
+      job->done.wait();
+    }
+    if (job->error) std::rethrow_exception(job->error);
+    if (job->end_time > simgrid::s4u::Engine::get_clock()) {
+      sleep_until(job->end_time);
+      ++world_.stats().activities;
+    }
+  }
+
+ private:
+  SimWorld& world_;
+  WorkerState& me_;
+  std::shared_ptr<Job> job_;
+  BlockedOn what_;
+};
+
+const char* operation_name(CollKind kind) {
+  switch (kind) {
+    case CollKind::kAllreduce:
+      return "allreduce";
+    case CollKind::kBroadcast:
+      return "broadcast";
+    case CollKind::kReduce:
+      return "reduce";
+    case CollKind::kAllgather:
+      return "allgather";
+    case CollKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollKind::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+}  // namespace
+
+SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
+    : group_(std::move(group)),
+      rank_(rank),
+      world_(group_->world()),
+      me_(world_.worker(group_->worker(rank))) {}
+
+WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool async) {
+  me_.flush();
+  ScheduleEntry& entry = group_->entry(call);
+  const size_t r = static_cast<size_t>(rank_);
+  counters_.bytes_sent += entry.bytes_sent[r];
+  counters_.bytes_recv += entry.bytes_recv[r];
+  BlockedOn what{.operation = operation_name(call.kind),
+                 .group = group_->id(),
+                 .count = call.count,
+                 .seq = ++issued_,
+                 .members = &group_->members()};
+
+  if (world_.fidelity() != Fidelity::kMessage)
+    return std::make_unique<JobWork>(world_, me_, group_->arrive(rank_, call, data), what);
+
+  world_.stats().messages += entry.sends[r];
+  std::shared_ptr<const Schedule> schedule = group_->schedule(call, entry);
+  if (!async) {
+    drain();
+    {
+      BlockedScope scope(me_, what);
+      run_steps(*group_, rank_, *schedule, data, call.op, &me_.blocked);
+    }
+    if (world_.emulate()) finish_rank(call, rank_, size(), data);
+    return std::make_unique<CompletedWork>();
+  }
+  auto job = std::make_shared<RankJob>();
+  std::shared_ptr<RankJob> previous = std::exchange(last_async_, job);
+  const std::string name =
+      concat('w', me_.id, "/g", group_->id(), '/', what.operation, '#', what.seq);
+  simgrid::s4u::Actor::create(
+      name, me_.host,
+      [group = group_, rank = rank_, &me = me_, schedule, data, call, previous, job, what] {
+        try {
+          if (previous) previous->done.wait();  // one collective at a time, in issue order
+          me.in_flight = what;
+          run_steps(*group, rank, *schedule, data, call.op, &me.in_flight);
+          if (group->world().emulate()) finish_rank(call, rank, group->size(), data);
+        } catch (const simgrid::ForcefulKillException&) {
+          throw;
+        } catch (...) {
+          job->error = std::current_exception();
+        }
+        me.in_flight = {};
+        job->done.fire();
+      });
+  return std::make_unique<MessageWork>(world_, me_, std::move(job), what);
+}
+
+void SimCommunicator::drain() {
+  if (!last_async_) return;
+  const std::shared_ptr<RankJob> job = std::move(last_async_);
+  BlockedScope scope(
+      me_, BlockedOn{.operation = "earlier asynchronous collective", .group = group_->id()});
+  job->done.wait();  // its error, if any, is rethrown by its own Work
+}
+
+WorkPtr SimCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
+  return start({.kind = CollKind::kAllreduce,
+                .algorithm = options.algorithm,
+                .count = data.size(),
+                .op = options.op},
+               data, true);
+}
+
+void SimCommunicator::broadcast(std::span<float> data, int root) {
+  check_root(root, "broadcast");
+  start({.kind = CollKind::kBroadcast, .count = data.size(), .root = root}, data, false)->wait();
+}
+
+void SimCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
+  check_root(root, "reduce");
+  start({.kind = CollKind::kReduce, .count = data.size(), .root = root, .op = op}, data, false)
+      ->wait();
+}
+
+void SimCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+  const BlockRange block = block_of(all.size(), size(), rank_);
+  if (mine.size() != block.count)
+    throw UserError(
+        "sim: allgather: rank " + std::to_string(rank_) + " contributes " +
+        std::to_string(mine.size()) + " floats of " + std::to_string(all.size()) +
+        "; allowed: block_of(all.size(), size(), rank()).count = " + std::to_string(block.count));
+  if (world_.emulate())
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(block.offset));
+  start({.kind = CollKind::kAllgather, .count = all.size()}, all, false)->wait();
+}
+
+void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
+  const BlockRange block = block_of(in.size(), size(), rank_);
+  if (out.size() != block.count)
+    throw UserError(
+        "sim: reduce_scatter: rank " + std::to_string(rank_) + " output has " +
+        std::to_string(out.size()) + " floats for an input of " + std::to_string(in.size()) +
+        "; allowed: block_of(in.size(), size(), rank()).count = " + std::to_string(block.count));
+  std::vector<float> work;
+  if (world_.emulate()) work.assign(in.begin(), in.end());
+  start({.kind = CollKind::kReduceScatter, .count = in.size(), .op = op}, work, false)->wait();
+  if (!world_.emulate()) return;
+  const auto first = work.begin() + static_cast<std::ptrdiff_t>(block.offset);
+  std::copy(first, first + static_cast<std::ptrdiff_t>(block.count), out.begin());
+  finish(op, size(), out);
+}
+
+void SimCommunicator::barrier() {
+  start({.kind = CollKind::kBarrier, .algorithm = Algorithm::kRecursiveDoubling}, {}, false)
+      ->wait();
+}
+
+void SimCommunicator::check_peer(int peer, const char* operation) const {
+  if (peer < 0 || peer >= size() || peer == rank_)
+    throw UserError(std::string("sim: ") + operation + ": peer " + std::to_string(peer) +
+                    " from rank " + std::to_string(rank_) + "; allowed: 0.." +
+                    std::to_string(size() - 1) + " other than the caller");
+}
+
+void SimCommunicator::check_root(int root, const char* operation) const {
+  if (root < 0 || root >= size())
+    throw UserError(std::string("sim: ") + operation + ": root " + std::to_string(root) +
+                    "; allowed: 0.." + std::to_string(size() - 1));
+}
+
+void SimCommunicator::send(std::span<const float> data, int peer) {
+  check_peer(peer, "send");
+  me_.flush();
+  auto message = std::make_unique<Message>();
+  message->count = data.size();
+  if (world_.emulate()) message->data.assign(data.begin(), data.end());
+  const uint64_t bytes = data.size() * sizeof(float);
+  counters_.bytes_sent += bytes;
+  ++world_.stats().comms;
+  ++world_.stats().activities;
+  ++world_.stats().messages;
+  BlockedScope scope(
+      me_,
+      BlockedOn{.operation = "send", .group = group_->id(), .peer = peer, .count = data.size()});
+  // Ownership passes to the receiver once the comm completes.
+  simgrid::s4u::CommPtr comm =
+      group_->mailbox(rank_, peer, Channel::kPointToPoint)->put_async(message.get(), bytes);
+  comm->wait();
+  std::ignore = message.release();
+}
+
+void SimCommunicator::recv(std::span<float> data, int peer) {
+  check_peer(peer, "recv");
+  me_.flush();
+  Message* received = nullptr;
+  {
+    BlockedScope scope(
+        me_,
+        BlockedOn{.operation = "recv", .group = group_->id(), .peer = peer, .count = data.size()});
+    group_->mailbox(peer, rank_, Channel::kPointToPoint)->get_async(&received)->wait();
+  }
+  const std::unique_ptr<Message> message(received);
+  SYNC_CHECK(message != nullptr, "recv from " << peer);
+  if (message->count != data.size())
+    throw UserError("sim: recv: rank " + std::to_string(rank_) + " expected " +
+                    std::to_string(data.size()) + " floats from rank " + std::to_string(peer) +
+                    " which sent " + std::to_string(message->count) +
+                    "; allowed: send and recv of the same size");
+  counters_.bytes_recv += data.size() * sizeof(float);
+  if (world_.emulate()) std::copy(message->data.begin(), message->data.end(), data.begin());
+}
+
+std::unique_ptr<Communicator> SimCommunicator::split(int color, int key) {
+  me_.flush();
+  BlockedScope scope(me_, BlockedOn{.operation = "split", .group = group_->id()});
+  std::shared_ptr<ControlSlot> slot = group_->control(rank_, color, key, {}, [&](ControlSlot& s) {
+    const int p = size();
+    std::map<int, std::vector<int>> by_color;  // color -> old ranks
+    for (int r = 0; r < p; ++r) by_color[s.a[static_cast<size_t>(r)]].push_back(r);
+    s.groups.resize(static_cast<size_t>(p));
+    s.new_rank.resize(static_cast<size_t>(p));
+    for (auto& [c, ranks] : by_color) {
+      std::stable_sort(ranks.begin(), ranks.end(), [&](int x, int y) {
+        return std::tie(s.b[static_cast<size_t>(x)], x) < std::tie(s.b[static_cast<size_t>(y)], y);
+      });
+      std::vector<int> workers;
+      for (int r : ranks) workers.push_back(group_->worker(r));
+      auto group = std::make_shared<Group>(world_, std::move(workers));
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        s.groups[static_cast<size_t>(ranks[i])] = group;
+        s.new_rank[static_cast<size_t>(ranks[i])] = static_cast<int>(i);
+      }
+    }
+  });
+  const size_t r = static_cast<size_t>(rank_);
+  return std::make_unique<SimCommunicator>(slot->groups[r], slot->new_rank[r]);
+}
+
+void SimCommunicator::create_global(std::span<const float> initial) {
+  me_.flush();
+  BlockedScope scope(me_, BlockedOn{.operation = "create_global", .group = group_->id()});
+  group_->control(rank_, static_cast<int>(initial.size()), 0, initial, [&](ControlSlot& s) {
+    for (int r = 0; r < size(); ++r)
+      if (s.a[static_cast<size_t>(r)] != s.a[0])
+        throw UserError("sim: create_global: rank " + std::to_string(r) + " passed " +
+                        std::to_string(s.a[static_cast<size_t>(r)]) + " floats, rank 0 " +
+                        std::to_string(s.a[0]) + "; allowed: the same model on every rank");
+    auto global = std::make_unique<GlobalModel>();
+    const Platform& platform = world_.platform();
+    global->owner = platform.master != nullptr ? platform.master : world_.worker(0).host;
+    global->count = initial.size();
+    if (world_.emulate()) global->data.assign(s.spans[0].begin(), s.spans[0].end());
+    global->mutex = simgrid::s4u::Mutex::create();
+    group_->global() = std::move(global);
+  });
+}
+
+void SimCommunicator::transfer(simgrid::s4u::Host* from, simgrid::s4u::Host* to,
+                               const LinkModel& link, uint64_t bytes) {
+  if (from == to) return;  // a host's own memory: not on the network
+  ++world_.stats().activities;
+  if (world_.fidelity() == Fidelity::kAnalytic) {
+    simgrid::s4u::this_actor::sleep_for(link.latency_s +
+                                        static_cast<double>(bytes) / link.bandwidth_Bps);
+    return;
+  }
+  ++world_.stats().comms;
+  simgrid::s4u::Comm::sendto(from, to, bytes);
+}
+
+void SimCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
+  GlobalModel* global = group_->global().get();
+  if (global == nullptr)
+    throw UserError("sim: merge_into_global: no global model; allowed: after create_global");
+  if (local.size() != global->count)
+    throw UserError("sim: merge_into_global: " + std::to_string(local.size()) +
+                    " floats for a global model of " + std::to_string(global->count) +
+                    "; allowed: the size given to create_global");
+  me_.flush();
+  const Platform& platform = world_.platform();
+  const LinkModel& link =
+      global->owner == platform.master ? platform.master_link
+      : platform.node_of_gpu[0] == platform.node_of_gpu[static_cast<size_t>(me_.id)]
+          ? platform.intra_node
+          : platform.inter_node;
+  const uint64_t bytes = local.size() * sizeof(float);
+  {
+    BlockedScope scope(me_, BlockedOn{.operation = "merge_into_global (lock)",
+                                      .group = group_->id(),
+                                      .count = local.size()});
+    global->mutex->lock();
+  }
+  transfer(me_.host, global->owner, link, bytes);
+  const double n = static_cast<double>(local.size());
+  const double merge_seconds = compute_seconds(
+      platform.profile, Cost{.flops = 3 * n, .bytes = 12 * n, .kind = OpKind::kElementwise});
+  if (merge_seconds > 0) {
+    simgrid::s4u::this_actor::sleep_for(merge_seconds);
+    ++world_.stats().activities;
+  }
+  if (world_.emulate()) {
+    for (size_t i = 0; i < local.size(); ++i)
+      global->data[i] = rule.global_weight * global->data[i] + rule.local_weight * local[i];
+    std::copy(global->data.begin(), global->data.end(), local.begin());
+  }
+  transfer(global->owner, me_.host, link, bytes);
+  global->mutex->unlock();
+  counters_.bytes_sent += bytes;
+  counters_.bytes_recv += bytes;
+}
+
+}  // namespace syncopate::sim

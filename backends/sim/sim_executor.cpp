@@ -1,0 +1,44 @@
+#include "backends/sim/sim_executor.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/sim/platform.hpp"
+
+namespace syncopate::sim {
+
+double compute_seconds(const HostProfile& profile, const Cost& cost) {
+  double seconds = 0;
+  if (cost.flops > 0) {
+    const double speed = profile.flops_per_s[static_cast<size_t>(cost.kind)];
+    if (!(speed > 0))
+      throw UserError("sim: host profile '" + profile.name + "': flops_per_s of '" +
+                      std::string(to_string(cost.kind)) + "' is " + std::to_string(speed) +
+                      "; allowed: > 0");
+    seconds = cost.flops / speed;
+  }
+  if (cost.bytes > 0) {
+    if (!(profile.memory_bandwidth > 0))
+      throw UserError("sim: host profile '" + profile.name + "': memory_bandwidth is " +
+                      std::to_string(profile.memory_bandwidth) + "; allowed: > 0");
+    seconds = std::max(seconds, cost.bytes / profile.memory_bandwidth);
+  }
+  if (cost.kind == OpKind::kOptimizer) seconds += profile.step_overhead_s;
+  return seconds;
+}
+
+SimExecutor::SimExecutor(SimWorld& world, int worker) : world_(world), me_(world.worker(worker)) {}
+
+void SimExecutor::compute(const Cost& cost, FunctionRef<void()> math) {
+  if (!world_.options().cost_only) math();
+  me_.lag += compute_seconds(world_.platform().profile, cost) * me_.slowdown;
+}
+
+bool SimExecutor::all_agree(bool vote) { return world_.all_agree(me_.id, vote); }
+
+void SimExecutor::advance(double seconds) {
+  SYNC_CHECK(seconds >= 0, "seconds=" << seconds);
+  me_.lag += seconds;
+}
+
+}  // namespace syncopate::sim

@@ -1,0 +1,40 @@
+#pragma once
+// The simulator's Executor: simulated time of one worker.
+//
+// compute(cost, math) runs math (unless cost-only) and advances this worker's clock by
+//   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth)
+//   (+ profile.step_overhead_s when cost.kind == OpKind::kOptimizer: the optimizer is expected
+//    to be accounted once per training step, and the step's fixed overhead -- kernel launches,
+//    framework bookkeeping -- rides on it), all times the worker's straggler slowdown.
+// Compute is lazy: it only adds to the worker's pending time (WorkerState::lag), which is slept
+// before the worker's next interaction with other actors, so a step of hundreds of layers costs
+// no SimGrid event at all. now() includes the pending time.
+//
+// all_agree(vote) is a consensus of all workers that leaves every worker's clock where it was
+// (zero simulated time); advance(seconds) adds skipped time (steady-state fast-forward).
+#include "backends/sim/sim_world.hpp"
+#include "core/comm.hpp"
+
+namespace syncopate::sim {
+
+struct HostProfile;
+
+// Modelled seconds of `cost` on a host with `profile` (no slowdown).
+double compute_seconds(const HostProfile& profile, const Cost& cost);
+
+class SimExecutor final : public Executor {
+ public:
+  SimExecutor(SimWorld& world, int worker);
+
+  double now() const override { return me_.now(); }
+  void compute(const Cost& cost, FunctionRef<void()> math) override;
+  bool cost_only() const override { return world_.options().cost_only; }
+  bool all_agree(bool vote) override;
+  void advance(double seconds) override;
+
+ private:
+  SimWorld& world_;
+  WorkerState& me_;
+};
+
+}  // namespace syncopate::sim

@@ -1,0 +1,346 @@
+#include "backends/sim/sim_group.hpp"
+
+#include <algorithm>
+#include <simgrid/Exception.hpp>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <string>
+
+namespace syncopate::sim {
+namespace {
+
+// Schedules kept in memory at most (steps, 56 bytes each); beyond it older ones are dropped and
+// rebuilt when needed. A flat ring at p = 1024 alone is 2.1 M steps.
+constexpr size_t kMaxCachedSteps = size_t{6} << 20;
+
+uint64_t payload_bytes(size_t floats) { return static_cast<uint64_t>(floats) * sizeof(float); }
+
+std::string describe(const CollCall& call) {
+  return std::string(to_string(call.kind)) + "(" + std::string(to_string(call.algorithm)) + ", " +
+         std::to_string(call.count) + " floats, root " + std::to_string(call.root) + ", " +
+         std::string(to_string(call.op)) + ")";
+}
+
+}  // namespace
+
+std::string_view to_string(CollKind kind) {
+  switch (kind) {
+    case CollKind::kAllreduce:
+      return "allreduce";
+    case CollKind::kBroadcast:
+      return "broadcast";
+    case CollKind::kReduce:
+      return "reduce";
+    case CollKind::kAllgather:
+      return "allgather";
+    case CollKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollKind::kBarrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+Group::Group(SimWorld& world, std::vector<int> members)
+    : world_(world), id_(world.next_group_id()), members_(std::move(members)) {
+  const Platform& platform = world.platform();
+  for (int w : members_) {
+    hosts_.push_back(world.worker(w).host);
+    node_of_rank_.push_back(platform.node_of_gpu[static_cast<size_t>(w)]);
+  }
+  next_seq_.assign(members_.size(), 0);
+  next_control_.assign(members_.size(), 0);
+}
+
+const LinkModel& Group::link(int from, int to) const {
+  const Platform& platform = world_.platform();
+  return node(from) == node(to) ? platform.intra_node : platform.inter_node;
+}
+
+std::shared_ptr<const Schedule> Group::build(const CollCall& call) const {
+  const int p = size();
+  switch (call.kind) {
+    case CollKind::kAllreduce:
+      return std::make_shared<const Schedule>(
+          make_allreduce_schedule(call.algorithm, p, call.count, node_of_rank_));
+    case CollKind::kBroadcast:
+      return std::make_shared<const Schedule>(make_broadcast_schedule(p, call.count, call.root));
+    case CollKind::kReduce:
+      return std::make_shared<const Schedule>(make_reduce_schedule(p, call.count, call.root));
+    case CollKind::kAllgather:
+      return std::make_shared<const Schedule>(make_allgather_schedule(p, call.count));
+    case CollKind::kReduceScatter:
+      return std::make_shared<const Schedule>(make_reduce_scatter_schedule(p, call.count));
+    case CollKind::kBarrier:
+      return std::make_shared<const Schedule>(make_barrier_schedule(p));
+  }
+  SYNC_CHECK(false, "kind " << static_cast<int>(call.kind));
+  return nullptr;
+}
+
+void Group::account_steps(size_t steps) {
+  if (cached_steps_ + steps > kMaxCachedSteps) {
+    for (auto& [key, entry] : entries_) entry.schedule.reset();
+    cached_steps_ = 0;
+  }
+  cached_steps_ += steps;
+}
+
+ScheduleEntry& Group::entry(const CollCall& call) {
+  Algorithm algorithm = call.algorithm;
+  if (call.kind == CollKind::kAllreduce)
+    algorithm = resolve_algorithm(call.algorithm, size(), payload_bytes(call.count), node_of_rank_);
+  const int root =
+      (call.kind == CollKind::kBroadcast || call.kind == CollKind::kReduce) ? call.root : 0;
+  auto [it, inserted] = entries_.try_emplace({call.kind, algorithm, call.count, root});
+  ScheduleEntry& e = it->second;
+  if (!inserted) return e;
+
+  CollCall resolved = call;
+  resolved.algorithm = algorithm;
+  e.requested = algorithm;
+  e.schedule = build(resolved);
+  const Schedule& s = *e.schedule;
+  e.algorithm = s.algorithm;
+  const size_t p = static_cast<size_t>(size());
+  e.bytes_sent.assign(p, 0);
+  e.bytes_recv.assign(p, 0);
+  e.sends.assign(p, 0);
+  for (size_t k = 0; k < s.rounds.size(); ++k) {
+    SYNC_CHECK(s.rounds[k].size() == p, "round " << k << " size " << s.rounds[k].size());
+    for (size_t r = 0; r < p; ++r) {
+      const Step& step = s.rounds[k][r];
+      if (step.send_to >= 0) {
+        const Step& peer = s.rounds[k][static_cast<size_t>(step.send_to)];
+        // run_steps matches a round's sends and receives per pair: check it once here.
+        SYNC_CHECK(peer.recv_from == static_cast<int>(r) && peer.recv.count == step.send.count,
+                   "round " << k << ": rank " << r << " sends to " << step.send_to);
+        e.bytes_sent[r] += payload_bytes(step.send.count);
+        e.sends[r] += 1;
+        e.messages += 1;
+      }
+      if (step.recv_from >= 0) e.bytes_recv[r] += payload_bytes(step.recv.count);
+    }
+  }
+  account_steps(s.rounds.size() * p);
+  return e;
+}
+
+std::shared_ptr<const Schedule> Group::schedule(const CollCall& call, ScheduleEntry& e) {
+  if (!e.schedule) {
+    CollCall resolved = call;
+    resolved.algorithm = e.requested;
+    e.schedule = build(resolved);
+    account_steps(e.schedule->rounds.size() * static_cast<size_t>(size()));
+  }
+  return e.schedule;
+}
+
+double Group::analytic_seconds(const CollCall& call, ScheduleEntry& e) {
+  if (e.analytic_seconds < 0) e.analytic_seconds = sim::analytic_seconds(*this, *schedule(call, e));
+  return e.analytic_seconds;
+}
+
+simgrid::s4u::Mailbox* Group::mailbox(int src, int dst, Channel channel) {
+  const uint64_t p = static_cast<uint64_t>(size());
+  const uint64_t key = (static_cast<uint64_t>(src) * p + static_cast<uint64_t>(dst)) * 2 +
+                       (channel == Channel::kCollective ? 0 : 1);
+  return find_or_create(mailboxes_, key, [&] {
+    return simgrid::s4u::Mailbox::by_name(
+        concat('g', id_, channel == Channel::kCollective ? 'c' : 'p', src, '>', dst));
+  });
+}
+
+std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<float> buffer) {
+  const size_t r = static_cast<size_t>(rank);
+  const uint64_t seq = next_seq_[r]++;
+  std::shared_ptr<Job> job = find_or_create(open_jobs_, seq, [&] {
+    auto created = std::make_shared<Job>();
+    created->call = call;
+    created->seq = seq;
+    created->buffers.resize(members_.size());
+    created->arrived.assign(members_.size(), 0);
+    return created;
+  });
+  if (!(job->call == call)) {
+    throw UserError("sim: collective #" + std::to_string(seq + 1) + " on communicator " +
+                    std::to_string(id_) + ": worker " + std::to_string(worker(rank)) + " called " +
+                    describe(call) + " but another member called " + describe(job->call) +
+                    "; allowed: every member issues the same collectives in the same order");
+  }
+  job->buffers[r] = buffer;
+  job->arrived[r] = 1;
+  if (++job->num_arrived == size()) {
+    open_jobs_.erase(seq);
+    launch(job);
+  }
+  return job;
+}
+
+void Group::launch(const std::shared_ptr<Job>& job) {
+  job->entry = &entry(job->call);
+  world_.stats().messages += job->entry->messages;
+  const bool emulate = world_.emulate();
+  const auto compute = [emulate](Job& j) {
+    if (!emulate) return;
+    execute_in_memory(*j.schedule, j.buffers, j.call.op);
+    const int p = static_cast<int>(j.buffers.size());
+    for (int r = 0; r < p; ++r) finish_rank(j.call, r, p, j.buffers[static_cast<size_t>(r)]);
+  };
+
+  if (world_.fidelity() == Fidelity::kAnalytic) {
+    const double seconds = analytic_seconds(job->call, *job->entry);
+    const double start = std::max(simgrid::s4u::Engine::get_clock(), stream_free_at_);
+    job->end_time = stream_free_at_ = start + seconds;
+    if (emulate) job->schedule = schedule(job->call, *job->entry);
+    compute(*job);
+    job->schedule.reset();
+    job->done.fire();
+    return;
+  }
+
+  SYNC_CHECK(world_.fidelity() == Fidelity::kFlow, "fidelity " << to_string(world_.fidelity()));
+  job->schedule = schedule(job->call, *job->entry);
+  std::shared_ptr<Job> previous = std::move(last_job_);
+  last_job_ = job;
+  const std::string name = concat('g', id_, '/', to_string(job->call.kind), '#', job->seq + 1);
+  simgrid::s4u::Actor::create(name, host(0), [self = shared_from_this(), job, previous, compute] {
+    try {
+      if (previous) previous->done.wait();  // one collective at a time, in issue order
+      run_rounds_as_flows(*self, *job->schedule);
+      compute(*job);
+    } catch (const simgrid::ForcefulKillException&) {
+      throw;
+    } catch (...) {
+      job->error = std::current_exception();
+    }
+    job->end_time = simgrid::s4u::Engine::get_clock();
+    job->schedule.reset();
+    job->done.fire();
+  });
+}
+
+std::shared_ptr<ControlSlot> Group::control(int rank, int a, int b, std::span<const float> span,
+                                            FunctionRef<void(ControlSlot&)> on_last) {
+  const size_t r = static_cast<size_t>(rank);
+  const uint64_t seq = next_control_[r]++;
+  std::shared_ptr<ControlSlot> result = find_or_create(open_controls_, seq, [&] {
+    auto created = std::make_shared<ControlSlot>();
+    const size_t p = members_.size();
+    created->a.assign(p, 0);
+    created->b.assign(p, 0);
+    created->spans.resize(p);
+    created->arrived.assign(p, 0);
+    return created;
+  });
+  result->a[r] = a;
+  result->b[r] = b;
+  result->spans[r] = span;
+  result->arrived[r] = 1;
+  if (++result->num_arrived == size()) {
+    open_controls_.erase(seq);
+    on_last(*result);
+    result->done.fire();
+  } else {
+    result->done.wait();
+  }
+  return result;
+}
+
+void finish_rank(const CollCall& call, int rank, int p, std::span<float> data) {
+  if (call.kind == CollKind::kAllreduce || (call.kind == CollKind::kReduce && rank == call.root))
+    finish(call.op, p, data);
+}
+
+Schedule make_barrier_schedule(int p) {
+  Schedule s;
+  s.ranks = p;
+  s.count = 0;
+  s.algorithm = Algorithm::kRecursiveDoubling;
+  for (int d = 1; d < p; d *= 2) {
+    std::vector<Step>& round = s.rounds.emplace_back(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) {
+      round[static_cast<size_t>(r)].send_to = (r + d) % p;
+      round[static_cast<size_t>(r)].recv_from = (r - d + p) % p;
+    }
+  }
+  return s;
+}
+
+void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
+               BlockedOn* blocked) {
+  SimWorld& world = group.world();
+  const bool emulate = world.emulate();
+  SimStats& stats = world.stats();
+  for (size_t k = 0; k < schedule.rounds.size(); ++k) {
+    const Step& step = schedule.rounds[k][static_cast<size_t>(rank)];
+    if (step.send_to < 0 && step.recv_from < 0) continue;
+    simgrid::s4u::CommPtr out, in;
+    if (step.send_to >= 0) {
+      void* payload = nullptr;
+      if (emulate) {  // the receiver takes ownership of a snapshot of the segment
+        const auto first = data.begin() + static_cast<std::ptrdiff_t>(step.send.offset);
+        payload = std::make_unique<std::vector<float>>(
+                      first, first + static_cast<std::ptrdiff_t>(step.send.count))
+                      .release();
+      }
+      out = group.mailbox(rank, step.send_to, Channel::kCollective)
+                ->put_async(payload, payload_bytes(step.send.count));
+      ++stats.comms;
+      ++stats.activities;
+    }
+    std::vector<float>* received = nullptr;
+    if (step.recv_from >= 0)
+      in = group.mailbox(step.recv_from, rank, Channel::kCollective)->get_async(&received);
+    if (blocked != nullptr) {
+      blocked->round = static_cast<int>(k);
+      blocked->peer = step.recv_from >= 0 ? step.recv_from : step.send_to;
+    }
+    if (out) out->wait();
+    if (in) in->wait();
+    if (in && emulate) {
+      const std::unique_ptr<std::vector<float>> owned(received);
+      SYNC_CHECK(owned && owned->size() == step.recv.count,
+                 "round " << k << " rank " << rank << " expected " << step.recv.count);
+      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *owned);
+    }
+  }
+}
+
+void run_rounds_as_flows(Group& group, const Schedule& schedule) {
+  SimStats& stats = group.world().stats();
+  std::vector<simgrid::s4u::CommPtr> flows;
+  for (const std::vector<Step>& round : schedule.rounds) {
+    flows.clear();
+    for (size_t r = 0; r < round.size(); ++r) {
+      const Step& step = round[r];
+      if (step.send_to < 0) continue;
+      flows.push_back(simgrid::s4u::Comm::sendto_async(group.host(static_cast<int>(r)),
+                                                       group.host(step.send_to),
+                                                       payload_bytes(step.send.count)));
+    }
+    stats.comms += flows.size();
+    stats.activities += flows.size();
+    for (const auto& flow : flows) flow->wait();
+  }
+}
+
+double analytic_seconds(const Group& group, const Schedule& schedule) {
+  double total = 0;
+  for (const std::vector<Step>& round : schedule.rounds) {
+    double longest = 0;
+    for (size_t r = 0; r < round.size(); ++r) {
+      const Step& step = round[r];
+      if (step.send_to < 0) continue;
+      const LinkModel& link = group.link(static_cast<int>(r), step.send_to);
+      longest =
+          std::max(longest, link.latency_s + static_cast<double>(payload_bytes(step.send.count)) /
+                                                 link.bandwidth_Bps);
+    }
+    total += longest;
+  }
+  return total;
+}
+
+}  // namespace syncopate::sim

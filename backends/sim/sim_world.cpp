@@ -1,0 +1,125 @@
+#include "backends/sim/sim_world.hpp"
+
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <sstream>
+
+#include "backends/sim/platform.hpp"
+
+namespace syncopate::sim {
+
+SimEvent::SimEvent() : semaphore_(simgrid::s4u::Semaphore::create(0)) {}
+
+void SimEvent::wait() {
+  if (fired_) return;
+  ++waiters_;
+  semaphore_->acquire();
+}
+
+void SimEvent::fire() {
+  if (fired_) return;
+  fired_ = true;
+  for (; waiters_ > 0; --waiters_) semaphore_->release();
+}
+
+void WorkerState::flush() {
+  if (lag > 0) simgrid::s4u::this_actor::sleep_for(lag);
+  lag = 0;
+}
+
+double WorkerState::now() const { return simgrid::s4u::Engine::get_clock() + lag; }
+
+SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
+    : platform_(platform), options_(options) {
+  if (options.workers < 1)
+    throw UserError("sim: workers: " + std::to_string(options.workers) + "; allowed: >= 1");
+  if (static_cast<size_t>(options.workers) > platform.gpus.size())
+    throw UserError("sim: workers: " + std::to_string(options.workers) + " but platform '" +
+                    platform.name + "' has " + std::to_string(platform.gpus.size()) +
+                    " GPUs; allowed: at most one worker per GPU");
+  SYNC_CHECK(platform.node_of_gpu.size() == platform.gpus.size(),
+             "node_of_gpu " << platform.node_of_gpu.size() << " gpus " << platform.gpus.size());
+  workers_.resize(static_cast<size_t>(options.workers));
+  for (int i = 0; i < options.workers; ++i) {
+    WorkerState& w = workers_[static_cast<size_t>(i)];
+    w.id = i;
+    w.host = platform.gpus[static_cast<size_t>(i)];
+  }
+  for (const auto& [worker, factor] : options.slowdown) {
+    if (worker < 0 || worker >= options.workers)
+      throw UserError("sim: slowdown: worker " + std::to_string(worker) +
+                      " does not exist; allowed: 0.." + std::to_string(options.workers - 1));
+    if (!(factor > 0))
+      throw UserError("sim: slowdown: worker " + std::to_string(worker) + " factor " +
+                      std::to_string(factor) + "; allowed: > 0");
+    workers_[static_cast<size_t>(worker)].slowdown = factor;
+  }
+}
+
+bool SimWorld::all_agree(int id, bool vote) {
+  WorkerState& me = worker(id);
+  // The worker keeps its own clock: early arrivers wait in wall order only; afterwards their
+  // lag is set so that their clock reads what it read on arrival.
+  const double arrival = me.now();
+  if (!agreement_) {
+    auto created = std::make_shared<Agreement>();
+    created->done = std::make_shared<SimEvent>();  // may let other actors run
+    if (!agreement_) agreement_ = std::move(created);
+  }
+  const std::shared_ptr<Agreement> agreement = agreement_;
+  agreement->all_yes = agreement->all_yes && vote;
+  if (++agreement->arrived == num_workers()) {
+    agreement->result = agreement->all_yes;
+    agreement_.reset();
+    agreement->done->fire();
+  } else {
+    BlockedScope scope(me, BlockedOn{.operation = "all_agree"});
+    agreement->done->wait();
+  }
+  me.lag = arrival - simgrid::s4u::Engine::get_clock();
+  return agreement->result;
+}
+
+void SimWorld::record_failure(int worker, std::exception_ptr error) {
+  if (failure_) return;
+  failure_ = std::move(error);
+  failed_worker_ = worker;
+}
+
+namespace {
+void describe(std::ostream& out, const BlockedOn& b) {
+  out << b.operation;
+  if (b.seq > 0) out << " #" << b.seq;
+  if (b.count > 0) out << " of " << b.count << " floats";
+  if (b.round >= 0) out << ", round " << b.round;
+  if (b.peer >= 0) out << ", peer rank " << b.peer;
+  if (b.group >= 0) out << ", communicator " << b.group;
+  if (b.arrived != nullptr && b.members != nullptr) {
+    out << "; not yet called by worker(s)";
+    for (size_t r = 0; r < b.arrived->size(); ++r)
+      if (!(*b.arrived)[r]) out << ' ' << (*b.members)[r];
+  }
+}
+}  // namespace
+
+std::string SimWorld::describe_blocked() const {
+  std::ostringstream out;
+  out << "simulated deadlock at t=" << simgrid::s4u::Engine::get_clock() << " s:";
+  for (const WorkerState& w : workers_) {
+    if (w.finished || !w.started) continue;
+    out << "\n  worker " << w.id << " (" << w.host->get_name() << "): ";
+    if (w.blocked.operation == nullptr) {
+      out << "blocked outside the communicator";
+      continue;
+    }
+    describe(out, w.blocked);
+    if (w.in_flight.operation != nullptr) {
+      out << "; its asynchronous collective is in ";
+      describe(out, w.in_flight);
+    }
+  }
+  return out.str();
+}
+
+}  // namespace syncopate::sim

@@ -1,0 +1,144 @@
+#pragma once
+// Shared state of one simulation (internal to backends/sim): the platform, the per-worker
+// clocks, statistics, failure and deadlock bookkeeping. All actors run in one OS thread
+// (SimGrid's sequential contexts), so plain data shared between them needs no locking; only
+// blocking goes through SimGrid primitives.
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <simgrid/s4u/Semaphore.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/sim/sim_backend.hpp"
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace syncopate::sim {
+
+// Streams parts into a string (names of actors and mailboxes).
+template <typename... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+// map[key], created by make() if absent. make() may block in SimGrid (a simcall lets other
+// actors run): an entry another actor inserted meanwhile wins. Never hold a reference into
+// shared state across a SimGrid call.
+template <typename Map, typename Make>
+typename Map::mapped_type& find_or_create(Map& map, const typename Map::key_type& key,
+                                          Make&& make) {
+  if (auto it = map.find(key); it != map.end()) return it->second;
+  auto value = make();
+  return map.try_emplace(key, std::move(value)).first->second;
+}
+
+// A one-shot event: wait() blocks the calling actor until fire(). No lost wake-ups: a release
+// counted on the semaphore before the waiter's acquire is processed is kept.
+class SimEvent {
+ public:
+  SimEvent();
+  bool fired() const { return fired_; }
+  void wait();
+  void fire();
+
+ private:
+  simgrid::s4u::SemaphorePtr semaphore_;
+  bool fired_ = false;
+  int waiters_ = 0;
+};
+
+// What a worker is blocked on, formatted only when a deadlock is reported.
+struct BlockedOn {
+  const char* operation = nullptr;  // nullptr: not blocked
+  int group = -1;                   // communicator id
+  int peer = -1;                    // group rank of the peer (send/recv), or -1
+  size_t count = 0;                 // floats
+  uint64_t seq = 0;                 // 1-based collective number in its group (0: none)
+  int round = -1;                   // schedule round being waited on, or -1
+  // For rendezvous collectives: which group ranks have arrived (nullptr otherwise).
+  const std::vector<char>* arrived = nullptr;
+  const std::vector<int>* members = nullptr;  // group rank -> worker
+};
+
+struct WorkerState {
+  int id = 0;
+  simgrid::s4u::Host* host = nullptr;
+  double slowdown = 1;
+  // Simulated time this worker has accounted but not yet slept (compute is lazy: it only adds
+  // here). Its own clock is Engine clock + lag. Negative after a zero-time all_agree that
+  // resolved later than the worker arrived; flush() then moves it forward to the engine clock.
+  double lag = 0;
+  bool started = false;
+  bool finished = false;
+  BlockedOn blocked;
+  BlockedOn in_flight;  // message fidelity: the step an asynchronous collective's helper waits on
+
+  // Sleeps the pending lag so that the engine clock equals this worker's clock. Called before
+  // every interaction with other actors.
+  void flush();
+  double now() const;
+};
+
+// Sets a worker's BlockedOn for the lifetime of a blocking call.
+class BlockedScope {
+ public:
+  BlockedScope(WorkerState& worker, const BlockedOn& what) : worker_(worker) {
+    worker_.blocked = what;
+  }
+  ~BlockedScope() { worker_.blocked = {}; }
+  BlockedScope(const BlockedScope&) = delete;
+  BlockedScope& operator=(const BlockedScope&) = delete;
+
+ private:
+  WorkerState& worker_;
+};
+
+class SimWorld {
+ public:
+  SimWorld(const Platform& platform, const SimOptions& options);
+
+  const Platform& platform() const { return platform_; }
+  const SimOptions& options() const { return options_; }
+  bool emulate() const { return !options_.cost_only; }
+  Fidelity fidelity() const { return options_.fidelity; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  WorkerState& worker(int id) { return workers_[static_cast<size_t>(id)]; }
+  SimStats& stats() { return stats_; }
+  int next_group_id() { return next_group_id_++; }
+
+  // Zero-simulated-time consensus of all workers (Executor::all_agree).
+  bool all_agree(int worker, bool vote);
+
+  // The first failure is kept and rethrown by run_on_platform.
+  void record_failure(int worker, std::exception_ptr error);
+  bool failed() const { return static_cast<bool>(failure_); }
+  std::exception_ptr failure() const { return failure_; }
+
+  // Description of every unfinished worker and what it waits on.
+  std::string describe_blocked() const;
+
+ private:
+  struct Agreement {
+    int arrived = 0;
+    bool all_yes = true;
+    bool result = false;
+    std::shared_ptr<SimEvent> done;
+  };
+
+  const Platform& platform_;
+  SimOptions options_;
+  std::vector<WorkerState> workers_;
+  SimStats stats_;
+  int next_group_id_ = 0;
+  std::shared_ptr<Agreement> agreement_;
+  std::exception_ptr failure_;
+  int failed_worker_ = -1;
+};
+
+}  // namespace syncopate::sim

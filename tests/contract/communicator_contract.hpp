@@ -1,0 +1,293 @@
+#pragma once
+// The Communicator contract, shared by every backend's tests (simulator actors, MPI processes).
+//
+// check_communicator_contract(comm) must be called collectively by every rank of `comm`. It runs
+// every collective and algorithm on sizes not divisible by the rank count, with inputs that are
+// small integers (so any summation order is exact and every result must equal a serial reduction
+// bit for bit), plus non-integer inputs for the cross-rank bit-identity check. It never throws
+// on a wrong result and never skips a collective (so ranks stay in step): it returns the failure
+// messages of this rank, empty when the contract holds. No test framework inside.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/comm.hpp"
+
+namespace syncopate::contract {
+
+struct ContractOptions {
+  // Allreduce algorithms to check (all by default).
+  std::vector<Algorithm> algorithms{Algorithm::kAuto,         Algorithm::kRing,
+                                    Algorithm::kRabenseifner, Algorithm::kRecursiveDoubling,
+                                    Algorithm::kBinomialTree, Algorithm::kHierarchical,
+                                    Algorithm::kMaster};
+  bool check_global_model = true;
+};
+
+namespace detail {
+
+// Small integers in [-11, 11]: a sum over <= 1000 ranks stays exact in float.
+inline float value(int rank, size_t i, int salt) {
+  const int64_t v = (static_cast<int64_t>(rank + 1) * 7 + static_cast<int64_t>(i) * 13 + salt) % 23;
+  return static_cast<float>(v - 11);
+}
+
+inline float reference(ReduceOp op, int p, size_t i, int salt) {
+  double acc = value(0, i, salt);
+  for (int r = 1; r < p; ++r) {
+    const double v = value(r, i, salt);
+    acc = op == ReduceOp::kMax ? std::max(acc, v) : acc + v;
+  }
+  const float result = static_cast<float>(acc);  // exact: a small integer
+  return op == ReduceOp::kAvg ? result / static_cast<float>(p) : result;
+}
+
+class Recorder {
+ public:
+  explicit Recorder(int rank) : rank_(rank) {}
+  // Compares got[i] with want[i] bit for bit; records at most a few mismatches per check.
+  void expect_equal(const std::string& what, std::span<const float> got,
+                    std::span<const float> want) {
+    if (got.size() != want.size()) {
+      fail(what, "size " + std::to_string(got.size()) + " != " + std::to_string(want.size()));
+      return;
+    }
+    int shown = 0;
+    for (size_t i = 0; i < got.size() && shown < 3; ++i)
+      if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
+        std::ostringstream out;
+        out << "[" << i << "] = " << got[i] << ", expected " << want[i];
+        fail(what, out.str());
+        ++shown;
+      }
+  }
+  void expect(bool ok, const std::string& what, const std::string& detail_text) {
+    if (!ok) fail(what, detail_text);
+  }
+  std::vector<std::string> take() { return std::move(failures_); }
+
+ private:
+  void fail(const std::string& what, const std::string& detail_text) {
+    failures_.push_back("rank " + std::to_string(rank_) + ": " + what + ": " + detail_text);
+  }
+  int rank_;
+  std::vector<std::string> failures_;
+};
+
+inline std::string name(Algorithm a, ReduceOp op, size_t n) {
+  return "allreduce(" + std::string(to_string(a)) + ", " + std::string(to_string(op)) +
+         ", n=" + std::to_string(n) + ")";
+}
+
+inline std::vector<float> inputs(int rank, size_t n, int salt) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = value(rank, i, salt);
+  return v;
+}
+
+inline std::vector<float> expected(ReduceOp op, int p, size_t n, int salt) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = reference(op, p, i, salt);
+  return v;
+}
+
+}  // namespace detail
+
+inline std::vector<std::string> check_communicator_contract(Communicator& comm,
+                                                            const ContractOptions& options = {}) {
+  using detail::expected;
+  using detail::inputs;
+  const int p = comm.size();
+  const int me = comm.rank();
+  detail::Recorder rec(me);
+  rec.expect(p >= 1 && me >= 0 && me < p, "rank/size",
+             std::to_string(me) + " of " + std::to_string(p));
+  rec.expect(comm.node() >= 0, "node", std::to_string(comm.node()));
+  const size_t up = static_cast<size_t>(p);
+  const std::vector<size_t> sizes{1, 7, 3 * up + 1};
+  const std::vector<ReduceOp> ops{ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax};
+  int salt = 0;
+
+  // Allreduce: every algorithm, op and size against the serial reduction, bit for bit.
+  const CommCounters before = comm.counters();
+  for (Algorithm algorithm : options.algorithms)
+    for (ReduceOp op : ops)
+      for (size_t n : sizes) {
+        std::vector<float> data = inputs(me, n, ++salt);
+        comm.allreduce(data, {.op = op, .algorithm = algorithm});
+        rec.expect_equal(detail::name(algorithm, op, n), data, expected(op, p, n, salt));
+      }
+  {
+    std::vector<float> empty;
+    comm.allreduce(empty, {});
+    rec.expect(empty.empty(), "allreduce(n=0)", "size changed");
+  }
+  const CommCounters after = comm.counters();
+  rec.expect((p == 1) == (after.bytes_sent == before.bytes_sent), "counters.bytes_sent",
+             std::to_string(before.bytes_sent) + " -> " + std::to_string(after.bytes_sent));
+  rec.expect((p == 1) == (after.bytes_recv == before.bytes_recv), "counters.bytes_recv",
+             std::to_string(before.bytes_recv) + " -> " + std::to_string(after.bytes_recv));
+
+  // Several asynchronous allreduces in flight, waited in reverse order.
+  {
+    std::vector<std::vector<float>> data;
+    std::vector<WorkPtr> works;
+    const int first_salt = salt + 1;
+    for (int k = 0; k < 3; ++k) {
+      data.push_back(inputs(me, 5 + static_cast<size_t>(k) * up, ++salt));
+      works.push_back(comm.allreduce_async(data.back(), {}));
+    }
+    for (int k = 2; k >= 0; --k) works[static_cast<size_t>(k)]->wait();
+    for (int k = 0; k < 3; ++k)
+      rec.expect_equal(
+          "allreduce_async #" + std::to_string(k), data[static_cast<size_t>(k)],
+          expected(ReduceOp::kSum, p, data[static_cast<size_t>(k)].size(), first_salt + k));
+  }
+
+  // Bit identity across ranks on non-integer data (sums then depend on the order).
+  for (Algorithm algorithm : options.algorithms) {
+    const size_t n = 2 * up + 3;
+    std::vector<float> data(n);
+    for (size_t i = 0; i < n; ++i)
+      data[i] = static_cast<float>(me + 1) / 3.0f + static_cast<float>(i) / 7.0f;
+    comm.allreduce(data, {.op = ReduceOp::kAvg, .algorithm = algorithm});
+    std::vector<float> all(n * up);
+    comm.allgather(data, all);
+    for (int r = 0; r < p; ++r)
+      rec.expect(
+          std::memcmp(all.data() + static_cast<size_t>(r) * n, data.data(), n * sizeof(float)) == 0,
+          "allreduce(" + std::string(to_string(algorithm)) + ", avg) bit identity",
+          "rank " + std::to_string(r) + " differs");
+    double worst = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double mean = 0;
+      for (int r = 0; r < p; ++r) mean += (r + 1) / 3.0 + static_cast<double>(i) / 7.0;
+      mean /= p;
+      worst = std::max(worst, std::abs(data[i] - mean) / std::max(1.0, std::abs(mean)));
+    }
+    rec.expect(worst < 1e-5, "allreduce(" + std::string(to_string(algorithm)) + ", avg) value",
+               "relative error " + std::to_string(worst));
+  }
+
+  // Broadcast from several roots.
+  for (int root : {0, p - 1, p / 2})
+    for (size_t n : {size_t{5}, 3 * up + 1}) {
+      const int s = ++salt;
+      std::vector<float> data = me == root ? inputs(root, n, s) : std::vector<float>(n, -99.0f);
+      comm.broadcast(data, root);
+      rec.expect_equal("broadcast(root=" + std::to_string(root) + ", n=" + std::to_string(n) + ")",
+                       data, inputs(root, n, s));
+    }
+
+  // Reduce: the result on the root only.
+  for (int root : {0, p - 1})
+    for (ReduceOp op : ops) {
+      const size_t n = 2 * up + 1;
+      std::vector<float> data = inputs(me, n, ++salt);
+      comm.reduce(data, root, op);
+      if (me == root)
+        rec.expect_equal(
+            "reduce(root=" + std::to_string(root) + ", " + std::string(to_string(op)) + ")", data,
+            expected(op, p, n, salt));
+    }
+
+  // Allgather: rank r contributes block_of(n, p, r), holding the values of its owner.
+  for (size_t n : {size_t{1}, 2 * up + 3}) {
+    const int s = ++salt;
+    const BlockRange mine = block_of(n, p, me);
+    std::vector<float> contribution(mine.count);
+    for (size_t i = 0; i < mine.count; ++i) contribution[i] = detail::value(me, mine.offset + i, s);
+    std::vector<float> all(n, -99.0f);
+    comm.allgather(contribution, all);
+    std::vector<float> want(n);
+    for (int r = 0; r < p; ++r) {
+      const BlockRange b = block_of(n, p, r);
+      for (size_t i = 0; i < b.count; ++i) want[b.offset + i] = detail::value(r, b.offset + i, s);
+    }
+    rec.expect_equal("allgather(n=" + std::to_string(n) + ")", all, want);
+  }
+
+  // Reduce-scatter: rank r gets block_of(n, p, r) of the reduction.
+  for (ReduceOp op : ops)
+    for (size_t n : {size_t{5}, 3 * up + 2}) {
+      const std::vector<float> in = inputs(me, n, ++salt);
+      const BlockRange mine = block_of(n, p, me);
+      std::vector<float> out(mine.count, -99.0f);
+      comm.reduce_scatter(in, out, op);
+      const std::vector<float> full = expected(op, p, n, salt);
+      rec.expect_equal(
+          "reduce_scatter(" + std::string(to_string(op)) + ", n=" + std::to_string(n) + ")", out,
+          std::span<const float>(full).subspan(mine.offset, mine.count));
+    }
+
+  comm.barrier();
+  comm.barrier();
+
+  // Point to point: even ranks send first, odd ranks receive first (no cycle of blocked sends).
+  if (p >= 2) {
+    const int next = (me + 1) % p, prev = (me + p - 1) % p;
+    const std::vector<float> mine = inputs(me, 9, ++salt);
+    std::vector<float> got(9, -99.0f);
+    if (me % 2 == 0) {
+      comm.send(mine, next);
+      comm.recv(got, prev);
+    } else {
+      comm.recv(got, prev);
+      comm.send(mine, next);
+    }
+    rec.expect_equal("send/recv from " + std::to_string(prev), got, inputs(prev, 9, salt));
+  }
+
+  // Split by parity, ranked in reverse order; a collective inside each half.
+  {
+    std::unique_ptr<Communicator> half = comm.split(me % 2, p - me);
+    int members = 0, position = 0;
+    for (int r = 0; r < p; ++r)
+      if (r % 2 == me % 2) {
+        ++members;
+        if (r > me) ++position;
+      }
+    rec.expect(half->size() == members && half->rank() == position, "split(parity) rank/size",
+               std::to_string(half->rank()) + "/" + std::to_string(half->size()) + ", expected " +
+                   std::to_string(position) + "/" + std::to_string(members));
+    rec.expect(half->node() == comm.node(), "split(parity) node", std::to_string(half->node()));
+    std::vector<float> data{static_cast<float>(me + 1)};
+    half->allreduce(data);
+    float want = 0;
+    for (int r = me % 2; r < p; r += 2) want += static_cast<float>(r + 1);
+    rec.expect_equal("split(parity) allreduce", data, std::vector<float>{want});
+    half->barrier();
+  }
+
+  // Global model: exclusive read-modify-write. Adding (rank + 1) from every rank, in any order,
+  // must lose no update; each snapshot includes the caller's own addition.
+  if (options.check_global_model) {
+    const size_t n = 6;
+    std::vector<float> initial(n);
+    for (size_t i = 0; i < n; ++i) initial[i] = static_cast<float>(i);
+    comm.create_global(initial);
+    const float total = static_cast<float>(p) * static_cast<float>(p + 1) / 2;
+    std::vector<float> local(n, static_cast<float>(me + 1));
+    comm.merge_into_global(local, {.global_weight = 1.0f, .local_weight = 1.0f});
+    for (size_t i = 0; i < n; ++i) {
+      const float added = local[i] - initial[i];
+      rec.expect(added >= static_cast<float>(me + 1) && added <= total,
+                 "merge_into_global snapshot",
+                 "[" + std::to_string(i) + "] added " + std::to_string(added));
+    }
+    comm.barrier();
+    std::vector<float> snapshot(n, 0.0f);
+    comm.merge_into_global(snapshot, {.global_weight = 1.0f, .local_weight = 0.0f});
+    std::vector<float> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = initial[i] + total;
+    rec.expect_equal("merge_into_global final", snapshot, want);
+    comm.barrier();
+  }
+  return rec.take();
+}
+
+}  // namespace syncopate::contract

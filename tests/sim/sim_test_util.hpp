@@ -1,0 +1,156 @@
+#pragma once
+// Helpers of the simulator tests: run a body in a forked child (SimGrid's engine can be created
+// once per process), and a small two-level test platform built with the S4U API.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <string>
+#include <vector>
+
+#include "backends/sim/platform.hpp"
+#include "backends/sim/sim_backend.hpp"
+
+namespace syncopate::sim::testing {
+
+struct ChildResult {
+  int exit_code = -1;  // 0: body returned; 1: body threw; other: crashed
+  std::string output;  // what the body returned, or "<exception type>: what()"
+};
+
+// Runs body() in a forked child and returns its result string (or the exception it threw).
+inline ChildResult run_in_child(const std::function<std::string()>& body) {
+  std::array<int, 2> fds{};
+  if (pipe(fds.data()) != 0) return {-1, "pipe failed"};
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return {-1, "fork failed"};
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    int code = 0;
+    try {
+      out = body();
+    } catch (const SimDeadlock& e) {
+      out = std::string("SimDeadlock: ") + e.what();
+      code = 1;
+    } catch (const UserError& e) {
+      out = std::string("UserError: ") + e.what();
+      code = 1;
+    } catch (const std::exception& e) {
+      out = std::string("exception: ") + e.what();
+      code = 1;
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  close(fds[1]);
+  ChildResult result;
+  std::array<char, 4096> buffer{};
+  for (ssize_t n; (n = read(fds[0], buffer.data(), buffer.size())) > 0;)
+    result.output.append(buffer.data(), static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+// Creates the engine (quiet logs) and configures it as run_simulation does.
+inline simgrid::s4u::Engine& make_engine() {
+  static std::array<std::string, 3> args{"test", "--log=root.thresh:critical",
+                                         "--log=ker_engine.thresh:critical"};
+  static std::array<char*, 3> argv{args[0].data(), args[1].data(), args[2].data()};
+  static int argc = 3;
+  static simgrid::s4u::Engine engine(&argc, argv.data());
+  configure_engine(engine);
+  return engine;
+}
+
+struct TestPlatformSpec {
+  int gpus = 4;
+  int gpus_per_node = 4;
+  double link_latency = 1e-6;  // per link: a route crosses two links
+  double intra_bandwidth = 100e9;
+  double inter_bandwidth = 10e9;
+  bool master = false;
+  double gemm_flops = 1e12;  // every op kind
+  double memory_bandwidth = 1e12;
+  double step_overhead = 0;
+};
+
+// A full-routing zone: every GPU has its own split-duplex "nvlink" and "nic" links; a route
+// inside a node is nvl_i UP + nvl_j DOWN, across nodes nic_i UP + nic_j DOWN (one NIC per GPU,
+// as on MareNostrum 5). Route latency 2 * link_latency, bandwidth the link's.
+inline Platform make_test_platform(const TestPlatformSpec& spec) {
+  namespace sg4 = simgrid::s4u;
+  make_engine();
+  sg4::NetZone* zone = sg4::create_full_zone("test");
+  Platform platform;
+  platform.name = "test";
+  platform.gpus_per_node = spec.gpus_per_node;
+  std::vector<sg4::Link*> nvl, nic;
+  const auto up = sg4::LinkInRoute::Direction::UP;
+  const auto down = sg4::LinkInRoute::Direction::DOWN;
+  for (int i = 0; i < spec.gpus; ++i) {
+    platform.gpus.push_back(zone->create_host("gpu" + std::to_string(i), 1e12));
+    platform.node_of_gpu.push_back(i / spec.gpus_per_node);
+    nvl.push_back(zone->create_split_duplex_link("nvl" + std::to_string(i), spec.intra_bandwidth)
+                      ->set_latency(spec.link_latency)
+                      ->seal());
+    nic.push_back(zone->create_split_duplex_link("nic" + std::to_string(i), spec.inter_bandwidth)
+                      ->set_latency(spec.link_latency)
+                      ->seal());
+  }
+  for (int i = 0; i < spec.gpus; ++i)
+    for (int j = 0; j < spec.gpus; ++j) {
+      if (i == j) continue;
+      const bool same = platform.node_of_gpu[static_cast<size_t>(i)] ==
+                        platform.node_of_gpu[static_cast<size_t>(j)];
+      const auto& links = same ? nvl : nic;
+      zone->add_route(platform.gpus[static_cast<size_t>(i)]->get_netpoint(),
+                      platform.gpus[static_cast<size_t>(j)]->get_netpoint(), nullptr, nullptr,
+                      {{links[static_cast<size_t>(i)], up}, {links[static_cast<size_t>(j)], down}},
+                      false);
+    }
+  if (spec.master) {
+    platform.master = zone->create_host("master", 1e12);
+    sg4::Link* link = zone->create_split_duplex_link("master_nic", spec.inter_bandwidth)
+                          ->set_latency(spec.link_latency)
+                          ->seal();
+    for (int i = 0; i < spec.gpus; ++i) {
+      zone->add_route(platform.master->get_netpoint(),
+                      platform.gpus[static_cast<size_t>(i)]->get_netpoint(), nullptr, nullptr,
+                      {{link, up}, {nic[static_cast<size_t>(i)], down}}, false);
+      zone->add_route(platform.gpus[static_cast<size_t>(i)]->get_netpoint(),
+                      platform.master->get_netpoint(), nullptr, nullptr,
+                      {{nic[static_cast<size_t>(i)], up}, {link, down}}, false);
+    }
+  }
+  zone->seal();
+  platform.profile.name = "test";
+  platform.profile.flops_per_s.fill(spec.gemm_flops);
+  platform.profile.memory_bandwidth = spec.memory_bandwidth;
+  platform.profile.step_overhead_s = spec.step_overhead;
+  platform.intra_node = {2 * spec.link_latency, spec.intra_bandwidth};
+  platform.inter_node = {2 * spec.link_latency, spec.inter_bandwidth};
+  platform.master_link = {2 * spec.link_latency, spec.inter_bandwidth};
+  return platform;
+}
+
+}  // namespace syncopate::sim::testing
