@@ -1,0 +1,118 @@
+#include "backends/mpi/async_engine.hpp"
+
+#include <cstdio>
+#include <utility>
+
+#include "backends/mpi/mpi_detail.hpp"
+
+namespace syncopate::mpi {
+
+class AsyncEngine::JobWork final : public Work {
+ public:
+  JobWork(AsyncEngine* engine, std::shared_ptr<Job> job) : engine_(engine), job_(std::move(job)) {}
+  ~JobWork() override {
+    if (waited_) return;
+    // Destroying an unwaited Work waits for it. A destructor cannot throw: report the error
+    // and mark the process failing, so ~Runtime aborts the job instead of finalizing.
+    try {
+      engine_->wait(*job_);
+    } catch (const std::exception& e) {
+      detail::mark_failed();
+      std::fprintf(stderr, "syncopate mpi: error in an allreduce whose Work was never waited: %s\n",
+                   e.what());
+    }
+  }
+  void wait() override {
+    waited_ = true;
+    engine_->wait(*job_);
+  }
+
+ private:
+  AsyncEngine* engine_;
+  std::shared_ptr<Job> job_;
+  bool waited_ = false;
+};
+
+AsyncEngine::AsyncEngine(bool use_thread, Runner runner) : runner_(std::move(runner)) {
+  if (use_thread) helper_ = std::thread([this] { helper_main(); });
+}
+
+AsyncEngine::~AsyncEngine() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (helper_.joinable()) helper_.join();
+  // Without a helper, jobs never waited for are still owed to the peers: run them here.
+  std::unique_lock lock(mu_);
+  while (!queue_.empty()) {
+    std::shared_ptr<Job> job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    run(*job, false);
+    lock.lock();
+  }
+}
+
+WorkPtr AsyncEngine::submit(std::span<float> data, const CollectiveOptions& options) {
+  auto job = std::make_shared<Job>();
+  job->data = data;
+  job->options = options;
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(job);
+  }
+  changed_.notify_all();
+  return std::make_unique<JobWork>(this, std::move(job));
+}
+
+void AsyncEngine::run(Job& job, bool background) {
+  try {
+    runner_(job.data, job.options, background, &cancel_);
+  } catch (...) {
+    job.error = std::current_exception();  // rethrown by wait()
+  }
+}
+
+void AsyncEngine::wait(Job& job) {
+  std::unique_lock lock(mu_);
+  while (job.state != State::kDone) {
+    if (!busy_ && !queue_.empty()) {
+      // Nobody is running a job: run the next one (ours or one submitted before it) here.
+      std::shared_ptr<Job> next = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      next->state = State::kRunning;
+      lock.unlock();
+      run(*next, false);
+      lock.lock();
+      busy_ = false;
+      next->state = State::kDone;
+      changed_.notify_all();
+    } else {
+      changed_.wait(lock);
+    }
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+void AsyncEngine::helper_main() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    changed_.wait(lock, [this] { return !busy_ && (stop_ || !queue_.empty()); });
+    if (queue_.empty()) return;  // stop_ and nothing left to run
+    std::shared_ptr<Job> next = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    next->state = State::kRunning;
+    lock.unlock();
+    run(*next, true);
+    lock.lock();
+    busy_ = false;
+    next->state = State::kDone;
+    changed_.notify_all();
+  }
+}
+
+}  // namespace syncopate::mpi

@@ -1,0 +1,58 @@
+#pragma once
+// Runs asynchronous allreduces in submission order, on a helper thread when MPI allows it
+// (MPI_THREAD_MULTIPLE), else inside Work::wait(). See MpiCommunicator for why.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "core/comm.hpp"
+
+namespace syncopate::mpi {
+
+class AsyncEngine {
+ public:
+  // runner(data, options, background, cancel) performs one allreduce; background is true on
+  // the helper thread (poll gently), false on a waiting thread (spin).
+  using Runner = std::function<void(std::span<float>, const CollectiveOptions&, bool,
+                                    const std::atomic<bool>*)>;
+  AsyncEngine(bool use_thread, Runner runner);
+  // Runs the jobs still queued, then joins the helper.
+  ~AsyncEngine();
+  AsyncEngine(const AsyncEngine&) = delete;
+  AsyncEngine& operator=(const AsyncEngine&) = delete;
+
+  WorkPtr submit(std::span<float> data, const CollectiveOptions& options);
+  // Makes running and queued jobs fail fast instead of waiting for peers (error unwinding).
+  void cancel() { cancel_.store(true); }
+
+ private:
+  enum class State { kQueued, kRunning, kDone };
+  struct Job {
+    std::span<float> data;
+    CollectiveOptions options;
+    State state = State::kQueued;
+    std::exception_ptr error;
+  };
+  class JobWork;
+
+  void wait(Job& job);
+  void run(Job& job, bool background);  // called with mu_ unlocked; busy_ held by the caller
+  void helper_main();
+
+  Runner runner_;
+  std::atomic<bool> cancel_{false};
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool busy_ = false;  // a job is running (on the helper or on a waiting thread)
+  bool stop_ = false;
+  std::thread helper_;
+};
+
+}  // namespace syncopate::mpi

@@ -1,0 +1,59 @@
+#pragma once
+// Internals of the MPI backend shared by its .cpp files: error checking, the process-wide fault
+// state and the watchdog wait.
+#include <mpi.h>
+
+#include <atomic>
+#include <climits>
+#include <cstddef>
+#include <span>
+
+#include "core/check.hpp"
+
+namespace syncopate::mpi::detail {
+
+// Message tags. Collectives (schedules) and point-to-point calls never share a tag.
+inline constexpr int kCollectiveTag = 7001;
+inline constexpr int kPointToPointTag = 7002;
+
+[[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
+
+// Marks the process as failing: ~Runtime will then MPI_Abort instead of MPI_Finalize.
+void mark_failed();
+bool failed();
+// Tests only: forget a failure that a test provoked on purpose (e.g. a watchdog timeout).
+void reset_failed_for_tests();
+// True when MPI is initialised and not finalised (handles may be freed).
+bool mpi_active();
+bool thread_multiple();
+
+// What a wait is for, for the watchdog's message.
+struct WaitContext {
+  const char* operation;
+  int round = -1;
+  int peer_a = -1;
+  int peer_b = -1;
+};
+
+// Completes every request, polling MPI_Testall. `background`: after a short spin, sleep between
+// polls (a helper thread must not steal the core from compute). Throws PeerTimeout once the
+// watchdog expires (and cancels nothing: the process is failing), or when *cancel becomes true.
+// `statuses`: MPI_STATUSES_IGNORE or one per request.
+void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext& context,
+              bool background, const std::atomic<bool>* cancel = nullptr,
+              MPI_Status* statuses = MPI_STATUSES_IGNORE);
+
+inline int to_count(size_t n) {
+  SYNC_CHECK(n <= static_cast<size_t>(INT_MAX),
+             "message of " << n << " floats exceeds MPI's int count");
+  return static_cast<int>(n);
+}
+
+}  // namespace syncopate::mpi::detail
+
+#define SYNC_MPI(call)                                                                    \
+  do {                                                                                    \
+    const int sync_mpi_rc_ = (call);                                                      \
+    if (sync_mpi_rc_ != MPI_SUCCESS) [[unlikely]]                                         \
+      ::syncopate::mpi::detail::throw_mpi_error(sync_mpi_rc_, #call, __FILE__, __LINE__); \
+  } while (false)

@@ -1,0 +1,211 @@
+// Point-to-point, counters, split, the scenario check, the watchdog and the executor.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "backends/mpi/mpi_detail.hpp"
+#include "tests/mpi/mpi_test_env.hpp"
+
+namespace syncopate::mpi::testing {
+namespace {
+
+// Pairs (0,1), (2,3), ...; -1 for an odd last rank.
+int partner_of(int rank, int size) {
+  const int partner = rank ^ 1;
+  return partner < size ? partner : -1;
+}
+
+TEST(MpiPointToPoint, MessagesDoNotMatchCollectivesInBetween) {
+  MpiCommunicator& comm = world();
+  const int partner = partner_of(comm.rank(), comm.size());
+  if (comm.size() == 1) GTEST_SKIP() << "needs 2 ranks";
+  // A small (eager) message is sent, then a collective with the same peer runs, then the
+  // message is received: with a shared tag the collective would have taken it.
+  const std::vector<float> message(10, static_cast<float>(comm.rank() + 100));
+  std::vector<float> sum(10, static_cast<float>(comm.rank()));
+  std::vector<float> got(10, -1.0f);
+  if (partner >= 0) comm.send(message, partner);
+  comm.allreduce(sum, {ReduceOp::kSum, Algorithm::kRing});
+  if (partner >= 0) comm.recv(got, partner);
+  const float rank_sum = static_cast<float>(comm.size() * (comm.size() - 1) / 2);
+  EXPECT_EQ(sum, std::vector<float>(10, rank_sum));
+  if (partner >= 0) {
+    EXPECT_EQ(got, std::vector<float>(10, static_cast<float>(partner + 100)));
+  }
+}
+
+TEST(MpiPointToPoint, LargeMessageBothWaysWithOrderedSendRecv) {
+  MpiCommunicator& comm = world();
+  const int partner = partner_of(comm.rank(), comm.size());
+  if (partner < 0) GTEST_SKIP() << "no partner";
+  std::vector<float> mine = input_of(comm.rank(), 1 << 20, 800), got(1 << 20);
+  if (comm.rank() % 2 == 0) {
+    comm.send(mine, partner);
+    comm.recv(got, partner);
+  } else {
+    comm.recv(got, partner);
+    comm.send(mine, partner);
+  }
+  EXPECT_EQ(got, input_of(partner, got.size(), 800));
+}
+
+TEST(MpiCounters, RingAllreduceAndPointToPointCountBytesOnTheWire) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size();
+  const size_t n = 1200;  // divisible by 1, 2, 3, 4: every ring block has n / p floats
+  const CommCounters before = comm.counters();
+  std::vector<float> data(n, 1.0f);
+  comm.allreduce(data, {ReduceOp::kSum, Algorithm::kRing});
+  const CommCounters after = comm.counters();
+  // Ring: p - 1 reduce-scatter and p - 1 allgather rounds of one block each way.
+  const uint64_t ring_bytes = 2ull * static_cast<uint64_t>(p - 1) * (n / p) * sizeof(float);
+  EXPECT_EQ(after.bytes_sent - before.bytes_sent, ring_bytes);
+  EXPECT_EQ(after.bytes_recv - before.bytes_recv, ring_bytes);
+  EXPECT_EQ(data, std::vector<float>(n, static_cast<float>(p)));
+
+  const int partner = partner_of(comm.rank(), p);
+  if (partner < 0) return;
+  const std::vector<float> message(10, 1.0f);
+  std::vector<float> got(10);
+  if (comm.rank() % 2 == 0) {
+    comm.send(message, partner);
+    comm.recv(got, partner);
+  } else {
+    comm.recv(got, partner);
+    comm.send(message, partner);
+  }
+  const CommCounters last = comm.counters();
+  EXPECT_EQ(last.bytes_sent - after.bytes_sent, 40u);
+  EXPECT_EQ(last.bytes_recv - after.bytes_recv, 40u);
+}
+
+TEST(MpiSplit, NodeGroupsFollowSharedMemoryDomains) {
+  MpiCommunicator& comm = world();
+  const auto nodes = comm.node_of_rank();
+  ASSERT_EQ(nodes.size(), static_cast<size_t>(comm.size()));
+  EXPECT_EQ(nodes[0], 0) << "node numbers follow the leaders' rank order";
+  EXPECT_EQ(comm.num_nodes(), *std::max_element(nodes.begin(), nodes.end()) + 1);
+
+  std::unique_ptr<MpiCommunicator> group = comm.split_mpi(comm.node(), comm.rank());
+  const int members = static_cast<int>(std::count(nodes.begin(), nodes.end(), comm.node()));
+  const int before_me =
+      static_cast<int>(std::count(nodes.begin(), nodes.begin() + comm.rank(), comm.node()));
+  EXPECT_EQ(group->size(), members);
+  EXPECT_EQ(group->rank(), before_me);
+  EXPECT_EQ(group->node(), 0);
+  EXPECT_EQ(group->num_nodes(), 1);
+  std::vector<float> ranks(3, static_cast<float>(comm.rank()));
+  group->allreduce(ranks, {ReduceOp::kSum, Algorithm::kRing});
+  float expected = 0;
+  for (int r = 0; r < comm.size(); ++r)
+    if (nodes[static_cast<size_t>(r)] == comm.node()) expected += static_cast<float>(r);
+  EXPECT_EQ(ranks, std::vector<float>(3, expected));
+}
+
+TEST(MpiSplit, ParityGroupsAreRankedByKeyThenOldRank) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size(), rank = comm.rank();
+  // key = -rank: the highest rank of each parity comes first.
+  std::unique_ptr<Communicator> group = comm.split(rank % 2, -rank);
+  int size = 0, higher = 0;
+  float rank_sum = 0;
+  for (int r = rank % 2; r < p; r += 2) {
+    ++size;
+    higher += r > rank ? 1 : 0;
+    rank_sum += static_cast<float>(r);
+  }
+  EXPECT_EQ(group->size(), size);
+  EXPECT_EQ(group->rank(), higher);
+  std::vector<float> data(7, static_cast<float>(rank));
+  group->allreduce(data, {ReduceOp::kSum, Algorithm::kRecursiveDoubling});
+  EXPECT_EQ(data, std::vector<float>(7, rank_sum));
+  group->barrier();
+}
+
+TEST(MpiScenarioCheck, DifferentTextsFailOnEveryRank) {
+  MpiCommunicator& comm = world();
+  const std::string same = "[model]\nname = \"mlp\"\n";
+  EXPECT_NO_THROW(check_same_everywhere(comm, same, comm.size()));
+  if (comm.size() > 1) {
+    // Only the last rank's text differs, yet every rank must throw.
+    const std::string text = comm.rank() == comm.size() - 1 ? same + "# edited\n" : same;
+    try {
+      check_same_everywhere(comm, text, comm.size());
+      ADD_FAILURE() << "no error for different scenarios";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("different scenarios"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(comm.size() - 1)), std::string::npos);
+    }
+  }
+}
+
+TEST(MpiScenarioCheck, WrongWorkerCountFailsOnEveryRank) {
+  MpiCommunicator& comm = world();
+  try {
+    check_same_everywhere(comm, "same", comm.size() + 1);
+    ADD_FAILURE() << "no error for a wrong worker count";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("mpirun -np " + std::to_string(comm.size() + 1)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(MpiScenarioCheck, Fnv1a64MatchesPublishedVectors) {
+  // Test vectors of the FNV reference (isthe.com/chongo/tech/comp/fnv).
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+
+TEST(MpiWatchdog, RecvWithoutSenderTimesOutNamingThePeerThenMessagesStillMatch) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size(), rank = comm.rank();
+  const int next = (rank + 1) % p, previous = (rank + p - 1) % p;
+  const double saved = Runtime::watchdog_seconds();
+  Runtime::set_watchdog_seconds(0.2);
+  std::vector<float> got(4, -1.0f);
+  try {
+    comm.recv(got, next);  // nobody sends
+    ADD_FAILURE() << "recv without a sender returned";
+  } catch (const PeerTimeout& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("recv"), std::string::npos) << text;
+    EXPECT_NE(text.find(std::to_string(next)), std::string::npos) << text;
+  }
+  EXPECT_TRUE(detail::failed()) << "a timeout must make ~Runtime abort the job";
+  detail::reset_failed_for_tests();
+  Runtime::set_watchdog_seconds(20);  // fail, not hang, if the next messages go astray
+  comm.barrier();
+  // The abandoned receive was withdrawn: a new message reaches the new receive.
+  const std::vector<float> message(4, static_cast<float>(rank));
+  if (rank % 2 == 0) {
+    comm.send(message, previous);
+    comm.recv(got, next);
+  } else {
+    comm.recv(got, next);
+    comm.send(message, previous);
+  }
+  EXPECT_EQ(got, std::vector<float>(4, static_cast<float>(next)));
+  Runtime::set_watchdog_seconds(saved);
+}
+
+TEST(MpiExecutor, ClockAdvancesAndComputeRunsTheMath) {
+  MpiExecutor executor;
+  const double t0 = executor.now();
+  EXPECT_GE(t0, 0.0);
+  int runs = 0;
+  executor.compute(Cost{.flops = 1e6}, [&] { ++runs; });
+  executor.set_progress_comm(world().handle());
+  executor.compute(Cost{}, [&] { ++runs; });
+  EXPECT_EQ(runs, 2);
+  const double t1 = executor.now();
+  while (executor.now() - t1 < 0.01) {
+  }
+  EXPECT_GE(executor.now() - t0, 0.01);
+  EXPECT_FALSE(executor.cost_only());
+}
+
+}  // namespace
+}  // namespace syncopate::mpi::testing
