@@ -27,13 +27,6 @@
 
 namespace syncopate::mpi {
 
-void apply_merge_rule(const MergeRule& rule, std::span<float> global,
-                      std::span<const float> local) {
-  SYNC_CHECK(global.size() == local.size(), global.size() << " vs " << local.size());
-  const float gw = rule.global_weight, lw = rule.local_weight;
-  for (size_t i = 0; i < global.size(); ++i) global[i] = std::fma(gw, global[i], lw * local[i]);
-}
-
 void MpiCommunicator::create_global(std::span<const float> initial) {
   free_window();
   const int count = detail::to_count(initial.size());

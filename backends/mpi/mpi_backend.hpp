@@ -213,9 +213,6 @@ class MpiCommunicator final : public Communicator {
 // MPI's own allreduce (MPI_Allreduce; kAvg = sum then divide by size) on the communicator.
 void native_allreduce(MpiCommunicator& comm, std::span<float> data, ReduceOp op);
 
-// The epoch_async merge arithmetic, element by element: global = fma(gw, global, lw*local).
-// Written with an explicit fma so that no compiler contraction choice can change the rounding.
-void apply_merge_rule(const MergeRule& rule, std::span<float> global, std::span<const float> local);
 
 // 64-bit FNV-1a.
 uint64_t fnv1a64(std::string_view text);

@@ -380,8 +380,7 @@ void SimCommunicator::merge_into_global(std::span<float> local, const MergeRule&
     ++world_.stats().activities;
   }
   if (world_.emulate()) {
-    for (size_t i = 0; i < local.size(); ++i)
-      global->data[i] = rule.global_weight * global->data[i] + rule.local_weight * local[i];
+    apply_merge_rule(rule, global->data, local);
     std::copy(global->data.begin(), global->data.end(), local.begin());
   }
   transfer(global->owner, me_.host, link, bytes);
