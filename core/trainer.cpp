@@ -384,7 +384,9 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     m.comm_s = phases.comm_s - at_start.comm_s + skipped.comm;
     m.idle_s = phases.idle_s - at_start.idle_s + skipped.idle;
     // Whatever is neither compute nor communication (host-side work, data loading) is idle.
-    m.idle_s += std::max(0.0, (end - start) - m.compute_s - m.comm_s - m.idle_s);
+    // (A residue below 1e-9 of the epoch is rounding in the subtraction, not time.)
+    const double rest = (end - start) - m.compute_s - m.comm_s - m.idle_s;
+    if (rest > 1e-9 * (end - start)) m.idle_s += rest;
     const CommCounters counters = comm.counters();
     m.bytes_sent = counters.bytes_sent - counters_at_start.bytes_sent + skipped.sent;
     m.bytes_recv = counters.bytes_recv - counters_at_start.bytes_recv + skipped.recv;
