@@ -74,13 +74,13 @@ class Buckets {
   std::vector<WorkPtr> inflight_;
 };
 
-// Fraction of a step's global batch this worker holds: the scale that turns its mean-loss
-// gradient into its share of the global mean gradient (exact for uneven last batches too).
-float share(std::span<const int64_t> counts, int rank, std::span<const int> members) {
+// Fraction of a step's global batch this worker holds among `members`: the scale that turns
+// its mean-loss gradient into its share of their mean gradient (exact for uneven last batches).
+float share(const GlobalBatch& batch, int rank, std::span<const int> members) {
   int64_t total = 0;
-  for (int member : members) total += counts[static_cast<size_t>(member)];
+  for (int member : members) total += batch.count_of(member);
   return total == 0 ? 0.0f
-                    : static_cast<float>(static_cast<double>(counts[static_cast<size_t>(rank)]) /
+                    : static_cast<float>(static_cast<double>(batch.count_of(rank)) /
                                          static_cast<double>(total));
 }
 
@@ -93,8 +93,8 @@ class Ddp final : public Strategy {
     all_.resize(static_cast<size_t>(ctx.comm.size()));
     std::iota(all_.begin(), all_.end(), 0);
   }
-  float gradient_scale(const WorkerContext& ctx, std::span<const int64_t> counts) const override {
-    return share(counts, ctx.comm.rank(), all_);
+  float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    return share(batch, ctx.comm.rank(), all_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
     buckets_.launch(layer, ctx.grads, ctx.comm, ctx.scenario.strategy.algorithm);
@@ -150,8 +150,8 @@ class LocalSgd final : public Strategy {
     all_.resize(static_cast<size_t>(ctx.comm.size()));
     std::iota(all_.begin(), all_.end(), 0);
   }
-  float gradient_scale(const WorkerContext& ctx, std::span<const int64_t> counts) const override {
-    return warming_up(ctx) ? share(counts, ctx.comm.rank(), all_) : 1.0f;
+  float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    return warming_up(ctx) ? share(batch, ctx.comm.rank(), all_) : 1.0f;
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
     if (warming_up(ctx))
@@ -195,8 +195,8 @@ class Hierarchical final : public Strategy {
       if (static_cast<int>(nodes[static_cast<size_t>(r)]) == ctx.comm.node())
         node_members_.push_back(r);
   }
-  float gradient_scale(const WorkerContext& ctx, std::span<const int64_t> counts) const override {
-    return share(counts, ctx.comm.rank(), node_members_);
+  float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    return share(batch, ctx.comm.rank(), node_members_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
     buckets_.launch(layer, ctx.grads, *node_comm_, ctx.scenario.strategy.algorithm);

@@ -11,6 +11,14 @@
 
 namespace syncopate {
 
+// One step's global batch in the global data order: `size` samples dealt to `workers` workers
+// strided (worker w holds positions w, w + W, ...). size 0 in the block order.
+struct GlobalBatch {
+  int64_t size = 0;
+  int workers = 1;
+  int64_t count_of(int worker) const { return (size - worker + workers - 1) / workers; }
+};
+
 // What a strategy may touch. The communicator is already timed (see timed_comm.hpp).
 struct WorkerContext {
   const Scenario& scenario;
@@ -36,11 +44,8 @@ class Strategy {
   virtual void on_block_begin(WorkerContext&) {}
   // Backward has just produced layer `layer`'s gradients (layers run last to first).
   virtual void after_backward_layer(WorkerContext&, int /*layer*/) {}
-  // The factor applied to this worker's mean-loss gradient before backward. counts[w] is the
-  // number of samples worker w holds in this step (global data order), or empty.
-  virtual float gradient_scale(const WorkerContext&, std::span<const int64_t> /*counts*/) const {
-    return 1.0f;
-  }
+  // The factor applied to this worker's mean-loss gradient before backward.
+  virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }
   // Between backward and the optimizer step: gradients must be final when this returns.
   virtual void before_step(WorkerContext&) {}
   // After the optimizer step; `step` counts this worker's steps from 1 over the whole run.

@@ -42,7 +42,7 @@ struct Step {
   std::vector<int64_t> samples;  // dataset indices (empty in cost-only runs)
   int64_t size = 0;              // samples in this step
   bool block_begin = false;      // first step of a ds-tensor block
-  std::vector<int64_t> counts;   // every worker's sample count (global order only)
+  GlobalBatch global;            // the step's global batch (global order only)
 };
 
 // The steps of one epoch for one worker.
@@ -59,9 +59,8 @@ std::vector<Step> plan_epoch(const Scenario& s, const TrainData& data, int worke
     if (!cost_only) perm = global_permutation(n, s.seed, ep);
     for (int64_t k = 0; k < total; ++k) {
       Step step;
-      const int64_t m = std::min(b * workers, n - k * b * workers);  // this global batch
-      for (int w = 0; w < workers; ++w) step.counts.push_back((m - w + workers - 1) / workers);
-      step.size = step.counts[static_cast<size_t>(worker)];
+      step.global = {std::min(b * workers, n - k * b * workers), workers};
+      step.size = step.global.count_of(worker);
       if (!cost_only) {
         step.samples = ddp_worker_indices(perm, worker, workers, b, k);
         SYNC_CHECK(static_cast<int64_t>(step.samples.size()) == step.size,
@@ -304,7 +303,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
         if (!cost_only) gather_batch(*data.train, st.samples, model->input(), labels);
         for (int i = 0; i < model->num_layers(); ++i)
           compute(model->forward_cost(i), [&] { model->forward_layer(i, step_ctx); });
-        const float scale = strategy->gradient_scale(ctx, st.counts);
+        const float scale = strategy->gradient_scale(ctx, st.global);
         LossResult r{};
         compute(loss_cost(model->output().shape()), [&] {
           Tensor& dout = model->output_grad();

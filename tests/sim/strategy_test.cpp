@@ -1,0 +1,233 @@
+// Strategy invariants on the simulator: the Trainer and every strategy run on simulated workers
+// (emulation: real tensors, simulated time).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "backends/sim/sim_backend.hpp"
+#include "core/local_backend.hpp"
+#include "core/trainer.hpp"
+#include "tests/sim/fork_util.hpp"
+
+namespace syncopate {
+namespace {
+
+Scenario scenario(const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = {"data.dataset=synthetic", "data.train_samples=768",
+                                   "data.test_samples=128", "epochs=2", "batch_size=16",
+                                   "schedule.lr=0.02", "schedule.kind=constant",
+                                   "sim.platform=mn5-acc", "sim.platform_params.nodes=2",
+                                   "sim.fidelity=flow", "eval_every_epoch=false"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return parse_scenario(default_scenario_text(), "<test>", sets);
+}
+
+struct SimRun {
+  std::string metrics;                      // metrics.csv text
+  std::vector<std::vector<float>> params;   // per worker
+  std::vector<TraceEvent> syncs;            // "merge" / "average" events
+  std::string error;
+};
+
+// Serialises what a child returns: csv, then per worker its params, then sync trace events.
+std::string encode(const std::vector<WorkerReport>& reports) {
+  std::ostringstream out;
+  const std::string csv = metrics_csv(reports);
+  out << csv.size() << ' ' << csv << reports.size() << ' ';
+  for (const auto& r : reports) {
+    out << r.final_params.size() << ' ';
+    out.write(reinterpret_cast<const char*>(r.final_params.data()),
+              static_cast<std::streamsize>(r.final_params.size() * sizeof(float)));
+  }
+  for (const auto& r : reports)
+    for (const auto& t : r.trace)
+      if (t.category == "sync") {
+        out.precision(17);
+        out << ' ' << t.name << ' ' << t.worker << ' ' << t.start_s << ' ' << t.duration_s;
+      }
+  return out.str();
+}
+
+SimRun decode(const std::string& text) {
+  SimRun run;
+  std::istringstream in(text);
+  size_t length = 0, workers = 0;
+  in >> length;
+  in.get();
+  run.metrics.resize(length);
+  in.read(run.metrics.data(), static_cast<std::streamsize>(length));
+  in >> workers;
+  for (size_t w = 0; w < workers; ++w) {
+    size_t n = 0;
+    in >> n;
+    in.get();
+    std::vector<float> params(n);
+    in.read(reinterpret_cast<char*>(params.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    run.params.push_back(std::move(params));
+  }
+  TraceEvent t;
+  while (in >> t.name >> t.worker >> t.start_s >> t.duration_s) run.syncs.push_back(t);
+  return run;
+}
+
+SimRun simulate(const Scenario& s) {
+  const testing::ChildResult child = testing::run_in_child_output([&] {
+    sim::SimOptions options;
+    options.platform = s.sim.platform;
+    options.platform_overrides = s.sim.platform_params;
+    options.workers = s.workers;
+    options.fidelity = *sim::parse_fidelity(s.sim.fidelity);
+    options.slowdown = s.sim.slowdown;
+    options.simgrid_config = {"--log=root.thresh:critical"};
+    const TrainData data = prepare_data(s, false);
+    std::vector<WorkerReport> reports(static_cast<size_t>(s.workers));
+    sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
+      reports[static_cast<size_t>(comm.rank())] = train_worker(s, data, comm, exec);
+    });
+    return encode(reports);
+  });
+  if (child.status != 0) return SimRun{.error = "child status " + std::to_string(child.status) +
+                                                ": " + child.error};
+  return decode(child.output);
+}
+
+WorkerReport serial(const Scenario& s) {
+  const TrainData data = prepare_data(s, false);
+  LocalCommunicator comm;
+  WallClockExecutor exec;
+  return train_worker(s, data, comm, exec);
+}
+
+TEST(SimStrategies, OneWorkerEveryStrategyEqualsSerialSgd) {
+  const WorkerReport global = serial(scenario({"data.order=global"}));
+  const WorkerReport blocks = serial(scenario({"data.order=blocks"}));
+  for (const std::string name : {"serial", "ddp", "local_sgd", "hierarchical", "epoch_sync"}) {
+    const bool block_order = name == "epoch_sync";
+    const SimRun run = simulate(scenario({"workers=1", "strategy.name=" + name}));
+    ASSERT_TRUE(run.error.empty()) << name << ": " << run.error;
+    EXPECT_EQ(run.params.at(0), (block_order ? blocks : global).final_params) << name;
+  }
+  const SimRun async = simulate(
+      scenario({"workers=1", "strategy.name=epoch_async", "strategy.merge_local_weight=1"}));
+  ASSERT_TRUE(async.error.empty()) << async.error;
+  EXPECT_EQ(async.params.at(0), blocks.final_params);
+}
+
+// W workers of local batch b take the same steps as one worker of batch W*b, to rounding.
+TEST(SimStrategies, DdpEqualsSerialSgdWithTheGlobalBatch) {
+  const WorkerReport reference = serial(scenario({"batch_size=64"}));
+  for (const char* algorithm : {"ring", "rabenseifner", "hierarchical"}) {
+    const SimRun run = simulate(scenario(
+        {"workers=4", "strategy.name=ddp", std::string("strategy.algorithm=") + algorithm}));
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    ASSERT_EQ(run.params.size(), 4u);
+    double worst = 0;
+    for (size_t i = 0; i < reference.final_params.size(); ++i) {
+      const double a = run.params[0][i], b = reference.final_params[i];
+      worst = std::max(worst, std::abs(a - b) / std::max(1e-3, std::abs(b)));
+    }
+    EXPECT_LE(worst, 1e-5) << algorithm;
+    for (int w = 1; w < 4; ++w) EXPECT_EQ(run.params[static_cast<size_t>(w)], run.params[0]);
+  }
+}
+
+TEST(SimStrategies, EpochSyncLeavesIdenticalReplicas) {
+  for (const std::string extra :
+       {"strategy.every=1", "strategy.every=2", "strategy.aggregation=master",
+        "strategy.optimizer_state=average"}) {
+    const SimRun run = simulate(scenario({"workers=3", "epochs=3", "strategy.name=epoch_sync",
+                                          extra, "sim.platform=loopback",
+                                          "sim.platform_params.gpus_per_node=3"}));
+    ASSERT_TRUE(run.error.empty()) << extra << ": " << run.error;
+    ASSERT_EQ(run.params.size(), 3u);
+    EXPECT_EQ(run.params[1], run.params[0]) << extra;
+    EXPECT_EQ(run.params[2], run.params[0]) << extra;
+    size_t averages = 0;
+    for (const auto& t : run.syncs) averages += t.name == "average";
+    EXPECT_EQ(averages, (extra == "strategy.every=2" ? 2u : 3u) * 3u) << extra;
+  }
+}
+
+TEST(SimStrategies, LocalSgdAndHierarchicalEndWithOneModel) {
+  for (const std::string name : {"local_sgd", "hierarchical"}) {
+    const SimRun run = simulate(scenario({"workers=8", "strategy.name=" + name, "strategy.every=3"}));
+    ASSERT_TRUE(run.error.empty()) << name << ": " << run.error;
+    for (size_t w = 1; w < run.params.size(); ++w) EXPECT_EQ(run.params[w], run.params[0]) << name;
+  }
+}
+
+// Merges are exclusive and happen in simulated arrival order: with one slow worker, its merge
+// of each epoch comes after the others'.
+TEST(SimStrategies, EpochAsyncMergesFollowArrivalOrder) {
+  const SimRun run = simulate(scenario(
+      {"workers=3", "epochs=3", "strategy.name=epoch_async", "sim.slowdown.2=3.0"}));
+  ASSERT_TRUE(run.error.empty()) << run.error;
+  std::vector<TraceEvent> merges;
+  for (const auto& t : run.syncs)
+    if (t.name == "merge") merges.push_back(t);
+  ASSERT_EQ(merges.size(), 9u);
+  std::sort(merges.begin(), merges.end(),
+            [](const TraceEvent& a, const TraceEvent& b) { return a.start_s < b.start_s; });
+  // Mutual exclusion: a merge ends no later than the next one (in arrival order) ends, and the
+  // worker's wait plus transfer make them a chain.
+  for (size_t i = 1; i < merges.size(); ++i)
+    EXPECT_LE(merges[i - 1].start_s + merges[i - 1].duration_s,
+              merges[i].start_s + merges[i].duration_s + 1e-12);
+  // The slow worker arrives last in its first epoch, after both fast ones merged twice.
+  int fast_before_slow = 0;
+  for (const auto& m : merges) {
+    if (m.worker == 2) break;
+    ++fast_before_slow;
+  }
+  EXPECT_GE(fast_before_slow, 4);
+  // Snapshots differ between workers (no barrier), but the final model is their mean: all equal.
+  for (size_t w = 1; w < run.params.size(); ++w) EXPECT_EQ(run.params[w], run.params[0]);
+}
+
+double last_end(const std::string& metrics, int worker) {
+  std::istringstream in(metrics);
+  std::string line;
+  std::getline(in, line);
+  double end = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (std::stoi(cells[0]) == worker) end = std::max(end, std::stod(cells[3]));
+  }
+  return end;
+}
+
+// A straggler delays ddp at every step (everyone waits for it) but epoch_async only at merges.
+TEST(SimStrategies, StragglerDelaysDdpEverywhereButEpochAsyncOnlyAtMerges) {
+  for (const std::string name : {"ddp", "epoch_async"}) {
+    const SimRun base = simulate(scenario({"workers=4", "strategy.name=" + name}));
+    const SimRun slow =
+        simulate(scenario({"workers=4", "strategy.name=" + name, "sim.slowdown.3=4.0"}));
+    ASSERT_TRUE(base.error.empty() && slow.error.empty()) << base.error << slow.error;
+    const double fast_ratio = last_end(slow.metrics, 0) / last_end(base.metrics, 0);
+    const double slow_ratio = last_end(slow.metrics, 3) / last_end(base.metrics, 3);
+    EXPECT_GT(slow_ratio, 2.5) << name;
+    if (name == "ddp") {
+      EXPECT_GT(fast_ratio, 2.5) << "ddp waits for the straggler at every step";
+    } else {
+      EXPECT_LT(fast_ratio, 1.5) << "epoch_async's fast workers do not wait";
+    }
+  }
+}
+
+TEST(SimStrategies, SameScenarioTwiceGivesIdenticalFiles) {
+  for (const std::string name : {"ddp", "epoch_async"}) {
+    const Scenario s = scenario({"workers=3", "strategy.name=" + name, "sim.slowdown.1=1.7"});
+    const SimRun a = simulate(s), b = simulate(s);
+    ASSERT_TRUE(a.error.empty() && b.error.empty()) << a.error << b.error;
+    EXPECT_EQ(a.metrics, b.metrics) << name;
+    EXPECT_EQ(a.params, b.params) << name;
+  }
+}
+
+}  // namespace
+}  // namespace syncopate
