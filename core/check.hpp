@@ -29,11 +29,11 @@ namespace detail {
 
 }  // namespace syncopate
 
-#define SYNC_CHECK(cond, ...)                                                            \
-  do {                                                                                   \
-    if (!(cond)) [[unlikely]] {                                                          \
-      std::ostringstream sync_check_stream_;                                             \
-      sync_check_stream_ << "" __VA_OPT__(<<) __VA_ARGS__;                               \
+#define SYNC_CHECK(cond, ...)                                                                 \
+  do {                                                                                        \
+    if (!(cond)) [[unlikely]] {                                                               \
+      std::ostringstream sync_check_stream_;                                                  \
+      sync_check_stream_ << "" __VA_OPT__(<<) __VA_ARGS__;                                    \
       ::syncopate::detail::check_failed(__FILE__, __LINE__, #cond, sync_check_stream_.str()); \
-    }                                                                                    \
+    }                                                                                         \
   } while (false)

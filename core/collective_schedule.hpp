@@ -37,9 +37,9 @@ struct Step {
 
 struct Schedule {
   int ranks = 0;
-  size_t count = 0;                       // elements in each rank's buffer
+  size_t count = 0;                        // elements in each rank's buffer
   Algorithm algorithm = Algorithm::kRing;  // resolved (never kAuto)
-  std::vector<std::vector<Step>> rounds;  // rounds[k][r]: rank r's step in round k
+  std::vector<std::vector<Step>> rounds;   // rounds[k][r]: rank r's step in round k
 };
 
 // Picks a concrete algorithm for kAuto from the rank count, message size and whether the ranks
@@ -61,8 +61,7 @@ Schedule make_broadcast_schedule(int p, size_t count, int root);
 Schedule make_reduce_schedule(int p, size_t count, int root);
 
 // dst = dst (op) src, or dst = src for kCopy.
-void apply_action(RecvAction action, ReduceOp op, std::span<float> dst,
-                  std::span<const float> src);
+void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src);
 // Completes a reduction: for kAvg divides by p; nothing for kSum/kMax.
 void finish(ReduceOp op, int p, std::span<float> data);
 

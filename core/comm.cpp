@@ -5,8 +5,8 @@
 
 namespace syncopate {
 namespace {
-constexpr std::array<std::pair<ReduceOp, std::string_view>, 3> kOps{{
-    {ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}}};
+constexpr std::array<std::pair<ReduceOp, std::string_view>, 3> kOps{
+    {{ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}}};
 constexpr std::array<std::pair<Algorithm, std::string_view>, 7> kAlgorithms{{
     {Algorithm::kAuto, "auto"},
     {Algorithm::kRing, "ring"},

@@ -20,11 +20,11 @@ enum class ReduceOp { kSum, kAvg, kMax };
 enum class Algorithm {
   kAuto,
   kRing,
-  kRabenseifner,        // reduce-scatter by recursive halving + allgather by recursive doubling
+  kRabenseifner,  // reduce-scatter by recursive halving + allgather by recursive doubling
   kRecursiveDoubling,
-  kBinomialTree,        // binomial-tree reduce to rank 0, then binomial-tree broadcast
-  kHierarchical,        // inside each node, then across nodes, then inside each node
-  kMaster,              // every rank to one master, reduced there, sent back (the paper's runtime)
+  kBinomialTree,  // binomial-tree reduce to rank 0, then binomial-tree broadcast
+  kHierarchical,  // inside each node, then across nodes, then inside each node
+  kMaster,        // every rank to one master, reduced there, sent back (the paper's runtime)
 };
 
 std::string_view to_string(ReduceOp op);

@@ -11,12 +11,18 @@ inline constexpr int kNumOpKinds = 6;
 
 constexpr std::string_view to_string(OpKind kind) {
   switch (kind) {
-    case OpKind::kGemm: return "gemm";
-    case OpKind::kConv: return "conv";
-    case OpKind::kPool: return "pool";
-    case OpKind::kElementwise: return "elementwise";
-    case OpKind::kLoss: return "loss";
-    case OpKind::kOptimizer: return "optimizer";
+    case OpKind::kGemm:
+      return "gemm";
+    case OpKind::kConv:
+      return "conv";
+    case OpKind::kPool:
+      return "pool";
+    case OpKind::kElementwise:
+      return "elementwise";
+    case OpKind::kLoss:
+      return "loss";
+    case OpKind::kOptimizer:
+      return "optimizer";
   }
   return "?";
 }

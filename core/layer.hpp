@@ -24,6 +24,7 @@ struct StepContext {
   uint32_t worker = 0;
   uint32_t epoch = 0;
   uint32_t step = 0;
+  uint32_t layer = 0;  // index of the layer being run; Model::forward_layer fills it in
 };
 
 enum class InitScheme { kHe, kXavier };
@@ -46,11 +47,14 @@ class Layer {
   virtual Cost backward_cost(const Shape& input, bool input_grad) const = 0;
 };
 
+enum class Bias { kYes, kNo };
+
 std::unique_ptr<Layer> dense(int64_t in, int64_t out);
-// Square kernel; padding is symmetric.
+// Square kernel; padding is symmetric (zeros). Parameters: weights (out, in, k, k), then bias.
 std::unique_ptr<Layer> conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel,
-                              int64_t stride = 1, int64_t padding = 0);
-std::unique_ptr<Layer> maxpool2d(int64_t kernel, int64_t stride);
+                              int64_t stride = 1, int64_t padding = 0, Bias bias = Bias::kYes);
+// Padding never wins the max (it acts as -infinity).
+std::unique_ptr<Layer> maxpool2d(int64_t kernel, int64_t stride, int64_t padding = 0);
 std::unique_ptr<Layer> avgpool2d(int64_t kernel, int64_t stride);
 std::unique_ptr<Layer> global_avgpool();
 std::unique_ptr<Layer> relu();

@@ -56,7 +56,10 @@ class Model {
   const Tensor& output() const { return activations_.back(); }
   Tensor& output_grad() { return grads_of_activations_.back(); }
   void forward_layer(int i, const StepContext& ctx);
-  void backward_layer(int i);  // layer 0 skips its input gradient
+  // Nothing upstream of the first layer with parameters needs a gradient: that layer does not
+  // compute its input gradient (so neither does layer 0), and layers before it skip backward.
+  void backward_layer(int i);
+  bool needs_input_grad(int i) const;
   Cost forward_cost(int i) const;
   Cost backward_cost(int i) const;
 
@@ -74,6 +77,7 @@ class Model {
   std::vector<float> param_storage_, grad_storage_;
   std::span<float> params_, grads_;
   std::vector<BlockRange> ranges_;
+  int first_param_layer_ = 0;  // layers before it have no parameters
   int64_t batch_ = 0;
   std::vector<Tensor> activations_;           // activations_[i] is layer i's input
   std::vector<Tensor> grads_of_activations_;  // same shapes

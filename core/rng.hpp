@@ -37,8 +37,8 @@ class Rng {
 
   uint32_t next_u32();
   uint64_t next_u64();
-  float uniform();                 // [0, 1), 24 random bits
-  double uniform_double();         // [0, 1), 53 random bits
+  float uniform();          // [0, 1), 24 random bits
+  double uniform_double();  // [0, 1), 53 random bits
   float uniform(float lo, float hi);
   float normal();                  // standard normal (Box-Muller)
   uint64_t below(uint64_t bound);  // uniform in [0, bound), unbiased (rejection)

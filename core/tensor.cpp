@@ -96,8 +96,8 @@ void Tensor::resize(const Shape& shape) {
     case Kind::kShapeOnly:
       break;
     case Kind::kView:
-      SYNC_CHECK(n == numel_, "cannot resize a view from " << to_string(shape_) << " to "
-                                                           << to_string(shape));
+      SYNC_CHECK(n == numel_,
+                 "cannot resize a view from " << to_string(shape_) << " to " << to_string(shape));
       break;
     case Kind::kOwning:
       if (static_cast<size_t>(n) > storage_.size()) storage_.resize(static_cast<size_t>(n));

@@ -44,9 +44,7 @@ class Tensor {
   float* data() { return data_; }
   const float* data() const { return data_; }
   std::span<float> span() { return {data_, static_cast<size_t>(data_ ? numel_ : 0)}; }
-  std::span<const float> span() const {
-    return {data_, static_cast<size_t>(data_ ? numel_ : 0)};
-  }
+  std::span<const float> span() const { return {data_, static_cast<size_t>(data_ ? numel_ : 0)}; }
   float& operator[](int64_t i) { return data_[i]; }
   float operator[](int64_t i) const { return data_[i]; }
 

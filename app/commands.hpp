@@ -1,0 +1,22 @@
+#pragma once
+// The backends' entry points for `syncopate run`: each trains every worker it owns and returns
+// the reports of all workers (the MPI backend returns them on rank 0 only).
+#include <vector>
+
+#include "core/recorder.hpp"
+#include "core/scenario.hpp"
+
+namespace syncopate::app {
+
+struct RunResult {
+  std::vector<WorkerReport> reports;
+  RunInfo info;
+  bool writes_output = true;  // false on MPI ranks other than 0
+  int exit_code = 0;
+};
+
+RunResult run_local(const Scenario& scenario);
+RunResult run_sim(const Scenario& scenario);
+RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv);
+
+}  // namespace syncopate::app

@@ -1,0 +1,26 @@
+#include <chrono>
+
+#include "app/commands.hpp"
+#include "core/check.hpp"
+#include "core/local_backend.hpp"
+#include "core/trainer.hpp"
+
+namespace syncopate::app {
+
+RunResult run_local(const Scenario& scenario) {
+  if (scenario.workers != 1)
+    throw UserError(scenario.source + ": workers: the local backend runs one worker (" +
+                    std::to_string(scenario.workers) +
+                    " asked); use backend = \"sim\" or \"mpi\" for more");
+  const auto start = std::chrono::steady_clock::now();
+  const TrainData data = prepare_data(scenario, false);
+  LocalCommunicator comm;
+  WallClockExecutor exec;
+  RunResult result;
+  result.reports.push_back(train_worker(scenario, data, comm, exec));
+  result.info.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace syncopate::app

@@ -1,0 +1,113 @@
+#include <cstdio>
+#include <sstream>
+
+#include "app/commands.hpp"
+#include "backends/mpi/mpi_backend.hpp"
+#include "core/check.hpp"
+#include "core/trainer.hpp"
+
+namespace syncopate::app {
+namespace {
+
+// Reports travel to rank 0 as text: exact (round-trip) numbers, one record per line.
+std::string serialize(const WorkerReport& r) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "R " << r.worker << ' ' << r.final_test_accuracy << ' ' << r.final_test_loss << ' '
+      << r.steps << '\n';
+  for (const auto& e : r.epochs)
+    out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
+        << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
+        << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' '
+        << e.test_accuracy << ' ' << e.lr << '\n';
+  for (const auto& t : r.trace)
+    out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category
+        << ' ' << t.name << '\n';
+  return out.str();
+}
+
+WorkerReport deserialize(const std::string& text) {
+  WorkerReport r;
+  std::istringstream in(text);
+  std::string tag;
+  while (in >> tag) {
+    if (tag == "R") {
+      in >> r.worker >> r.final_test_accuracy >> r.final_test_loss >> r.steps;
+    } else if (tag == "E") {
+      EpochMetrics e;
+      in >> e.worker >> e.epoch >> e.start_s >> e.end_s >> e.compute_s >> e.comm_s >> e.idle_s >>
+          e.bytes_sent >> e.bytes_recv >> e.train_loss >> e.train_accuracy >> e.test_accuracy >>
+          e.lr;
+      r.epochs.push_back(e);
+    } else if (tag == "T") {
+      TraceEvent t;
+      in >> t.worker >> t.start_s >> t.duration_s >> t.category;
+      in.get();
+      std::getline(in, t.name);
+      r.trace.push_back(t);
+    } else {
+      SYNC_CHECK(false, "bad report record " << tag);
+    }
+  }
+  return r;
+}
+
+// Every rank's report, on rank 0 (empty elsewhere).
+std::vector<WorkerReport> gather_reports(mpi::MpiCommunicator& comm, const WorkerReport& mine) {
+  const std::string text = serialize(mine);
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<size_t>(comm.size())), offsets(lengths.size());
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm.handle());
+  int total = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    offsets[i] = total;
+    total += lengths[i];
+  }
+  std::string all(comm.rank() == 0 ? static_cast<size_t>(total) : 0, '\0');
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+              0, comm.handle());
+  std::vector<WorkerReport> reports;
+  if (comm.rank() != 0) return reports;
+  for (size_t i = 0; i < lengths.size(); ++i)
+    reports.push_back(deserialize(all.substr(static_cast<size_t>(offsets[i]),
+                                             static_cast<size_t>(lengths[i]))));
+  return reports;
+}
+
+}  // namespace
+
+RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
+  mpi::Runtime runtime(argc, argv);
+  RunResult result;
+  try {
+    auto comm = mpi::MpiCommunicator::world();
+    // Every rank must run the same scenario with as many ranks as it names. The check fails on
+    // every rank alike, so each one reports it and the job ends normally.
+    try {
+      mpi::check_same_everywhere(*comm, scenario.resolved_toml, scenario.workers);
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
+      result.writes_output = false;
+      result.exit_code = 1;
+      return result;
+    }
+    mpi::MpiExecutor exec;
+    const double start = MPI_Wtime();
+    const TrainData data = prepare_data(scenario, false);
+    const WorkerReport mine = train_worker(scenario, data, *comm, exec);
+    result.reports = gather_reports(*comm, mine);
+    result.info.wall_seconds = MPI_Wtime() - start;
+    result.info.extra = {{"ranks", static_cast<double>(comm->size())},
+                         {"nodes", static_cast<double>(comm->num_nodes())}};
+    result.writes_output = comm->rank() == 0;
+  } catch (const UserError& e) {
+    // A user error on one rank (NaN loss, bad data) ends the whole job with its message; other
+    // ranks would otherwise wait for it forever.
+    if (runtime.world_size() == 1) throw;
+    mpi::Runtime::abort(1, std::string("syncopate: error on rank ") +
+                               std::to_string(runtime.world_rank()) + ": " + e.what());
+  }
+  return result;
+}
+
+}  // namespace syncopate::app

@@ -1,0 +1,37 @@
+#include <chrono>
+
+#include "app/commands.hpp"
+#include "backends/sim/sim_backend.hpp"
+#include "core/check.hpp"
+#include "core/trainer.hpp"
+
+namespace syncopate::app {
+
+RunResult run_sim(const Scenario& scenario) {
+  sim::SimOptions options;
+  options.platform = scenario.sim.platform;
+  options.platform_overrides = scenario.sim.platform_params;
+  options.workers = scenario.workers;
+  const auto fidelity = sim::parse_fidelity(scenario.sim.fidelity);
+  SYNC_CHECK(fidelity.has_value(), "fidelity " << scenario.sim.fidelity);
+  options.fidelity = *fidelity;
+  options.cost_only = scenario.sim.mode == "cost_only";
+  options.slowdown = scenario.sim.slowdown;
+
+  // Data is loaded once and shared read-only by every simulated worker (one process).
+  const TrainData data = prepare_data(scenario, options.cost_only);
+  RunResult result;
+  result.reports.resize(static_cast<size_t>(scenario.workers));
+  const sim::SimStats stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
+    result.reports[static_cast<size_t>(comm.rank())] = train_worker(scenario, data, comm, exec);
+  });
+  result.info.platform = scenario.sim.platform;
+  result.info.wall_seconds = stats.wall_seconds;
+  result.info.extra = {{"simulated_seconds", stats.simulated_seconds},
+                       {"simulation_wall_seconds", stats.wall_seconds},
+                       {"simulated_comms", static_cast<double>(stats.comms)},
+                       {"simulated_activities", static_cast<double>(stats.activities)}};
+  return result;
+}
+
+}  // namespace syncopate::app

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Side-by-side speed comparison of Syncopate and PyTorch on this machine, in one run.
+
+The machine is shared and noisy, so the two are run alternately (ours, theirs, ours, ...) and
+compared by the ratio of their medians of seconds per epoch.
+
+  bench/peer/compare.py single --model mlp --epochs 3 --reps 3
+  bench/peer/compare.py ddp --epochs 2 --reps 3           # 2 ranks, ours on MPI, theirs gloo
+  bench/peer/compare.py epoch_sync --epochs 2 --reps 3
+
+Prints one JSON object: per-side medians, the ratio ours/theirs, and final accuracies.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SYNCOPATE = os.path.join(ROOT, "build", "bin", "syncopate")
+PYTHON = "/usr/bin/python3"  # Debian's torch is installed for the system interpreter
+
+
+def one_thread_env():
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    return env
+
+
+def epoch_seconds(run_dir):
+    """Seconds per epoch from a run directory: per epoch, last end minus first start."""
+    spans = {}
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        for row in csv.DictReader(f):
+            e = int(row["epoch"])
+            start, end = float(row["start_s"]), float(row["end_s"])
+            lo, hi = spans.get(e, (start, end))
+            spans[e] = (min(lo, start), max(hi, end))
+    return [hi - lo for _, (lo, hi) in sorted(spans.items())]
+
+
+def run_ours(mode, model, epochs, workdir):
+    out = tempfile.mkdtemp(prefix="ours-", dir=workdir)
+    shutil.rmtree(out)
+    scenario = os.path.join(ROOT, "scenarios", f"fmnist-{model}.toml")
+    cmd = [SYNCOPATE, "run", scenario, "--epochs", str(epochs), "--out", out,
+           "--set", "eval_every_epoch=false"]
+    if mode == "single":
+        cmd += ["--workers", "1"]
+    else:
+        mpirun = ["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none"]
+        if os.geteuid() == 0:
+            mpirun.append("--allow-run-as-root")
+        cmd = mpirun + cmd + ["--backend", "mpi", "--workers", "2", "--strategy", mode]
+    subprocess.run(cmd, check=True, env=one_thread_env(), stdout=subprocess.DEVNULL)
+    with open(os.path.join(out, "summary.json")) as f:
+        accuracy = json.load(f)["final_test_accuracy"]
+    return epoch_seconds(out), accuracy
+
+
+def run_theirs(mode, model, epochs):
+    if mode == "single":
+        cmd = [PYTHON, os.path.join(ROOT, "bench", "peer", "fmnist_torch.py"),
+               "--model", model, "--epochs", str(epochs), "--batch", "64"]
+    else:
+        cmd = [PYTHON, os.path.join(ROOT, "bench", "peer", "ddp_torch.py"),
+               "--mode", mode, "--epochs", str(epochs)]
+    out = subprocess.run(cmd, check=True, env=one_thread_env(), capture_output=True, text=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    per_epoch = result.get("epoch_seconds") or [result["seconds_per_epoch"]]
+    accuracy = result.get("final_test_accuracy", result.get("test_accuracy"))
+    return per_epoch, accuracy
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("mode", choices=["single", "ddp", "epoch_sync"])
+    p.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args()
+    if not os.path.exists(SYNCOPATE):
+        sys.exit(f"{SYNCOPATE} not found: build first (scripts/setup.sh)")
+    ours, theirs, acc_ours, acc_theirs = [], [], None, None
+    with tempfile.TemporaryDirectory() as workdir:
+        for _ in range(args.reps):
+            seconds, acc_ours = run_ours(args.mode, args.model, args.epochs, workdir)
+            ours += seconds
+            seconds, acc_theirs = run_theirs(args.mode, args.model, args.epochs)
+            theirs += seconds
+    m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
+    print(json.dumps({
+        "mode": args.mode, "model": args.model, "epochs": args.epochs, "reps": args.reps,
+        "ours_seconds_per_epoch_median": round(m_ours, 4),
+        "peer_seconds_per_epoch_median": round(m_theirs, 4),
+        "ratio_ours_over_peer": round(m_ours / m_theirs, 3),
+        "ours_final_test_accuracy": acc_ours, "peer_final_test_accuracy": acc_theirs,
+        "ours_samples": ours, "peer_samples": theirs}))
+
+
+if __name__ == "__main__":
+    main()
