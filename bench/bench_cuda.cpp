@@ -136,12 +136,13 @@ void BM_TrainStep(benchmark::State& state) {
           prototypes[size_t((b % 10) * dim + j)] + 0.5f * x[size_t(b * dim + j)];
     }
   }
-  CudaOptimizer optimizer(model.num_params(), SgdOptions{.lr = 0.01f, .momentum = 0.9f});
+  CudaOptimizer optimizer(OptimizerConfig{.kind = "sgd", .momentum = 0.9}, model.num_params());
+  const float lr = 0.01f;
   // Correctness first: a few steps on one batch must lower its loss.
-  const LossResult first = train_step(model, optimizer, x, labels, {}, 1);
+  const LossResult first = train_step(model, optimizer, x, labels, {}, lr, 1);
   LossResult last;
   for (int step = 2; step <= 10; ++step) {
-    last = train_step(model, optimizer, x, labels, {.step = uint32_t(step)}, step);
+    last = train_step(model, optimizer, x, labels, {.step = uint32_t(step)}, lr, step);
   }
   if (!std::isfinite(last.loss) || !(last.loss < first.loss)) {
     state.SkipWithError("training does not lower the loss");
@@ -150,7 +151,7 @@ void BM_TrainStep(benchmark::State& state) {
   int64_t step = 11;
   for (auto _ : state) {
     benchmark::DoNotOptimize(
-        train_step(model, optimizer, x, labels, {.step = uint32_t(step)}, step));
+        train_step(model, optimizer, x, labels, {.step = uint32_t(step)}, lr, step));
     ++step;
   }
   state.SetItemsProcessed(state.iterations() * batch);

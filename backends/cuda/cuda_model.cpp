@@ -19,6 +19,10 @@ CudaModel::CudaModel(ModelSpec spec, MathMode math)
     offset += count;
   }
   num_params_ = static_cast<int64_t>(offset);
+  first_param_layer_ = num_layers();
+  for (int i = num_layers() - 1; i >= 0; --i) {
+    if (ranges_[static_cast<size_t>(i)].count > 0) first_param_layer_ = i;
+  }
   params_.resize(offset);
   grads_.resize(offset);
   zero(params_.data(), offset, stream());
@@ -33,7 +37,7 @@ CudaModel::CudaModel(ModelSpec spec, MathMode math)
   stream_.synchronize();
 }
 
-std::unique_ptr<CudaModel> CudaModel::from_cpu(const Model& cpu, ModelSpec spec, MathMode math) {
+void check_matches(const Model& cpu, const ModelSpec& spec) {
   const auto fail = [&](int layer, const std::string& what) {
     throw UserError(std::string(__FILE__) + ": CUDA layer list of '" + spec.name +
                     "' does not match the CPU model '" + cpu.name() + "' at layer " +
@@ -41,7 +45,6 @@ std::unique_ptr<CudaModel> CudaModel::from_cpu(const Model& cpu, ModelSpec spec,
   };
   if (cpu.sample_shape() != spec.sample_shape) fail(-1, "sample shape");
   if (cpu.num_layers() != static_cast<int>(spec.layers.size())) fail(-1, "layer count");
-  if (cpu.storage() != Storage::kReal) fail(-1, "the CPU model is cost-only");
   Shape shape = {2};
   shape.insert(shape.end(), spec.sample_shape.begin(), spec.sample_shape.end());
   size_t offset = 0;
@@ -57,6 +60,14 @@ std::unique_ptr<CudaModel> CudaModel::from_cpu(const Model& cpu, ModelSpec spec,
     const Shape next = cuda::output_shape(mine, shape);
     if (numel(theirs.output_shape(shape)) != numel(next)) fail(i, "output size");
     shape = next;
+  }
+}
+
+std::unique_ptr<CudaModel> CudaModel::from_cpu(const Model& cpu, ModelSpec spec, MathMode math) {
+  check_matches(cpu, spec);
+  if (cpu.storage() != Storage::kReal) {
+    throw UserError(std::string(__FILE__) + ": model '" + cpu.name() +
+                    "' is cost-only: it has no parameters to copy");
   }
   auto model = std::make_unique<CudaModel>(std::move(spec), math);
   model->set_params(cpu.params());
@@ -98,15 +109,18 @@ void CudaModel::zero_grads() { zero(grads_.data(), grads_.size(), stream()); }
 void CudaModel::set_batch(int64_t batch) {
   SYNC_CHECK(batch > 0, "batch " << batch);
   if (batch == batch_) return;
+  // All shapes first: a layer that does not fit throws before anything changes.
+  std::vector<Shape> shapes = {{batch}};
+  shapes[0].insert(shapes[0].end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
+  for (const LayerSpec& layer : spec_.layers) {
+    shapes.push_back(cuda::output_shape(layer, shapes.back()));
+  }
   batch_ = batch;
-  shapes_.clear();
-  Shape shape = {batch};
-  shape.insert(shape.end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
-  shapes_.push_back(shape);
+  shapes_ = std::move(shapes);
   int64_t col = 0, scratch = 0, ones = batch;
   for (int i = 0; i < num_layers(); ++i) {
     const LayerSpec& layer = spec_.layers[static_cast<size_t>(i)];
-    const Shape next = cuda::output_shape(layer, shapes_.back());
+    const Shape& next = shapes_[static_cast<size_t>(i) + 1];
     if (layer.kind == LayerKind::kConv2d) {
       const int64_t cols = batch * next[2] * next[3];
       col = std::max(col, layer.in * layer.kernel * layer.kernel * cols);
@@ -119,7 +133,6 @@ void CudaModel::set_batch(int64_t batch) {
     if (layer.kind == LayerKind::kDropout) {
       masks_[static_cast<size_t>(i)].resize(static_cast<size_t>(numel(next)));
     }
-    shapes_.push_back(next);
   }
   for (size_t i = 0; i < shapes_.size(); ++i) {
     activations_[i].resize(static_cast<size_t>(numel(shapes_[i])));
@@ -201,8 +214,8 @@ void CudaModel::forward_layer(int i, const StepContext& ctx) {
       break;
     case LayerKind::kDropout:
       if (ctx.mode == Mode::kTrain && layer.rate > 0.0f) {
-        const uint64_t key =
-            math::dropout_key(ctx.seed, ctx.worker, ctx.epoch, ctx.step, static_cast<uint32_t>(i));
+        const math::PhiloxStream key = math::dropout_stream(ctx.seed, ctx.worker, ctx.epoch,
+                                                            ctx.step, static_cast<uint32_t>(i));
         dropout_forward(x, y, masks_[u].data(), key, layer.rate, n_in, stream());
       } else {
         last_mode_[u] = Mode::kEval;  // identity
@@ -233,13 +246,13 @@ void CudaModel::forward_conv(int i) {
 void CudaModel::backward_layer(int i) {
   const auto u = static_cast<size_t>(i);
   const LayerSpec& layer = spec_.layers[u];
-  float* dx = i > 0 ? activation_grads_[u].data() : nullptr;
+  if (i < first_param_layer_) return;  // nothing upstream needs a gradient
+  float* dx = i > first_param_layer_ ? activation_grads_[u].data() : nullptr;
   const float* x = activations_[u].data();
   const float* dy = activation_grads_[u + 1].data();
   const int64_t n_in = numel(shapes_[u]), n_out = numel(shapes_[u + 1]);
   if (layer.kind == LayerKind::kDense) return backward_dense(i, dx);
   if (layer.kind == LayerKind::kConv2d) return backward_conv(i, dx);
-  if (dx == nullptr) return;  // parameter-free layer 0: nothing to compute
   switch (layer.kind) {
     case LayerKind::kMaxPool2d:
       maxpool_backward(dy, argmax_[u].data(), dx, pool_geometry(i), stream());
@@ -338,40 +351,49 @@ LossResult CudaModel::sum_losses(int64_t terms, int64_t divisor, bool with_corre
   return result;
 }
 
-CudaOptimizer::CudaOptimizer(int64_t num_params, Options options)
-    : n_(num_params), options_(options) {
+CudaOptimizer::CudaOptimizer(const OptimizerConfig& config, int64_t num_params)
+    : config_(config), n_(num_params) {
+  validate(config_);
   const auto n = static_cast<size_t>(n_);
-  if (const auto* sgd = std::get_if<SgdOptions>(&options_)) {
-    if (sgd->momentum != 0.0f) first_.resize(n);
-  } else {
-    first_.resize(n);
-    second_.resize(n);
+  if (config_.kind != "sgd") {
+    state_.resize(2 * n);
+  } else if (config_.momentum != 0) {
+    state_.resize(n);
   }
-  reset_state(nullptr);
+  reset(nullptr);
 }
 
-void CudaOptimizer::reset_state(cudaStream_t stream) {
-  zero(first_.data(), first_.size(), stream);
-  zero(second_.data(), second_.size(), stream);
-}
+void CudaOptimizer::reset(cudaStream_t stream) { zero(state_.data(), state_.size(), stream); }
 
-void CudaOptimizer::step(float* params, const float* grads, int64_t step, cudaStream_t stream) {
-  if (const auto* sgd = std::get_if<SgdOptions>(&options_)) {
-    sgd_step(params, grads, first_.data(), n_, *sgd, stream);
+void CudaOptimizer::step(float* params, const float* grads, float lr, int64_t step,
+                         cudaStream_t stream) {
+  if (config_.kind == "sgd") {
+    const SgdOptions options{.lr = lr,
+                             .momentum = static_cast<float>(config_.momentum),
+                             .weight_decay = static_cast<float>(config_.weight_decay),
+                             .nesterov = config_.nesterov};
+    sgd_step(params, grads, state_.data(), n_, options, stream);
   } else {
-    adam_step(params, grads, first_.data(), second_.data(), n_, std::get<AdamOptions>(options_),
-              step, stream);
+    const AdamOptions options{
+        .lr = lr,
+        .beta1 = config_.beta1,
+        .beta2 = config_.beta2,
+        .eps = config_.eps,
+        .weight_decay = config_.weight_decay,
+        .variant = config_.kind == "adamw" ? AdamVariant::kAdamW : AdamVariant::kAdam};
+    adam_step(params, grads, state_.data(), state_.data() + n_, n_, options, step, stream);
   }
 }
 
 LossResult train_step(CudaModel& model, CudaOptimizer& optimizer, std::span<const float> x,
-                      std::span<const float> labels, const StepContext& ctx, int64_t step) {
+                      std::span<const float> labels, const StepContext& ctx, float lr,
+                      int64_t step) {
   model.set_input(x);
   model.forward(ctx);
   const LossResult result = model.softmax_cross_entropy(labels);
   model.zero_grads();
   model.backward();
-  optimizer.step(model.params(), model.grads(), step, model.stream());
+  optimizer.step(model.params(), model.grads(), lr, step, model.stream());
   return result;
 }
 

@@ -12,19 +12,20 @@
 //   model.set_batch(B); model.set_input(x); model.forward(ctx);
 //   model.softmax_cross_entropy(labels);   // fills the output gradient
 //   model.zero_grads(); model.backward();  // gradients accumulate
-//   optimizer.step(model.params(), model.grads(), step, model.stream());
+//   optimizer.step(model.params(), model.grads(), lr, step, model.stream());
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/kernels.hpp"
 #include "core/comm.hpp"
 #include "core/layer.hpp"
+#include "core/loss.hpp"
+#include "core/optim.hpp"
 #include "core/tensor.hpp"
 
 namespace syncopate {
@@ -79,10 +80,9 @@ struct ModelSpec {
 };
 ModelSpec cuda_zoo_spec(const std::string& name);
 
-struct LossResult {
-  double loss = 0;      // mean over the batch (cross-entropy) or over all elements (MSE)
-  int64_t correct = 0;  // samples whose argmax is the label (cross-entropy only)
-};
+// Throws UserError unless `spec` describes `cpu`: same sample shape, layer kinds, parameter
+// counts and offsets, and output sizes (at batch 2). Needs no device.
+void check_matches(const Model& cpu, const ModelSpec& spec);
 
 class CudaModel {
  public:
@@ -120,7 +120,9 @@ class CudaModel {
   void set_input(std::span<const float> host);  // batch() * sample numel
 
   void forward_layer(int i, const StepContext& ctx);
-  void backward_layer(int i);  // layer 0 skips its input gradient
+  // As the CPU Model: layers before the first one with parameters skip backward, and that
+  // layer does not compute its input gradient.
+  void backward_layer(int i);
   void forward(const StepContext& ctx);
   void backward();
 
@@ -152,30 +154,34 @@ class CudaModel {
   std::vector<DeviceBuffer<int32_t>> argmax_;  // maxpool layers
   std::vector<DeviceBuffer<float>> masks_;     // dropout layers
   std::vector<Mode> last_mode_;                // per layer, for dropout backward
+  int first_param_layer_ = 0;                  // backward stops there, as the CPU Model
   DeviceBuffer<float> col_, scratch_, ones_;
   DeviceBuffer<float> labels_, loss_terms_, correct_;
 };
 
-// A device optimizer over one flat buffer (PyTorch semantics, see kernels.hpp). The step
-// number is explicit (from 1; Adam's bias correction uses it).
+// core/optim's optimizers on the device: same configuration, same update rules (PyTorch's),
+// same state layout (SGD with momentum: the momentum buffer; Adam/AdamW: m then v), so a
+// strategy can average, reset or keep the state. The step number (from 1) and the learning
+// rate are explicit, as on the CPU.
 class CudaOptimizer {
  public:
-  using Options = std::variant<SgdOptions, AdamOptions>;
-  CudaOptimizer(int64_t num_params, Options options);
-  void step(float* params, const float* grads, int64_t step, cudaStream_t stream);
-  void reset_state(cudaStream_t stream);  // zero momentum / moments
-  const Options& options() const { return options_; }
-  float* state(int i) { return i == 0 ? first_.data() : second_.data(); }  // device, or null
+  CudaOptimizer(const OptimizerConfig& config, int64_t num_params);  // validates config
+  void step(float* params, const float* grads, float lr, int64_t step, cudaStream_t stream);
+  float* state() { return state_.data(); }  // device; null for plain SGD
+  int64_t state_size() const { return static_cast<int64_t>(state_.size()); }
+  void reset(cudaStream_t stream);  // state filled with 0
+  const OptimizerConfig& config() const { return config_; }
 
  private:
+  OptimizerConfig config_;
   int64_t n_ = 0;
-  Options options_;
-  DeviceBuffer<float> first_, second_;  // SGD momentum; Adam m and v
+  DeviceBuffer<float> state_;
 };
 
 // One training step on a batch held in host memory: input, forward, softmax cross-entropy,
 // backward (gradients zeroed first), optimizer step. Returns the batch's loss and hits.
 LossResult train_step(CudaModel& model, CudaOptimizer& optimizer, std::span<const float> x,
-                      std::span<const float> labels, const StepContext& ctx, int64_t step);
+                      std::span<const float> labels, const StepContext& ctx, float lr,
+                      int64_t step);
 
 }  // namespace syncopate::cuda

@@ -48,10 +48,10 @@ __global__ void swap_axes01_kernel(const float* in, float* out, int64_t a, int64
   SYNC_GRID_LOOP(i, n) { out[i] = math::swap_axes01_at(in, a, b, inner, i); }
 }
 
-__global__ void dropout_kernel(const float* x, float* y, float* mask, uint64_t key, float rate,
-                               int64_t n) {
+__global__ void dropout_kernel(const float* x, float* y, float* mask, math::PhiloxStream key,
+                               uint32_t threshold, float scale, int64_t n) {
   SYNC_GRID_LOOP(i, n) {
-    const float m = math::dropout_mask_at(key, rate, i);
+    const float m = math::dropout_mask_at(key, threshold, scale, i);
     mask[i] = m;
     y[i] = x[i] * m;
   }
@@ -125,13 +125,17 @@ __global__ void sgd_kernel(float* p, const float* g, float* buf, float lr, float
   SYNC_GRID_LOOP(i, n) { math::sgd_at(p, g, buf, lr, momentum, weight_decay, nesterov, i); }
 }
 
-__global__ void adam_kernel(float* p, const float* g, float* m, float* v, float lr, float beta1,
-                            float beta2, float eps, float weight_decay, bool decoupled,
-                            float step_size, float bc2_sqrt, int64_t n) {
-  SYNC_GRID_LOOP(i, n) {
-    math::adam_at(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step_size, bc2_sqrt,
-                  i);
-  }
+__global__ void adam_kernel(float* p, const float* g, float* m, float* v, math::AdamScalars a,
+                            int64_t n) {
+  SYNC_GRID_LOOP(i, n) { math::adam_at(p, g, m, v, a, i); }
+}
+
+// The layer functions mix cuBLAS calls (on the handle's stream) with kernels on `stream`:
+// they are ordered only if both are the same stream.
+void check_same_stream(cublasHandle_t handle, cudaStream_t stream) {
+  cudaStream_t handle_stream = nullptr;
+  SYNC_CUBLAS_CHECK(cublasGetStream(handle, &handle_stream));
+  SYNC_CHECK(handle_stream == stream, "the cuBLAS handle runs on another stream");
 }
 
 int to_int(int64_t value) {
@@ -154,6 +158,7 @@ void gemm(cublasHandle_t handle, Trans trans_a, Trans trans_b, int64_t m, int64_
 
 void dense_forward(cublasHandle_t handle, const float* x, const float* w, const float* b, float* y,
                    int64_t batch, int64_t in, int64_t out, cudaStream_t stream) {
+  check_same_stream(handle, stream);
   gemm(handle, Trans::kNo, Trans::kYes, batch, out, in, 1.0f, x, w, 0.0f, y);  // x w^T
   bias_add(y, b, batch, out, 1, stream);
 }
@@ -181,6 +186,7 @@ void col2im(const float* dcol, float* dx, const ConvGeometry& g, cudaStream_t st
 void conv2d_forward(cublasHandle_t handle, const float* x, const float* w, const float* b, float* y,
                     float* col, float* scratch, const ConvGeometry& g, int64_t oc,
                     cudaStream_t stream) {
+  check_same_stream(handle, stream);
   const int64_t ckk = g.c * g.k * g.k, plane = g.oh * g.ow, cols = g.n * plane;
   im2col(x, col, g, stream);
   // scratch (oc, n*plane) = w (oc, ckk) col (ckk, n*plane)
@@ -192,6 +198,7 @@ void conv2d_forward(cublasHandle_t handle, const float* x, const float* w, const
 void conv2d_backward(cublasHandle_t handle, const float* x, const float* w, const float* dy,
                      float* dw, float* db, float* dx, float* col, float* scratch, const float* ones,
                      const ConvGeometry& g, int64_t oc, cudaStream_t stream) {
+  check_same_stream(handle, stream);
   const int64_t ckk = g.c * g.k * g.k, plane = g.oh * g.ow, cols = g.n * plane;
   swap_axes01(dy, scratch, g.n, oc, plane, stream);  // (n, oc, plane) -> (oc, n, plane)
   im2col(x, col, g, stream);
@@ -258,10 +265,12 @@ void swap_axes01(const float* in, float* out, int64_t a, int64_t b, int64_t inne
   SYNC_LAUNCH(swap_axes01_kernel, n, stream, in, out, a, b, inner, n);
 }
 
-void dropout_forward(const float* x, float* y, float* mask, uint64_t key, float rate, int64_t n,
-                     cudaStream_t stream) {
+void dropout_forward(const float* x, float* y, float* mask, const math::PhiloxStream& stream_key,
+                     float rate, int64_t n, cudaStream_t stream) {
   SYNC_CHECK(rate >= 0.0f && rate < 1.0f, "dropout rate " << rate);
-  SYNC_LAUNCH(dropout_kernel, n, stream, x, y, mask, key, rate, n);
+  const float scale = 1.0f / (1.0f - rate);
+  SYNC_LAUNCH(dropout_kernel, n, stream, x, y, mask, stream_key, math::dropout_threshold(rate),
+              scale, n);
 }
 
 void multiply(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream) {
@@ -301,15 +310,24 @@ void sgd_step(float* params, const float* grads, float* momentum_buffer, int64_t
               o.weight_decay, o.nesterov, n);
 }
 
+math::AdamScalars adam_scalars(const AdamOptions& o, int64_t step) {
+  SYNC_CHECK(step >= 1, "Adam step counts from 1, got " << step);
+  const double t = static_cast<double>(step);
+  const bool decoupled = o.variant == AdamVariant::kAdamW;
+  return {.beta1 = static_cast<float>(o.beta1),
+          .beta2 = static_cast<float>(o.beta2),
+          .c1 = static_cast<float>(1.0 - o.beta1),
+          .c2 = static_cast<float>(1.0 - o.beta2),
+          .eps = static_cast<float>(o.eps),
+          .coupled_wd = decoupled ? 0.0f : static_cast<float>(o.weight_decay),
+          .shrink = decoupled ? static_cast<float>(1.0 - o.lr * o.weight_decay) : 1.0f,
+          .step_size = static_cast<float>(o.lr / (1.0 - std::pow(o.beta1, t))),
+          .bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(o.beta2, t)))};
+}
+
 void adam_step(float* params, const float* grads, float* m, float* v, int64_t n,
                const AdamOptions& o, int64_t step, cudaStream_t stream) {
-  SYNC_CHECK(step >= 1, "Adam step counts from 1, got " << step);
-  const double bc1 = 1.0 - std::pow(static_cast<double>(o.beta1), static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(static_cast<double>(o.beta2), static_cast<double>(step));
-  const float step_size = static_cast<float>(o.lr / bc1);
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-  SYNC_LAUNCH(adam_kernel, n, stream, params, grads, m, v, o.lr, o.beta1, o.beta2, o.eps,
-              o.weight_decay, o.variant == AdamVariant::kAdamW, step_size, bc2_sqrt, n);
+  SYNC_LAUNCH(adam_kernel, n, stream, params, grads, m, v, adam_scalars(o, step), n);
 }
 
 }  // namespace syncopate::cuda

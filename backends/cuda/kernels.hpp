@@ -71,12 +71,11 @@ void relu_backward(const float* x, const float* dy, float* dx, int64_t n, cudaSt
 // (a, b, inner) -> (b, a, inner)
 void swap_axes01(const float* in, float* out, int64_t a, int64_t b, int64_t inner,
                  cudaStream_t stream);
-// Inverted dropout with a counter-based mask from key (math::dropout_key): mask (n) receives
-// 0 or 1 / (1 - rate), y = x * mask. The mask is not the CPU path's (different generator).
-void dropout_forward(const float* x, float* y, float* mask, uint64_t key, float rate, int64_t n,
-                     cudaStream_t stream);
-// dx = dy * mask (also right for the identity in eval mode if mask is all ones; the model
-// copies instead).
+// Inverted dropout with the CPU Dropout layer's mask, bit for bit (math::dropout_stream):
+// mask (n) receives 0 or 1 / (1 - rate), y = x * mask.
+void dropout_forward(const float* x, float* y, float* mask, const math::PhiloxStream& stream_key,
+                     float rate, int64_t n, cudaStream_t stream);
+// out = a * b elementwise (dropout backward: dx = dy * mask).
 void multiply(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
 void fill(float* x, float value, int64_t n, cudaStream_t stream);
 // y += alpha x
@@ -93,7 +92,7 @@ void softmax_xent(const float* logits, const float* labels, float* dlogits, floa
 void mse(const float* y, const float* target, float* dy, float* loss, int64_t n,
          cudaStream_t stream);
 
-// ---- optimizers: one step over n parameters, PyTorch semantics --------------------------
+// ---- optimizers: one step over n parameters, PyTorch semantics (as core/optim.cpp) -------
 struct SgdOptions {
   float lr = 0.01f;
   float momentum = 0.0f;
@@ -103,15 +102,14 @@ struct SgdOptions {
 enum class AdamVariant { kAdam, kAdamW };
 struct AdamOptions {
   float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   AdamVariant variant = AdamVariant::kAdam;
 };
 // momentum_buffer (n) starts at zero; unused (may be null) when momentum == 0.
 void sgd_step(float* params, const float* grads, float* momentum_buffer, int64_t n,
               const SgdOptions& options, cudaStream_t stream);
+// The scalars of step `step` (from 1), formed in double as torch.optim does.
+math::AdamScalars adam_scalars(const AdamOptions& options, int64_t step);
 // m, v (n) start at zero; step counts from 1.
 void adam_step(float* params, const float* grads, float* m, float* v, int64_t n,
                const AdamOptions& options, int64_t step, cudaStream_t stream);

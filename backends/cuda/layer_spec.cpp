@@ -141,12 +141,12 @@ ModelSpec cuda_zoo_spec(const std::string& name) {
             {flatten_spec(), dense_spec(784, 256), relu_spec(), dense_spec(256, 128), relu_spec(),
              dense_spec(128, 10)}};
   }
-  if (name == "cnn") {  // LeNet-5 style
+  if (name == "cnn") {  // LeNet-style, as core/zoo.cpp
     return {"cnn",
             {1, 28, 28},
-            {conv2d_spec(1, 6, 5, 1, 2), relu_spec(), maxpool2d_spec(2, 2), conv2d_spec(6, 16, 5),
-             relu_spec(), maxpool2d_spec(2, 2), flatten_spec(), dense_spec(400, 120), relu_spec(),
-             dense_spec(120, 84), relu_spec(), dense_spec(84, 10)}};
+            {conv2d_spec(1, 32, 3, 1, 1), relu_spec(), maxpool2d_spec(2, 2),
+             conv2d_spec(32, 64, 3, 1, 1), relu_spec(), maxpool2d_spec(2, 2), flatten_spec(),
+             dense_spec(3136, 128), relu_spec(), dense_spec(128, 10)}};
   }
   throw UserError(std::string(__FILE__) + ": model: '" + name +
                   "' has no CUDA layer list; allowed: mlp, cnn");

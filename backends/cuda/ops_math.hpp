@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/rng.hpp"
+
 #if defined(__CUDACC__)
 #define SYNC_HD __host__ __device__ inline
 #else
@@ -63,34 +65,61 @@ SYNC_HD float swap_axes01_at(const float* in, int64_t a, int64_t b, int64_t inne
   return in[(ia * b + ib) * inner + ip];
 }
 
-// ---- dropout --------------------------------------------------------------------------------
-// splitmix64's finaliser: a bijective 64-bit mix.
-SYNC_HD uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+// ---- dropout: the CPU path's mask, bit for bit ---------------------------------------------
+// core/rng's Philox4x32-10 stream for (seed, worker, epoch, kDropout, extra = step * 4096 +
+// layer): the CPU Dropout layer takes the i-th 32-bit draw for element i, which is lane i % 4
+// of the block at counter i / 4. Element i keeps its input iff (draw >> 8) >= threshold, with
+// threshold = ceil(rate * 2^24), and is then scaled by 1 / (1 - rate).
+struct PhiloxStream {
+  uint32_t k0 = 0, k1 = 0;          // the key: the seed's low and high words
+  uint32_t c1 = 0, c2 = 0, c3 = 0;  // the counter's upper words; c0 counts blocks
+};
+
+inline PhiloxStream dropout_stream(uint64_t seed, uint32_t worker, uint32_t epoch, uint32_t step,
+                                   uint32_t layer) {
+  const uint32_t extra = step * 4096u + layer;
+  return {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), worker, epoch,
+          (static_cast<uint32_t>(RngPurpose::kDropout) << 24) ^ extra};
 }
 
-// One key per (seed, worker, epoch, step, layer): a counter-based stream, so the mask of any
-// step can be recomputed anywhere. It is NOT the CPU path's Philox mask.
-inline uint64_t dropout_key(uint64_t seed, uint32_t worker, uint32_t epoch, uint32_t step,
-                            uint32_t layer) {
-  uint64_t key = mix64(seed);
-  key = mix64(key ^ ((static_cast<uint64_t>(worker) << 32) | epoch));
-  key = mix64(key ^ ((static_cast<uint64_t>(step) << 32) | layer));
-  return key;
+// The i-th 32-bit draw of the stream (same rounds and constants as core/rng.cpp).
+SYNC_HD uint32_t philox_draw(const PhiloxStream& s, int64_t i) {
+  uint32_t c0 = static_cast<uint32_t>(i >> 2), c1 = s.c1, c2 = s.c2, c3 = s.c3;
+  uint32_t k0 = s.k0, k1 = s.k1;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0;
+    const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
+    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+    const uint32_t n1 = static_cast<uint32_t>(p1);
+    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    const uint32_t n3 = static_cast<uint32_t>(p0);
+    c0 = n0;
+    c1 = n1;
+    c2 = n2;
+    c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  switch (i & 3) {
+    case 0:
+      return c0;
+    case 1:
+      return c1;
+    case 2:
+      return c2;
+    default:
+      return c3;
+  }
 }
 
-// Uniform in [0, 1) with 24 random bits.
-SYNC_HD float dropout_uniform(uint64_t key, int64_t i) {
-  const uint64_t bits = mix64(key ^ mix64(static_cast<uint64_t>(i)));
-  return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+// ceil(rate * 2^24), as the CPU layer computes it.
+inline uint32_t dropout_threshold(float rate) {
+  return static_cast<uint32_t>(std::ceil(static_cast<double>(rate) * 16777216.0));
 }
 
-// Inverted dropout: kept elements are scaled by 1 / (1 - rate), so eval is the identity.
-SYNC_HD float dropout_mask_at(uint64_t key, float rate, int64_t i) {
-  return dropout_uniform(key, i) >= rate ? 1.0f / (1.0f - rate) : 0.0f;
+// 0 (dropped) or scale = 1 / (1 - rate) (kept).
+SYNC_HD float dropout_mask_at(const PhiloxStream& s, uint32_t threshold, float scale, int64_t i) {
+  return (philox_draw(s, i) >> 8) >= threshold ? scale : 0.0f;
 }
 
 // ---- im2col / col2im ------------------------------------------------------------------------
@@ -275,21 +304,21 @@ SYNC_HD void sgd_at(float* p, const float* g, float* buf, float lr, float moment
   p[i] -= lr * d;
 }
 
-// Adam (decoupled = false: L2 added to the gradient) or AdamW (decoupled = true: p *= 1 - lr
-// wd). step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t), as torch.optim.Adam.
-SYNC_HD void adam_at(float* p, const float* g, float* m, float* v, float lr, float beta1,
-                     float beta2, float eps, float weight_decay, bool decoupled, float step_size,
-                     float bc2_sqrt, int64_t i) {
-  float grad = g[i];
-  if (decoupled) {
-    p[i] *= 1.0f - lr * weight_decay;
-  } else {
-    grad += weight_decay * p[i];
-  }
-  m[i] = beta1 * m[i] + (1.0f - beta1) * grad;
-  v[i] = beta2 * v[i] + (1.0f - beta2) * grad * grad;
-  const float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-  p[i] -= step_size * m[i] / denom;
+// Adam / AdamW with the scalars formed on the host as torch.optim (and core/optim.cpp) form
+// them, in double: c1 = 1 - beta1, c2 = 1 - beta2, step_size = lr / (1 - beta1^t),
+// bc2_sqrt = sqrt(1 - beta2^t); Adam: coupled_wd = wd, shrink = 1; AdamW: coupled_wd = 0,
+// shrink = 1 - lr wd.
+struct AdamScalars {
+  float beta1, beta2, c1, c2, eps, coupled_wd, shrink, step_size, bc2_sqrt;
+};
+
+SYNC_HD void adam_at(float* p, const float* g, float* m, float* v, const AdamScalars& a,
+                     int64_t i) {
+  p[i] *= a.shrink;
+  const float grad = g[i] + a.coupled_wd * p[i];
+  m[i] = a.beta1 * m[i] + a.c1 * grad;
+  v[i] = a.beta2 * v[i] + a.c2 * (grad * grad);
+  p[i] -= a.step_size * m[i] / (sqrtf(v[i]) / a.bc2_sqrt + a.eps);
 }
 
 }  // namespace syncopate::cuda::math

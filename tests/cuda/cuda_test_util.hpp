@@ -35,6 +35,13 @@ class CudaTest : public ::testing::Test {
     stream_->synchronize();
     return host;
   }
+  std::vector<float> download(const float* device, size_t count) const {
+    stream_->synchronize();
+    std::vector<float> host(count);
+    copy_to_host(device, std::span<float>(host), stream());
+    stream_->synchronize();
+    return host;
+  }
 
  private:
   std::unique_ptr<Stream> stream_;

@@ -189,9 +189,10 @@ TEST_F(CudaKernels, SwapAxes) {
 }
 
 TEST_F(CudaKernels, DropoutMatchesItsMaskAndHostMath) {
-  const int64_t n = 65536;
+  const int64_t n = 65537;
   const float rate = 0.25f;
-  const uint64_t key = math::dropout_key(1, 0, 2, 3, 4);
+  const math::PhiloxStream key = math::dropout_stream(1, 0, 2, 3, 4);
+  const uint32_t threshold = math::dropout_threshold(rate);
   const auto x = random_floats(n, 21), dy = random_floats(n, 22);
   auto dxin = upload(x), ddy = upload(dy), y = upload(std::vector<float>(n));
   auto mask = upload(std::vector<float>(n)), dx = upload(std::vector<float>(n));
@@ -200,7 +201,8 @@ TEST_F(CudaKernels, DropoutMatchesItsMaskAndHostMath) {
   const auto got_mask = download(mask), got_y = download(y), got_dx = download(dx);
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(got_mask[i], math::dropout_mask_at(key, rate, i)) << i;  // same integer hash
+    // The same integer draw as on the host (and so as the CPU Dropout layer).
+    ASSERT_EQ(got_mask[i], math::dropout_mask_at(key, threshold, 1.0f / (1.0f - rate), i)) << i;
     ASSERT_EQ(got_y[i], x[i] * got_mask[i]);
     ASSERT_EQ(got_dx[i], dy[i] * got_mask[i]);
     kept += got_mask[i] > 0;

@@ -8,125 +8,18 @@
 #include "core/check.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"
+#include "tests/cuda/reference_model.hpp"
 
 namespace syncopate::cuda {
 namespace {
 
 namespace ref = reference;
 using ref::random_floats;
+using ref::reference_backward;
+using ref::reference_forward;
+using ref::ReferenceRun;
 using ref::rel_error;
-
-// The reference model: activations in float between layers (like the device), each layer's
-// math in double.
-struct ReferenceRun {
-  std::vector<std::vector<float>> acts;  // acts[i] is layer i's input
-  std::vector<Shape> shapes;
-  ref::Vec grads;
-};
-
-std::vector<float> to_float(const ref::Vec& v) { return {v.begin(), v.end()}; }
-
-ref::Pool pool_of(const LayerSpec& l, const Shape& s) {
-  const bool global = l.kind == LayerKind::kGlobalAvgPool;
-  return {s[0], s[1], s[2], s[3], global ? s[2] : l.kernel, global ? 1 : l.stride};
-}
-
-ref::Conv conv_of(const LayerSpec& l, const Shape& s) {
-  return {s[0], s[1], s[2], s[3], l.out, l.kernel, l.stride, l.padding};
-}
-
-// Forward in eval mode (dropout is the identity).
-ReferenceRun reference_forward(const ModelSpec& spec, std::span<const float> params,
-                               const std::vector<float>& x, int64_t batch) {
-  ReferenceRun run;
-  Shape shape = {batch};
-  shape.insert(shape.end(), spec.sample_shape.begin(), spec.sample_shape.end());
-  run.acts.push_back(x);
-  run.shapes.push_back(shape);
-  size_t offset = 0;
-  for (const LayerSpec& l : spec.layers) {
-    const std::vector<float>& in = run.acts.back();
-    const Shape out_shape = output_shape(l, shape);
-    const float* w = params.data() + offset;
-    std::vector<float> out;
-    ref::Vec y, unused;
-    switch (l.kind) {
-      case LayerKind::kDense:
-        out = to_float(ref::dense_forward(in, {w, size_t(l.in * l.out)},
-                                          {w + l.in * l.out, size_t(l.out)}, batch, l.in, l.out));
-        break;
-      case LayerKind::kConv2d: {
-        const size_t nw = size_t(l.out * l.in * l.kernel * l.kernel);
-        out = to_float(ref::conv_forward(in, {w, nw}, {w + nw, size_t(l.out)}, conv_of(l, shape)));
-        break;
-      }
-      case LayerKind::kMaxPool2d:
-        ref::maxpool(in, {}, pool_of(l, shape), y, unused);
-        out = to_float(y);
-        break;
-      case LayerKind::kAvgPool2d:
-      case LayerKind::kGlobalAvgPool:
-        ref::avgpool(in, {}, pool_of(l, shape), y, unused);
-        out = to_float(y);
-        break;
-      case LayerKind::kRelu:
-        for (const float v : in) out.push_back(v > 0 ? v : 0.0f);
-        break;
-      case LayerKind::kFlatten:
-      case LayerKind::kDropout:
-        out = in;
-        break;
-    }
-    offset += size_t(num_params(l));
-    run.acts.push_back(out);
-    run.shapes.push_back(out_shape);
-    shape = out_shape;
-  }
-  return run;
-}
-
-void reference_backward(const ModelSpec& spec, std::span<const float> params, std::vector<float> dy,
-                        ReferenceRun& run) {
-  run.grads.assign(params.size(), 0.0);
-  size_t end = params.size();
-  for (int i = int(spec.layers.size()) - 1; i >= 0; --i) {
-    const LayerSpec& l = spec.layers[size_t(i)];
-    const std::vector<float>& x = run.acts[size_t(i)];
-    const Shape& shape = run.shapes[size_t(i)];
-    const size_t offset = end - size_t(num_params(l));
-    const float* w = params.data() + offset;
-    ref::Vec dx, unused;
-    switch (l.kind) {
-      case LayerKind::kDense:
-      case LayerKind::kConv2d: {
-        const size_t nw = size_t(num_params(l) - l.out);
-        const ref::Grads g = l.kind == LayerKind::kDense
-                                 ? ref::dense_backward(x, {w, nw}, dy, shape[0], l.in, l.out)
-                                 : ref::conv_backward(x, {w, nw}, dy, conv_of(l, shape));
-        for (size_t j = 0; j < nw; ++j) run.grads[offset + j] = g.dw[j];
-        for (size_t j = 0; j < size_t(l.out); ++j) run.grads[offset + nw + j] = g.db[j];
-        dx = g.dx;
-        break;
-      }
-      case LayerKind::kMaxPool2d:
-        ref::maxpool(x, dy, pool_of(l, shape), unused, dx);
-        break;
-      case LayerKind::kAvgPool2d:
-      case LayerKind::kGlobalAvgPool:
-        ref::avgpool(x, dy, pool_of(l, shape), unused, dx);
-        break;
-      case LayerKind::kRelu:
-        for (size_t j = 0; j < x.size(); ++j) dx.push_back(x[j] > 0 ? dy[j] : 0.0);
-        break;
-      case LayerKind::kFlatten:
-      case LayerKind::kDropout:
-        dx = ref::to_double(dy);
-        break;
-    }
-    dy = to_float(dx);
-    end = offset;
-  }
-}
+using ref::to_float;
 
 // Covers every layer kind, overlapping pooling windows, strided and padded convolutions.
 ModelSpec mixed_spec() {
@@ -174,8 +67,8 @@ TEST_F(CudaModelTest, ForwardBackwardAndStepMatchReference) {
       EXPECT_LT(rel_error(grads, run.grads), 1e-4);
 
       // One SGD step: p - lr g.
-      CudaOptimizer sgd(model.num_params(), SgdOptions{.lr = 0.5f});
-      sgd.step(model.params(), model.grads(), 1, model.stream());
+      CudaOptimizer sgd(OptimizerConfig{.kind = "sgd"}, model.num_params());
+      sgd.step(model.params(), model.grads(), 0.5f, 1, model.stream());
       std::vector<float> stepped(params.size());
       model.get_params(stepped);
       ref::Vec want_params(params.size());
@@ -219,11 +112,12 @@ TEST_F(CudaModelTest, TrainingReducesTheLoss) {
     for (int64_t j = 0; j < dim; ++j)
       x[size_t(b * dim + j)] = prototypes[size_t(labels[size_t(b)]) * dim + j] + noise[b * dim + j];
   model.set_batch(batch);
-  CudaOptimizer optimizer(model.num_params(), SgdOptions{.lr = 0.05f, .momentum = 0.9f});
-  const LossResult first = train_step(model, optimizer, x, labels, {.seed = 1}, 1);
+  CudaOptimizer optimizer(OptimizerConfig{.kind = "sgd", .momentum = 0.9}, model.num_params());
+  const LossResult first = train_step(model, optimizer, x, labels, {.seed = 1}, 0.05f, 1);
   LossResult last;
   for (int step = 2; step <= 30; ++step) {
-    last = train_step(model, optimizer, x, labels, {.seed = 1, .step = uint32_t(step)}, step);
+    last =
+        train_step(model, optimizer, x, labels, {.seed = 1, .step = uint32_t(step)}, 0.05f, step);
   }
   EXPECT_GT(first.loss, 1.5);  // ~ln 10 at a small random init
   EXPECT_LT(last.loss, 0.1 * first.loss);

@@ -9,6 +9,9 @@
 
 #include <vector>
 
+#include "core/layer.hpp"
+#include "core/rng.hpp"
+#include "core/tensor.hpp"
 #include "tests/cuda/reference.hpp"
 
 namespace syncopate::cuda {
@@ -276,26 +279,36 @@ TEST(CudaHostMath, MseIsTheMeanSquaredError) {
   EXPECT_EQ(dy, (std::vector<float>{0.5f, 0, -1.0f, -0.25f}));
 }
 
-TEST(CudaHostMath, DropoutMaskKeepsOneMinusRateAndIsReproducible) {
-  const float rate = 0.3f;
-  const uint64_t key = math::dropout_key(7, 1, 2, 3, 4);
-  const int64_t n = 200000;
-  double kept = 0, mean = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float m = math::dropout_mask_at(key, rate, i);
-    ASSERT_TRUE(m == 0.0f || m == 1.0f / (1.0f - rate)) << m;
-    kept += m > 0 ? 1 : 0;
-    mean += m;
+TEST(CudaHostMath, PhiloxDrawsAreCoreRngDraws) {
+  const RngKey key{.seed = 0x123456789abcdefull,
+                   .worker = 3,
+                   .epoch = 5,
+                   .purpose = RngPurpose::kDropout,
+                   .extra = 7 * 4096 + 2};
+  Rng rng(key);
+  const math::PhiloxStream stream = math::dropout_stream(key.seed, 3, 5, 7, 2);
+  for (int64_t i = 0; i < 103; ++i) ASSERT_EQ(math::philox_draw(stream, i), rng.next_u32()) << i;
+}
+
+TEST(CudaHostMath, DropoutMaskIsTheCpuLayersMask) {
+  for (const float rate : {0.1f, 0.5f, 0.75f}) {
+    const int64_t n = 4099;
+    auto layer = dropout(rate);
+    const Tensor x(Shape{1, n}, std::vector<float>(size_t(n), 1.0f));
+    Tensor y(Shape{1, n});
+    const StepContext ctx{
+        .mode = Mode::kTrain, .seed = 42, .worker = 1, .epoch = 2, .step = 9, .layer = 4};
+    layer->forward(x, y, ctx);  // y = mask
+    const math::PhiloxStream stream = math::dropout_stream(42, 1, 2, 9, 4);
+    const uint32_t threshold = math::dropout_threshold(rate);
+    const float scale = 1.0f / (1.0f - rate);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(math::dropout_mask_at(stream, threshold, scale, i), y[i]) << "rate " << rate;
+      kept += y[i] > 0;
+    }
+    EXPECT_NEAR(double(kept) / n, 1.0 - rate, 0.03);  // binomial sd < 0.008
   }
-  EXPECT_NEAR(kept / n, 1.0 - rate, 0.01);  // binomial sd ~0.001
-  EXPECT_NEAR(mean / n, 1.0, 0.015);
-  int same = 0;
-  const uint64_t other = math::dropout_key(7, 1, 2, 4, 4);  // next step
-  for (int64_t i = 0; i < 1000; ++i) {
-    EXPECT_EQ(math::dropout_mask_at(key, rate, i), math::dropout_mask_at(key, rate, i));
-    same += math::dropout_mask_at(key, rate, i) == math::dropout_mask_at(other, rate, i);
-  }
-  EXPECT_LT(same, 700);  // independent masks agree on ~58% of elements
 }
 
 }  // namespace
