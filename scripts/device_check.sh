@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The CUDA backend's check on a machine with an NVIDIA GPU: nvidia-smi, a release build of
+# test_cuda and bench_cuda only, the CUDA tests, and a short benchmark; well under 8 minutes.
+# Logs and results go to $OUT (default: build-device/out).
+#
+#   scripts/device_check.sh vendor   # HERE, once, before: copies the third-party code the GPU
+#                                    # machine lacks into build-vendor/ (about 15 MB)
+#   OUT=... scripts/device_check.sh  # THERE (carry build-vendor along)
+#
+# The GPU machine's image has CUDA, CMake and ninja but not the Debian packages the full
+# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++). So the script tries the
+# full project first and, when it does not configure, builds the same two programs with the
+# stand-alone scripts/device/CMakeLists.txt and the vendored code.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENDOR=build-vendor
+
+if [ "${1:-}" = vendor ]; then
+  set -e
+  rm -rf "$VENDOR"
+  mkdir -p "$VENDOR/include" "$VENDOR/lib" "$VENDOR/fallback"
+  cp -r /usr/src/googletest "$VENDOR/googletest"
+  cp -r /usr/include/eigen3 "$VENDOR/eigen3"
+  rm -rf "$VENDOR/eigen3/unsupported"
+  cp -r /usr/include/benchmark "$VENDOR/include/"
+  lib=/usr/lib/x86_64-linux-gnu
+  cp -L "$lib/libbenchmark.so.1debian" "$VENDOR/lib/libbenchmark.so.1debian"
+  cp -L "$lib/libbenchmark.so.1debian" "$VENDOR/lib/libbenchmark.so"
+  # This machine's C++ runtime, used there only if libbenchmark needs a newer one than it has.
+  cp -L "$lib/libstdc++.so.6" "$lib/libgcc_s.so.1" "$VENDOR/fallback/"
+  du -sh "$VENDOR"
+  exit 0
+fi
+
+BUILD=${BUILD:-build-device}
+OUT=${OUT:-$BUILD/out}
+mkdir -p "$OUT"
+JOBS=$(nproc 2>/dev/null || echo 4)
+status=0
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+step "machine"
+{
+  nvidia-smi
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  nvcc --version | tail -n 2
+  cmake --version | head -n 1
+  c++ --version | head -n 1
+  ldd --version | head -n 1
+} 2>&1 | tee "$OUT/machine.txt"
+
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+step "configure the full project"
+if timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+     -DSYNCOPATE_NATIVE=OFF >"$OUT/configure.txt" 2>&1; then
+  targets=(test_cuda bench_cuda)
+else
+  tail -n 5 "$OUT/configure.txt"
+  step "configure the stand-alone CUDA build (scripts/device)"
+  [ -d "$VENDOR/googletest" ] || { echo "missing $VENDOR: run '$0 vendor' first, carry it"; exit 1; }
+  BUILD=$BUILD-standalone
+  timeout 120 cmake -S scripts/device -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    >>"$OUT/configure.txt" 2>&1 || { tail -n 30 "$OUT/configure.txt"; exit 1; }
+  targets=(test_cuda bench_cuda)
+fi
+
+step "build ${targets[*]}"
+timeout 360 cmake --build "$BUILD" --target "${targets[@]}" -j"$JOBS" >"$OUT/build.txt" 2>&1
+build_status=$?
+tail -n 15 "$OUT/build.txt"
+if [ "$build_status" -ne 0 ] && [ ! -x "$BUILD/bin/test_cuda" ]; then
+  echo "build failed"
+  exit 1
+fi
+
+step "test_cuda"
+timeout 150 "$BUILD/bin/test_cuda" --gtest_filter='-CudaNccl.*' \
+  --gtest_output="xml:$OUT/test_cuda.xml" 2>&1 | tee "$OUT/test_cuda.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# NCCL on its own timeout: its bootstrap needs a network interface; a hang must not cost more.
+step "test_cuda (NCCL)"
+timeout 60 "$BUILD/bin/test_cuda" --gtest_filter='CudaNccl.*' 2>&1 | tee "$OUT/test_nccl.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+step "bench_cuda"
+if [ -x "$BUILD/bin/bench_cuda" ]; then
+  bench=("$BUILD/bin/bench_cuda" --benchmark_min_time=0.2
+         --benchmark_out="$OUT/bench_cuda.json" --benchmark_out_format=json)
+  if ! "$BUILD/bin/bench_cuda" --benchmark_list_tests >/dev/null 2>&1 && [ -d "$VENDOR/fallback" ]; then
+    echo "bench_cuda does not load; retrying with $VENDOR/fallback's C++ runtime"
+    export LD_LIBRARY_PATH="$PWD/$VENDOR/fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+  timeout 200 "${bench[@]}" 2>&1 | tee "$OUT/bench_cuda.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+else
+  echo "bench_cuda was not built (see $OUT/build.txt)"
+  status=1
+fi
+
+step "done: status $status"
+exit "$status"

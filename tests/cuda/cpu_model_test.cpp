@@ -1,0 +1,166 @@
+// CudaModel against the CPU Model (core/model.hpp): same layer lists (checked without a
+// device), and on the device the same outputs, loss, gradients and parameters after several
+// optimizer steps, dropout included (the device draws the CPU layer's mask).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "backends/cuda/cuda_model.hpp"
+#include "core/loss.hpp"
+#include "core/model.hpp"
+#include "core/optim.hpp"
+#include "tests/cuda/cuda_test_util.hpp"
+#include "tests/cuda/reference.hpp"
+#include "tests/cuda/reference_model.hpp"
+
+namespace syncopate::cuda {
+namespace {
+
+using reference::random_floats;
+using reference::rel_error;
+using reference::to_double;
+
+// Every layer kind the CUDA backend runs, with overlapping pooling windows and dropout.
+std::unique_ptr<Model> mixed_cpu_model() {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(conv2d(1, 4, 3, 1, 1));
+  layers.push_back(relu());
+  layers.push_back(maxpool2d(3, 2));
+  layers.push_back(avgpool2d(2, 1));
+  layers.push_back(dropout(0.5f));
+  layers.push_back(conv2d(4, 8, 3, 2, 0));
+  layers.push_back(relu());
+  layers.push_back(global_avgpool());
+  layers.push_back(dense(8, 10));
+  return std::make_unique<Model>("mixed", Shape{1, 16, 16}, std::move(layers));
+}
+
+ModelSpec mixed_spec() {
+  return {"mixed",
+          {1, 16, 16},
+          {conv2d_spec(1, 4, 3, 1, 1), relu_spec(), maxpool2d_spec(3, 2), avgpool2d_spec(2, 1),
+           dropout_spec(0.5f), conv2d_spec(4, 8, 3, 2, 0), relu_spec(), global_avgpool_spec(),
+           dense_spec(8, 10)}};
+}
+
+struct Pair {
+  std::unique_ptr<Model> cpu;
+  ModelSpec spec;
+};
+
+std::vector<Pair> pairs() {
+  std::vector<Pair> out;
+  out.push_back({make_model("mlp"), cuda_zoo_spec("mlp")});
+  out.push_back({make_model("cnn"), cuda_zoo_spec("cnn")});
+  out.push_back({mixed_cpu_model(), mixed_spec()});
+  return out;
+}
+
+TEST(CudaHostMath, ZooLayerListsMatchTheCpuZoo) {
+  for (const Pair& p : pairs()) {
+    EXPECT_NO_THROW(check_matches(*p.cpu, p.spec)) << p.spec.name;
+  }
+  const auto cnn = make_model("cnn");
+  EXPECT_THROW(check_matches(*cnn, cuda_zoo_spec("mlp")), UserError);
+  ModelSpec wrong_pool = mixed_spec();
+  wrong_pool.layers[2] = avgpool2d_spec(3, 2);  // kind differs
+  EXPECT_THROW(check_matches(*mixed_cpu_model(), wrong_pool), UserError);
+  ModelSpec wrong_width = cuda_zoo_spec("mlp");
+  wrong_width.layers[1] = dense_spec(784, 255);
+  EXPECT_THROW(check_matches(*make_model("mlp"), wrong_width), UserError);
+}
+
+// The reference loops the device tests compare against (with their flat parameter layout:
+// weights then bias per layer) compute what the CPU layers compute.
+TEST(CudaHostMath, ReferenceModelMatchesTheCpuModel) {
+  for (Pair& p : pairs()) {
+    SCOPED_TRACE(p.spec.name);
+    p.cpu->init(11);
+    const int64_t batch = 2;
+    const auto x = random_floats(size_t(batch * numel(p.spec.sample_shape)), 4);
+    const std::vector<float> labels = {3, 8};
+    p.cpu->set_batch(batch);
+    std::copy(x.begin(), x.end(), p.cpu->input().data());
+    for (int i = 0; i < p.cpu->num_layers(); ++i) p.cpu->forward_layer(i, {.mode = Mode::kEval});
+    const Tensor label_tensor(Shape{batch}, labels);
+    softmax_cross_entropy(p.cpu->output(), label_tensor, &p.cpu->output_grad());
+    p.cpu->zero_grads();
+    for (int i = p.cpu->num_layers() - 1; i >= 0; --i) p.cpu->backward_layer(i);
+
+    reference::ReferenceRun run = reference::reference_forward(p.spec, p.cpu->params(), x, batch);
+    const reference::Xent xent = reference::softmax_xent(run.acts.back(), labels, batch, 10);
+    reference::reference_backward(p.spec, p.cpu->params(), reference::to_float(xent.dlogits), run);
+    EXPECT_LT(rel_error(p.cpu->output().span(), to_double(run.acts.back())), 1e-5);
+    EXPECT_LT(rel_error(p.cpu->grads(), run.grads), 1e-5);
+  }
+}
+
+// One CPU training step, as the Trainer drives a Model.
+LossResult cpu_step(Model& model, Optimizer& optimizer, const std::vector<float>& x,
+                    const std::vector<float>& labels, const StepContext& ctx, float lr,
+                    int64_t step) {
+  const auto batch = static_cast<int64_t>(labels.size());
+  model.set_batch(batch);
+  std::copy(x.begin(), x.end(), model.input().data());
+  for (int i = 0; i < model.num_layers(); ++i) model.forward_layer(i, ctx);
+  const Tensor label_tensor(Shape{batch}, labels);
+  const LossResult loss = softmax_cross_entropy(model.output(), label_tensor, &model.output_grad());
+  model.zero_grads();
+  for (int i = model.num_layers() - 1; i >= 0; --i) model.backward_layer(i);
+  optimizer.step(model.params(), model.grads(), lr, step);
+  return loss;
+}
+
+using CudaVsCpuModel = CudaTest;
+
+TEST_F(CudaVsCpuModel, TrainingStepsMatchTheCpuModel) {
+  const OptimizerConfig configs[] = {
+      {.kind = "sgd", .momentum = 0.9, .nesterov = true, .weight_decay = 1e-4},
+      {.kind = "adamw", .weight_decay = 1e-2}};
+  for (const OptimizerConfig& config : configs) {
+    for (Pair& p : pairs()) {
+      SCOPED_TRACE(p.spec.name + " " + config.kind);
+      p.cpu->init(17);
+      auto gpu = CudaModel::from_cpu(*p.cpu, p.spec);
+      auto cpu_opt = make_optimizer(config, p.cpu->num_params());
+      CudaOptimizer gpu_opt(config, gpu->num_params());
+      const int64_t batch = 16;
+      const auto x = random_floats(size_t(batch * numel(p.spec.sample_shape)), 3);
+      std::vector<float> labels(static_cast<size_t>(batch));
+      for (int64_t b = 0; b < batch; ++b) labels[size_t(b)] = float((b * 7) % 10);
+      gpu->set_batch(batch);
+      const float lr = config.kind == "sgd" ? 0.05f : 1e-3f;
+      // SGD is linear in the gradient, so fp32 rounding stays at fp32 size. Adam's update is
+      // about lr * sign(g) where |g| is tiny: a gradient that is rounding noise on either side
+      // moves its parameter by up to 2 lr, so parameters (and later gradients) are compared
+      // more loosely there; the Adam arithmetic itself is checked to 1e-5 in optimizer_test.
+      const double tolerance = config.kind == "sgd" ? 1e-5 : 1e-3;
+      for (int step = 1; step <= 3; ++step) {
+        const StepContext ctx{.mode = Mode::kTrain, .seed = 5, .step = uint32_t(step)};
+        const LossResult want = cpu_step(*p.cpu, *cpu_opt, x, labels, ctx, lr, step);
+        const LossResult got = train_step(*gpu, gpu_opt, x, labels, ctx, lr, step);
+        EXPECT_NEAR(got.loss, want.loss, 10 * tolerance * want.loss) << "step " << step;
+        EXPECT_NEAR(got.correct, want.correct, step == 1 ? 0 : 1) << "step " << step;
+        std::vector<float> grads(p.cpu->grads().size()), params(grads.size());
+        gpu->get_grads(grads);
+        gpu->get_params(params);
+        EXPECT_LT(rel_error(grads, to_double(p.cpu->grads())), 10 * tolerance) << "step " << step;
+        EXPECT_LT(rel_error(params, to_double(p.cpu->params())), tolerance) << "step " << step;
+      }
+      std::vector<float> out(size_t(batch * 10));
+      gpu->get_output(out);
+      EXPECT_LT(rel_error(out, to_double(p.cpu->output().span())), 10 * tolerance);
+    }
+  }
+}
+
+TEST_F(CudaVsCpuModel, FromCpuRejectsAMismatchedList) {
+  const auto cnn = make_model("cnn");
+  EXPECT_THROW(CudaModel::from_cpu(*cnn, cuda_zoo_spec("mlp")), UserError);
+  const auto cost_only = make_model("mlp", Storage::kShapeOnly);
+  EXPECT_THROW(CudaModel::from_cpu(*cost_only, cuda_zoo_spec("mlp")), UserError);
+}
+
+}  // namespace
+}  // namespace syncopate::cuda
