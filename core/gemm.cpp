@@ -13,12 +13,8 @@ namespace syncopate {
 namespace {
 
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMajorMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 using MutableMap = Eigen::Map<RowMajorMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-ConstMap as_eigen(const MatrixView& m) {
-  return ConstMap(m.data, m.rows, m.cols, Eigen::OuterStride<>(m.ld));
-}
 
 // Packing buffers for Eigen's blocked GEMM, kept per thread and grown on demand, so a training
 // step makes no heap allocation (Eigen's expression API allocates them on every large product).
@@ -110,16 +106,37 @@ void add_row_sums(const MatrixView& a, std::span<float> sums) {
   check_view("add_row_sums", a.rows, a.cols, a.ld, a.data);
   SYNC_CHECK(static_cast<int64_t>(sums.size()) == a.rows, sums.size() << " sums, " << a.rows);
   if (a.rows == 0 || a.cols == 0) return;
-  Eigen::Map<Eigen::VectorXf> out(sums.data(), a.rows);
-  out += as_eigen(a).rowwise().sum();  // vectorised, unlike a plain float loop
+  // Not Eigen's rowwise().sum(): its vectorised reduction peels elements until the row start is
+  // aligned, so the summation order (and the rounding) would depend on where the row happens to
+  // sit in memory, and the same data could give different sums in two runs. Here the order is
+  // fixed: 16 interleaved partial sums (which the compiler vectorises), then a fixed tree.
+  constexpr int64_t kLanes = 16;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float* row = a.data + r * a.ld;
+    float lanes[kLanes] = {};
+    int64_t j = 0;
+    for (; j + kLanes <= a.cols; j += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += row[j + l];
+    for (int64_t width = kLanes / 2; width > 0; width /= 2)
+      for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+    float total = lanes[0];
+    for (; j < a.cols; ++j) total += row[j];
+    sums[static_cast<size_t>(r)] += total;
+  }
 }
 
 void add_column_sums(const MatrixView& a, std::span<float> sums) {
   check_view("add_column_sums", a.rows, a.cols, a.ld, a.data);
   SYNC_CHECK(static_cast<int64_t>(sums.size()) == a.cols, sums.size() << " sums, " << a.cols);
   if (a.rows == 0 || a.cols == 0) return;
-  Eigen::Map<Eigen::RowVectorXf> out(sums.data(), a.cols);
-  out += as_eigen(a).colwise().sum();
+  // Row after row into the sums: each column is summed in row order, whatever the alignment
+  // (Eigen's colwise().sum() peels differently depending on the address, so its rounding does
+  // too). The inner loop is elementwise and vectorises without reassociation.
+  float* out = sums.data();
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float* row = a.data + r * a.ld;
+    for (int64_t j = 0; j < a.cols; ++j) out[j] += row[j];
+  }
 }
 
 namespace {

@@ -46,14 +46,14 @@ int run(const std::string& cmd, std::string* output = nullptr) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-struct Run {
+struct RunFiles {
   std::map<std::pair<int, int>, double> loss;  // (worker, epoch) -> train_loss
   std::vector<float> model;
   std::string merges;  // trace
 };
 
-Run read_run(const fs::path& dir) {
-  Run r;
+RunFiles read_run(const fs::path& dir) {
+  RunFiles r;
   std::ifstream csv(dir / "metrics.csv");
   std::string line;
   std::getline(csv, line);
@@ -92,7 +92,7 @@ TEST_P(SimVsMpi, SameLossesAndWeights) {
   ASSERT_EQ(run(syncopate(strategy, 2, sim.string(), "--backend sim"), &log), 0) << log;
   ASSERT_EQ(run(mpirun(2) + " " + syncopate(strategy, 2, real.string(), "--backend mpi"), &log), 0)
       << log;
-  const Run a = read_run(sim), b = read_run(real);
+  const RunFiles a = read_run(sim), b = read_run(real);
   ASSERT_EQ(a.loss.size(), 4u);  // 2 workers x 2 epochs
   ASSERT_EQ(a.loss.size(), b.loss.size());
   for (const auto& [key, loss] : a.loss)
@@ -120,7 +120,7 @@ TEST_P(EveryStrategyUnderMpi, RunsAndRecordsEveryRank) {
   ASSERT_EQ(
       run(mpirun(ranks) + " " + syncopate(strategy, ranks, out.string(), "--backend mpi"), &log), 0)
       << log;
-  const Run r = read_run(out);
+  const RunFiles r = read_run(out);
   EXPECT_EQ(r.loss.size(), static_cast<size_t>(2 * ranks));
   for (const auto& [key, loss] : r.loss) EXPECT_TRUE(std::isfinite(loss) && loss > 0);
   EXPECT_TRUE(fs::exists(out / "summary.json"));
