@@ -15,7 +15,6 @@ namespace {
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MutableMap = Eigen::Map<RowMajorMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-
 // Packing buffers for Eigen's blocked GEMM, kept per thread and grown on demand, so a training
 // step makes no heap allocation (Eigen's expression API allocates them on every large product).
 // SimGrid actors that share a thread never interleave inside one GEMM call.

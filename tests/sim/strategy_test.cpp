@@ -16,19 +16,25 @@ namespace syncopate {
 namespace {
 
 Scenario scenario(const std::vector<std::string>& extra) {
-  std::vector<std::string> sets = {"data.dataset=synthetic", "data.train_samples=768",
-                                   "data.test_samples=128", "epochs=2", "batch_size=16",
-                                   "schedule.lr=0.02", "schedule.kind=constant",
-                                   "sim.platform=mn5-acc", "sim.platform_params.nodes=2",
-                                   "sim.fidelity=flow", "eval_every_epoch=false"};
+  std::vector<std::string> sets = {"data.dataset=synthetic",
+                                   "data.train_samples=768",
+                                   "data.test_samples=128",
+                                   "epochs=2",
+                                   "batch_size=16",
+                                   "schedule.lr=0.02",
+                                   "schedule.kind=constant",
+                                   "sim.platform=mn5-acc",
+                                   "sim.platform_params.nodes=2",
+                                   "sim.fidelity=flow",
+                                   "eval_every_epoch=false"};
   sets.insert(sets.end(), extra.begin(), extra.end());
   return parse_scenario(default_scenario_text(), "<test>", sets);
 }
 
 struct SimRun {
-  std::string metrics;                      // metrics.csv text
-  std::vector<std::vector<float>> params;   // per worker
-  std::vector<TraceEvent> syncs;            // "merge" / "average" events
+  std::string metrics;                     // metrics.csv text
+  std::vector<std::vector<float>> params;  // per worker
+  std::vector<TraceEvent> syncs;           // "merge" / "average" events
   std::string error;
 };
 
@@ -65,7 +71,8 @@ SimRun decode(const std::string& text) {
     in >> n;
     in.get();
     std::vector<float> params(n);
-    in.read(reinterpret_cast<char*>(params.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    in.read(reinterpret_cast<char*>(params.data()),
+            static_cast<std::streamsize>(n * sizeof(float)));
     run.params.push_back(std::move(params));
   }
   TraceEvent t;
@@ -81,7 +88,6 @@ SimRun simulate(const Scenario& s) {
     options.workers = s.workers;
     options.fidelity = *sim::parse_fidelity(s.sim.fidelity);
     options.slowdown = s.sim.slowdown;
-    options.simgrid_config = {"--log=root.thresh:critical"};
     const TrainData data = prepare_data(s, false);
     std::vector<WorkerReport> reports(static_cast<size_t>(s.workers));
     sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
@@ -89,8 +95,11 @@ SimRun simulate(const Scenario& s) {
     });
     return encode(reports);
   });
-  if (child.status != 0) return SimRun{.error = "child status " + std::to_string(child.status) +
-                                                ": " + child.error};
+  if (child.status != 0) {
+    SimRun failed;
+    failed.error = "child status " + std::to_string(child.status) + ": " + child.error;
+    return failed;
+  }
   return decode(child.output);
 }
 
@@ -124,12 +133,14 @@ TEST(SimStrategies, DdpEqualsSerialSgdWithTheGlobalBatch) {
         {"workers=4", "strategy.name=ddp", std::string("strategy.algorithm=") + algorithm}));
     ASSERT_TRUE(run.error.empty()) << run.error;
     ASSERT_EQ(run.params.size(), 4u);
-    double worst = 0;
+    // Normalised error ||a - b|| / ||b|| over the whole model.
+    double diff = 0, norm = 0;
     for (size_t i = 0; i < reference.final_params.size(); ++i) {
       const double a = run.params[0][i], b = reference.final_params[i];
-      worst = std::max(worst, std::abs(a - b) / std::max(1e-3, std::abs(b)));
+      diff += (a - b) * (a - b);
+      norm += b * b;
     }
-    EXPECT_LE(worst, 1e-5) << algorithm;
+    EXPECT_LE(std::sqrt(diff / norm), 1e-5) << algorithm;
     for (int w = 1; w < 4; ++w) EXPECT_EQ(run.params[static_cast<size_t>(w)], run.params[0]);
   }
 }
@@ -139,8 +150,7 @@ TEST(SimStrategies, EpochSyncLeavesIdenticalReplicas) {
        {"strategy.every=1", "strategy.every=2", "strategy.aggregation=master",
         "strategy.optimizer_state=average"}) {
     const SimRun run = simulate(scenario({"workers=3", "epochs=3", "strategy.name=epoch_sync",
-                                          extra, "sim.platform=loopback",
-                                          "sim.platform_params.gpus_per_node=3"}));
+                                          extra, "sim.platform_params.nodes=1"}));
     ASSERT_TRUE(run.error.empty()) << extra << ": " << run.error;
     ASSERT_EQ(run.params.size(), 3u);
     EXPECT_EQ(run.params[1], run.params[0]) << extra;
@@ -153,7 +163,8 @@ TEST(SimStrategies, EpochSyncLeavesIdenticalReplicas) {
 
 TEST(SimStrategies, LocalSgdAndHierarchicalEndWithOneModel) {
   for (const std::string name : {"local_sgd", "hierarchical"}) {
-    const SimRun run = simulate(scenario({"workers=8", "strategy.name=" + name, "strategy.every=3"}));
+    const SimRun run =
+        simulate(scenario({"workers=8", "strategy.name=" + name, "strategy.every=3"}));
     ASSERT_TRUE(run.error.empty()) << name << ": " << run.error;
     for (size_t w = 1; w < run.params.size(); ++w) EXPECT_EQ(run.params[w], run.params[0]) << name;
   }
@@ -162,20 +173,27 @@ TEST(SimStrategies, LocalSgdAndHierarchicalEndWithOneModel) {
 // Merges are exclusive and happen in simulated arrival order: with one slow worker, its merge
 // of each epoch comes after the others'.
 TEST(SimStrategies, EpochAsyncMergesFollowArrivalOrder) {
-  const SimRun run = simulate(scenario(
-      {"workers=3", "epochs=3", "strategy.name=epoch_async", "sim.slowdown.2=3.0"}));
+  const SimRun run = simulate(
+      scenario({"workers=3", "epochs=3", "strategy.name=epoch_async", "sim.slowdown.2=3.0"}));
   ASSERT_TRUE(run.error.empty()) << run.error;
   std::vector<TraceEvent> merges;
   for (const auto& t : run.syncs)
     if (t.name == "merge") merges.push_back(t);
   ASSERT_EQ(merges.size(), 9u);
-  std::sort(merges.begin(), merges.end(),
-            [](const TraceEvent& a, const TraceEvent& b) { return a.start_s < b.start_s; });
-  // Mutual exclusion: a merge ends no later than the next one (in arrival order) ends, and the
-  // worker's wait plus transfer make them a chain.
-  for (size_t i = 1; i < merges.size(); ++i)
-    EXPECT_LE(merges[i - 1].start_s + merges[i - 1].duration_s,
-              merges[i].start_s + merges[i].duration_s + 1e-12);
+  // Served one at a time in arrival order: by completion, arrivals never go backwards (ties
+  // may go either way), and completions are at least one uncontended merge apart.
+  std::sort(merges.begin(), merges.end(), [](const TraceEvent& a, const TraceEvent& b) {
+    return a.start_s + a.duration_s < b.start_s + b.duration_s;
+  });
+  double service = merges[0].duration_s;
+  for (const auto& m : merges) service = std::min(service, m.duration_s);
+  EXPECT_GT(service, 0.0);
+  for (size_t i = 1; i < merges.size(); ++i) {
+    EXPECT_GE(merges[i].start_s, merges[i - 1].start_s - 1e-12) << i;
+    EXPECT_GE(merges[i].start_s + merges[i].duration_s,
+              merges[i - 1].start_s + merges[i - 1].duration_s + service * (1 - 1e-9))
+        << i;
+  }
   // The slow worker arrives last in its first epoch, after both fast ones merged twice.
   int fast_before_slow = 0;
   for (const auto& m : merges) {
@@ -187,7 +205,8 @@ TEST(SimStrategies, EpochAsyncMergesFollowArrivalOrder) {
   for (size_t w = 1; w < run.params.size(); ++w) EXPECT_EQ(run.params[w], run.params[0]);
 }
 
-double last_end(const std::string& metrics, int worker) {
+// End of `worker`'s epoch `epoch` in a metrics.csv text.
+double epoch_end(const std::string& metrics, int worker, int epoch) {
   std::istringstream in(metrics);
   std::string line;
   std::getline(in, line);
@@ -196,20 +215,21 @@ double last_end(const std::string& metrics, int worker) {
     std::vector<std::string> cells;
     std::stringstream row(line);
     for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    if (std::stoi(cells[0]) == worker) end = std::max(end, std::stod(cells[3]));
+    if (std::stoi(cells[0]) == worker && std::stoi(cells[1]) == epoch) end = std::stod(cells[3]);
   }
   return end;
 }
 
-// A straggler delays ddp at every step (everyone waits for it) but epoch_async only at merges.
+// A straggler delays ddp at every step (everyone waits for it) but epoch_async only at merges
+// (and at the final averaging, so compare the first epoch).
 TEST(SimStrategies, StragglerDelaysDdpEverywhereButEpochAsyncOnlyAtMerges) {
   for (const std::string name : {"ddp", "epoch_async"}) {
     const SimRun base = simulate(scenario({"workers=4", "strategy.name=" + name}));
     const SimRun slow =
         simulate(scenario({"workers=4", "strategy.name=" + name, "sim.slowdown.3=4.0"}));
     ASSERT_TRUE(base.error.empty() && slow.error.empty()) << base.error << slow.error;
-    const double fast_ratio = last_end(slow.metrics, 0) / last_end(base.metrics, 0);
-    const double slow_ratio = last_end(slow.metrics, 3) / last_end(base.metrics, 3);
+    const double fast_ratio = epoch_end(slow.metrics, 0, 0) / epoch_end(base.metrics, 0, 0);
+    const double slow_ratio = epoch_end(slow.metrics, 3, 0) / epoch_end(base.metrics, 3, 0);
     EXPECT_GT(slow_ratio, 2.5) << name;
     if (name == "ddp") {
       EXPECT_GT(fast_ratio, 2.5) << "ddp waits for the straggler at every step";
