@@ -54,6 +54,8 @@ class PeerTimeout : public std::runtime_error {
 // allreduce helper thread sleeps between polls once a wait is not quick; default 50, 0 = yield),
 // SYNCOPATE_MPI_RANKS_PER_NODE (k > 0: pretend world ranks [0,k) are node 0, [k,2k) node 1, ...,
 // to exercise hierarchical algorithms on one machine; read when a communicator is created).
+// Runtime also defaults OMPI_MCA_osc to ^rdma (kept if already set): Open MPI 4.1.4's osc/rdma
+// breaks windows created on disjoint split groups at the same time (open-mpi/ompi#9492).
 //
 // Threads: MPI_THREAD_MULTIPLE is requested so that allreduce_async can progress on a helper
 // thread (see MpiCommunicator). SYNCOPATE_MPI_THREADS=funneled requests MPI_THREAD_FUNNELED
@@ -99,6 +101,14 @@ class MpiExecutor final : public Executor {
   MPI_Comm progress_comm_ = MPI_COMM_NULL;
 };
 
+// How a thread waits for its messages: spinning (a caller with nothing else to do), or on the
+// helper thread gently, sleeping between polls, unless some thread is blocked on the result.
+struct PollPolicy {
+  bool background = false;
+  const std::atomic<bool>* cancel = nullptr;  // abandon the wait (error unwinding) when true
+  const std::atomic<int>* waiters = nullptr;  // threads blocked on the result: spin while > 0
+};
+
 // Owns an MPI_Comm (freed on destruction unless MPI is finalized or the process is failing).
 class CommHandle {
  public:
@@ -124,10 +134,9 @@ class ScheduleChannel {
   MPI_Comm comm() const { return comm_.get(); }
   // This rank's steps of a schedule, built on first use and cached.
   const std::vector<Step>& steps(Kind kind, Algorithm algorithm, size_t count, int root);
-  // Runs `steps` on data (no finish()). `background`: poll gently (helper thread) instead of
-  // spinning; `cancel` (may be null): abandon the wait when it becomes true.
-  void run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op, bool background,
-           const std::atomic<bool>* cancel = nullptr);
+  // Runs `steps` on data (no finish()).
+  void run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
+           const PollPolicy& poll = {});
 
  private:
   CommHandle comm_;
@@ -191,8 +200,7 @@ class MpiCommunicator final : public Communicator {
 
  private:
   void run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                     const CollectiveOptions& options, bool background,
-                     const std::atomic<bool>* cancel);
+                     const CollectiveOptions& options, const PollPolicy& poll);
   void add_bytes(uint64_t sent, uint64_t received);
   void free_window();
 

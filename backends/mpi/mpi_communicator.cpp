@@ -124,7 +124,7 @@ const std::vector<Step>& ScheduleChannel::steps(Kind kind, Algorithm algorithm, 
 }
 
 void ScheduleChannel::run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
-                          bool background, const std::atomic<bool>* cancel) {
+                          const PollPolicy& poll) {
   MPI_Comm comm = comm_.get();
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& step = steps[k];
@@ -136,8 +136,7 @@ void ScheduleChannel::run(const std::vector<Step>& steps, std::span<float> data,
       SYNC_MPI(MPI_Isend(data.data() + step.send.offset, to_count(step.send.count), MPI_FLOAT,
                          step.send_to, detail::kCollectiveTag, comm, &requests[1]));
     detail::wait_all(comm, requests,
-                     {"collective", static_cast<int>(k), step.send_to, step.recv_from}, background,
-                     cancel);
+                     {"collective", static_cast<int>(k), step.send_to, step.recv_from}, poll);
     if (step.recv_from >= 0) {
       apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count),
                    std::span<const float>(scratch_.data(), step.recv.count));
@@ -167,9 +166,9 @@ MpiCommunicator::MpiCommunicator(Key, CommHandle comm) {
   async_ = std::make_unique<ScheduleChannel>(std::move(async_comm), node_of_rank_, &bytes_sent_,
                                              &bytes_recv_);
   engine_ = std::make_unique<AsyncEngine>(
-      detail::thread_multiple(), [this](std::span<float> data, const CollectiveOptions& options,
-                                        bool background, const std::atomic<bool>* cancel) {
-        run_allreduce(*async_, data, options, background, cancel);
+      detail::thread_multiple(),
+      [this](std::span<float> data, const CollectiveOptions& options, const PollPolicy& poll) {
+        run_allreduce(*async_, data, options, poll);
       });
 }
 
@@ -180,12 +179,11 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                                    const CollectiveOptions& options, bool background,
-                                    const std::atomic<bool>* cancel) {
+                                    const CollectiveOptions& options, const PollPolicy& poll) {
   const Algorithm algorithm =
       resolve_algorithm(options.algorithm, size_, data.size() * sizeof(float), node_of_rank_);
   channel.run(channel.steps(ScheduleChannel::Kind::kAllreduce, algorithm, data.size(), 0), data,
-              options.op, background, cancel);
+              options.op, poll);
   finish(options.op, size_, data);
 }
 
@@ -197,14 +195,14 @@ void MpiCommunicator::broadcast(std::span<float> data, int root) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
   main_->run(
       main_->steps(ScheduleChannel::Kind::kBroadcast, Algorithm::kBinomialTree, data.size(), root),
-      data, ReduceOp::kSum, false);
+      data, ReduceOp::kSum);
 }
 
 void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
   main_->run(
       main_->steps(ScheduleChannel::Kind::kReduce, Algorithm::kBinomialTree, data.size(), root),
-      data, op, false);
+      data, op);
   if (rank_ == root) finish(op, size_, data);
 }
 
@@ -215,7 +213,7 @@ void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> al
   if (mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   main_->run(main_->steps(ScheduleChannel::Kind::kAllgather, Algorithm::kRing, all.size(), 0), all,
-             ReduceOp::kSum, false);
+             ReduceOp::kSum);
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
@@ -224,7 +222,7 @@ void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
              "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
   work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
   main_->run(main_->steps(ScheduleChannel::Kind::kReduceScatter, Algorithm::kRing, in.size(), 0),
-             work_, op, false);
+             work_, op);
   const std::span<float> reduced(work_.data() + block.offset, block.count);
   finish(op, size_, reduced);
   std::copy(reduced.begin(), reduced.end(), out.begin());
@@ -233,7 +231,7 @@ void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
 void MpiCommunicator::barrier() {
   MPI_Request request = MPI_REQUEST_NULL;
   SYNC_MPI(MPI_Ibarrier(main_->comm(), &request));
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"barrier"}, false);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"barrier"});
 }
 
 void MpiCommunicator::send(std::span<const float> data, int peer) {
@@ -241,7 +239,7 @@ void MpiCommunicator::send(std::span<const float> data, int peer) {
   MPI_Request request = MPI_REQUEST_NULL;
   SYNC_MPI(MPI_Isend(data.data(), to_count(data.size()), MPI_FLOAT, peer, detail::kPointToPointTag,
                      main_->comm(), &request));
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"send", -1, peer}, false);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"send", -1, peer});
   if (peer != rank_) add_bytes(data.size_bytes(), 0);
 }
 
@@ -252,8 +250,7 @@ void MpiCommunicator::recv(std::span<float> data, int peer) {
   SYNC_MPI(MPI_Irecv(data.data(), to_count(data.size()), MPI_FLOAT, peer, detail::kPointToPointTag,
                      main_->comm(), &request));
   // A longer message fails with MPI_ERR_TRUNCATE; a shorter one is caught here.
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"recv", -1, peer}, false, nullptr,
-                   &status);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"recv", -1, peer}, {}, &status);
   int received = 0;
   SYNC_MPI(MPI_Get_count(&status, MPI_FLOAT, &received));
   SYNC_CHECK(
