@@ -144,6 +144,7 @@ class ScheduleChannel {
   std::vector<int> node_of_rank_;
   std::map<std::tuple<Kind, Algorithm, size_t, int>, std::vector<Step>> cache_;
   std::vector<float> scratch_;
+  std::vector<MPI_Request> requests_;
   std::atomic<uint64_t>* bytes_sent_;
   std::atomic<uint64_t>* bytes_recv_;
 };
@@ -182,6 +183,10 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm handle() const { return main_->comm(); }
 
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
+  // The same allreduce, run on the calling thread without the asynchronous machinery (no helper
+  // hand-off): for callers that know they wait at once. Ordered like every blocking collective,
+  // i.e. independently of allreduce_async jobs in flight (those use another communicator).
+  void allreduce_blocking(std::span<float> data, const CollectiveOptions& options);
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
