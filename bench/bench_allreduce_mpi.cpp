@@ -4,17 +4,21 @@
 //          [--reps 15] [--overlap-mib 16]
 //
 // For every size (4 KiB .. max, x4) and algorithm, checks the result first, then times `reps`
-// allreduces (each one timed separately between barriers, the slowest rank's time counts) and
-// prints the median with the bandwidths as nccl-tests defines them:
+// allreduces (each one timed separately between barriers, the slowest rank's time counts; the
+// algorithms take turns, so that load from other processes affects them alike) and prints the
+// median with the bandwidths as nccl-tests defines them:
 //   algbw = bytes / time,  busbw = algbw * 2 (p - 1) / p.
-// Then measures how much of an asynchronous allreduce hides behind computation (the helper
-// thread of MpiCommunicator): overlap = (t_comm + t_compute - t_both) / min(t_comm, t_compute).
+// Then measures how much of an asynchronous allreduce hides behind work (the helper thread of
+// MpiCommunicator): overlap = (t_comm + t_work - t_both) / min(t_comm, t_work), for work that
+// sleeps (a GPU kernel) and for arithmetic on the rank's core.
 // A plain main, not Google Benchmark: every rank must run the same loop under mpirun.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/mpi/mpi_backend.hpp"
@@ -49,28 +53,48 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Algorithm::kAuto stands for "MPI_Allreduce" in this program.
-void allreduce(MpiCommunicator& comm, std::span<float> data, Algorithm algorithm) {
-  if (algorithm == Algorithm::kAuto)
-    syncopate::mpi::native_allreduce(comm, data, ReduceOp::kSum);
-  else
-    comm.allreduce(data, {ReduceOp::kSum, algorithm});
-}
-const char* name_of(Algorithm algorithm) {
-  return algorithm == Algorithm::kAuto ? "MPI_Allreduce" : to_string(algorithm).data();
+// What is timed: one of our schedules through allreduce() (as the trainer calls it: via
+// allreduce_async and the helper thread), the same on the calling thread
+// (allreduce_blocking), or MPI's own MPI_Allreduce.
+enum class Path { kAsync, kBlocking, kNative };
+struct Variant {
+  const char* name;
+  Algorithm algorithm;
+  Path path;
+};
+constexpr Variant kVariants[] = {
+    {"ring", Algorithm::kRing, Path::kAsync},
+    {"ring (blocking)", Algorithm::kRing, Path::kBlocking},
+    {"rabenseifner", Algorithm::kRabenseifner, Path::kAsync},
+    {"recursive_doubling", Algorithm::kRecursiveDoubling, Path::kAsync},
+    {"MPI_Allreduce", Algorithm::kAuto, Path::kNative},
+};
+
+void allreduce(MpiCommunicator& comm, std::span<float> data, const Variant& variant) {
+  switch (variant.path) {
+    case Path::kAsync:
+      comm.allreduce(data, {ReduceOp::kSum, variant.algorithm});
+      break;
+    case Path::kBlocking:
+      comm.allreduce_blocking(data, {ReduceOp::kSum, variant.algorithm});
+      break;
+    case Path::kNative:
+      syncopate::mpi::native_allreduce(comm, data, ReduceOp::kSum);
+      break;
+  }
 }
 
 // Integers small enough that every order of additions gives the exact sum.
-void check(MpiCommunicator& comm, std::vector<float>& data, Algorithm algorithm) {
+void check(MpiCommunicator& comm, std::vector<float>& data, const Variant& variant) {
   const int p = comm.size();
   for (size_t i = 0; i < data.size(); ++i)
     data[i] = static_cast<float>((comm.rank() + 1) * (1 + static_cast<int>(i % 7)));
-  allreduce(comm, data, algorithm);
+  allreduce(comm, data, variant);
   const float ranks = static_cast<float>(p * (p + 1) / 2);
   for (size_t i = 0; i < data.size(); ++i)
     if (data[i] != ranks * static_cast<float>(1 + i % 7))
-      syncopate::mpi::Runtime::abort(1, std::string("wrong result of ") + name_of(algorithm) +
-                                            " at element " + std::to_string(i));
+      syncopate::mpi::Runtime::abort(
+          1, std::string("wrong result of ") + variant.name + " at element " + std::to_string(i));
 }
 
 // Seconds of one call, slowest rank.
@@ -97,32 +121,41 @@ float compute(long passes, std::vector<float>& scratch) {
   return acc;
 }
 
-void measure_overlap(MpiCommunicator& comm, size_t bytes, int reps) {
+// How much of an async allreduce hides behind work that takes about as long: "busy" work is
+// arithmetic on this core (CPU backward), "idle" work sleeps (a GPU kernel the CPU waits for).
+void measure_overlap(MpiCommunicator& comm, size_t bytes, int reps, bool busy) {
   std::vector<float> data(bytes / sizeof(float), 0.0f), scratch(4096, 1.0f);
   const syncopate::CollectiveOptions ring{ReduceOp::kSum, Algorithm::kRing};
-  std::vector<double> comm_alone, compute_alone, both;
+  std::vector<double> comm_alone, work_alone, both;
   for (int r = 0; r < reps; ++r)
     comm_alone.push_back(timed(comm, [&] { comm.allreduce(data, ring); }));
   const double t_comm = median(comm_alone);
-  // Calibrate the work to last about as long as the allreduce on an otherwise idle rank.
+  // Calibrate the busy work to last about as long as the allreduce.
   long passes = 1;
   float sink = 0;
-  while (timed(comm, [&] { sink += compute(passes, scratch); }) < t_comm) passes *= 2;
-  for (int r = 0; r < reps; ++r) {
-    compute_alone.push_back(timed(comm, [&] { sink += compute(passes, scratch); }));
-    both.push_back(timed(comm, [&] {
-      syncopate::WorkPtr work = comm.allreduce_async(data, ring);
+  if (busy)
+    while (timed(comm, [&] { sink += compute(passes, scratch); }) < t_comm) passes *= 2;
+  auto work = [&] {
+    if (busy)
       sink += compute(passes, scratch);
-      work->wait();
+    else
+      std::this_thread::sleep_for(std::chrono::duration<double>(t_comm));
+  };
+  for (int r = 0; r < reps; ++r) {
+    work_alone.push_back(timed(comm, work));
+    both.push_back(timed(comm, [&] {
+      syncopate::WorkPtr pending = comm.allreduce_async(data, ring);
+      work();
+      pending->wait();
     }));
   }
-  const double t_compute = median(compute_alone), t_both = median(both);
+  const double t_work = median(work_alone), t_both = median(both);
   if (comm.rank() == 0)
     std::printf(
-        "\noverlap of an async ring allreduce of %zu MiB with computation (%s):\n"
-        "  allreduce alone %.2f ms, compute alone %.2f ms, both %.2f ms: overlap %.0f%%\n",
-        bytes >> 20, sink != 0 ? "median" : "-", t_comm * 1e3, t_compute * 1e3, t_both * 1e3,
-        100.0 * (t_comm + t_compute - t_both) / std::min(t_comm, t_compute));
+        "%-5s work: allreduce alone %7.2f ms, work alone %7.2f ms, both %7.2f ms: "
+        "overlap %4.0f%%%s\n",
+        busy ? "busy" : "idle", t_comm * 1e3, t_work * 1e3, t_both * 1e3,
+        100.0 * (t_comm + t_work - t_both) / std::min(t_comm, t_work), sink < 0 ? "!" : "");
 }
 
 }  // namespace
@@ -132,8 +165,6 @@ int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
   auto comm = MpiCommunicator::world();
   const int p = comm->size();
-  const Algorithm algorithms[] = {Algorithm::kRing, Algorithm::kRabenseifner,
-                                  Algorithm::kRecursiveDoubling, Algorithm::kAuto};
   if (comm->rank() == 0) {
     std::printf("allreduce, float sum, %d ranks, %s threads, median of %d\n", p,
                 runtime.thread_multiple() ? "MPI_THREAD_MULTIPLE" : "funneled", options.reps);
@@ -143,20 +174,30 @@ int main(int argc, char** argv) {
   std::vector<float> data(options.max_bytes / sizeof(float));
   for (size_t bytes = 4096; bytes <= options.max_bytes; bytes *= 4) {
     const std::span<float> buffer(data.data(), bytes / sizeof(float));
-    for (const Algorithm algorithm : algorithms) {
-      std::vector<float> check_buffer(buffer.size());
-      check(*comm, check_buffer, algorithm);
+    std::vector<float> check_buffer(buffer.size());
+    for (const Variant& variant : kVariants) {
+      check(*comm, check_buffer, variant);
       std::fill(buffer.begin(), buffer.end(), 0.0f);  // zeros: sums stay finite, no denormals
-      allreduce(*comm, buffer, algorithm);            // warm-up (schedule cache, connections)
-      std::vector<double> seconds;
-      for (int r = 0; r < options.reps; ++r)
-        seconds.push_back(timed(*comm, [&] { allreduce(*comm, buffer, algorithm); }));
-      const double t = median(seconds), algbw = static_cast<double>(bytes) / t / 1e9;
+      allreduce(*comm, buffer, variant);              // warm-up (schedule cache, connections)
+    }
+    // Algorithms take turns within each repetition, so load from elsewhere hits all alike.
+    std::vector<std::vector<double>> seconds(std::size(kVariants));
+    for (int r = 0; r < options.reps; ++r)
+      for (size_t a = 0; a < std::size(kVariants); ++a)
+        seconds[a].push_back(timed(*comm, [&] { allreduce(*comm, buffer, kVariants[a]); }));
+    for (size_t a = 0; a < std::size(kVariants); ++a) {
+      const double t = median(seconds[a]), algbw = static_cast<double>(bytes) / t / 1e9;
       if (comm->rank() == 0)
-        std::printf("%10zu  %-20s %12.1f %12.3f %12.3f\n", bytes, name_of(algorithm), t * 1e6,
-                    algbw, algbw * 2.0 * (p - 1) / p);
+        std::printf("%10zu  %-20s %12.1f %12.3f %12.3f\n", bytes, kVariants[a].name, t * 1e6, algbw,
+                    algbw * 2.0 * (p - 1) / p);
     }
   }
-  if (p > 1) measure_overlap(*comm, options.overlap_bytes, options.reps);
+  if (p > 1) {
+    if (comm->rank() == 0)
+      std::printf("\noverlap of an async ring allreduce of %zu MiB, median of %d:\n",
+                  options.overlap_bytes >> 20, options.reps);
+    measure_overlap(*comm, options.overlap_bytes, options.reps, /*busy=*/false);
+    measure_overlap(*comm, options.overlap_bytes, options.reps, /*busy=*/true);
+  }
   return 0;
 }

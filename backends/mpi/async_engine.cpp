@@ -69,7 +69,8 @@ WorkPtr AsyncEngine::submit(std::span<float> data, const CollectiveOptions& opti
 
 void AsyncEngine::run(Job& job, bool background) {
   try {
-    runner_(job.data, job.options, background, &cancel_);
+    runner_(job.data, job.options,
+            PollPolicy{.background = background, .cancel = &cancel_, .waiters = &waiters_});
   } catch (...) {
     job.error = std::current_exception();  // rethrown by wait()
   }
@@ -91,7 +92,9 @@ void AsyncEngine::wait(Job& job) {
       next->state = State::kDone;
       changed_.notify_all();
     } else {
+      ++waiters_;  // the helper spins instead of sleeping while we wait
       changed_.wait(lock);
+      --waiters_;
     }
   }
   if (job.error) std::rethrow_exception(job.error);

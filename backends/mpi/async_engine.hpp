@@ -11,16 +11,16 @@
 #include <span>
 #include <thread>
 
+#include "backends/mpi/mpi_backend.hpp"
 #include "core/comm.hpp"
 
 namespace syncopate::mpi {
 
 class AsyncEngine {
  public:
-  // runner(data, options, background, cancel) performs one allreduce; background is true on
-  // the helper thread (poll gently), false on a waiting thread (spin).
-  using Runner = std::function<void(std::span<float>, const CollectiveOptions&, bool,
-                                    const std::atomic<bool>*)>;
+  // runner(data, options, poll) performs one allreduce, polling as `poll` says: gently on the
+  // helper thread while nobody waits for a result, spinning on a waiting thread.
+  using Runner = std::function<void(std::span<float>, const CollectiveOptions&, const PollPolicy&)>;
   AsyncEngine(bool use_thread, Runner runner);
   // Runs the jobs still queued, then joins the helper.
   ~AsyncEngine();
@@ -47,6 +47,7 @@ class AsyncEngine {
 
   Runner runner_;
   std::atomic<bool> cancel_{false};
+  std::atomic<int> waiters_{0};  // threads blocked in wait() on a job the helper runs
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -8,9 +8,10 @@
 // by the merging rank alone. The exclusive lock gives the mutual exclusion the strategy needs,
 // and merges happen in the order ranks acquire the lock, i.e. arrival order, as in the paper.
 //
-// Caveat: passive-target progress depends on the osc component. On one node Open MPI 4.1 picks
-// osc/sm (the window is shared memory, locks are atomics): merges never wait for rank 0 to
-// enter MPI. Across nodes, osc/ucx and osc/rdma (InfiniBand) are also truly passive. Over plain
+// Caveat: passive-target progress depends on the osc component. Runtime excludes osc/rdma
+// (see runtime.cpp: Open MPI 4.1.4 bug with windows on split groups), so on one node Open MPI
+// picks osc/sm (the window is shared memory, locks are atomics): merges never wait for rank 0 to
+// enter MPI. Across nodes, osc/ucx (InfiniBand) is also truly passive. Over plain
 // TCP only osc/pt2pt is left, which (a) serves lock requests only while the target is inside
 // MPI, so merges stall while rank 0 computes: mitigate with MpiExecutor::set_progress_comm on
 // rank 0, which pokes progress after every compute() call; and (b) refuses

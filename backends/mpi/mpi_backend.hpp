@@ -54,6 +54,8 @@ class PeerTimeout : public std::runtime_error {
 // allreduce helper thread sleeps between polls once a wait is not quick; default 50, 0 = yield),
 // SYNCOPATE_MPI_RANKS_PER_NODE (k > 0: pretend world ranks [0,k) are node 0, [k,2k) node 1, ...,
 // to exercise hierarchical algorithms on one machine; read when a communicator is created).
+// Runtime also defaults OMPI_MCA_osc to ^rdma (kept if already set): Open MPI 4.1.4's osc/rdma
+// breaks windows created on disjoint split groups at the same time (open-mpi/ompi#9492).
 //
 // Threads: MPI_THREAD_MULTIPLE is requested so that allreduce_async can progress on a helper
 // thread (see MpiCommunicator). SYNCOPATE_MPI_THREADS=funneled requests MPI_THREAD_FUNNELED
@@ -99,6 +101,14 @@ class MpiExecutor final : public Executor {
   MPI_Comm progress_comm_ = MPI_COMM_NULL;
 };
 
+// How a thread waits for its messages: spinning (a caller with nothing else to do), or on the
+// helper thread gently, sleeping between polls, unless some thread is blocked on the result.
+struct PollPolicy {
+  bool background = false;
+  const std::atomic<bool>* cancel = nullptr;  // abandon the wait (error unwinding) when true
+  const std::atomic<int>* waiters = nullptr;  // threads blocked on the result: spin while > 0
+};
+
 // Owns an MPI_Comm (freed on destruction unless MPI is finalized or the process is failing).
 class CommHandle {
  public:
@@ -114,7 +124,9 @@ class CommHandle {
 };
 
 // A communicator plus what one thread needs to run schedules on it: cached schedules (this
-// rank's steps only) and scratch. Used by one thread at a time.
+// rank's steps only), scratch and requests (no allocation per call in steady state). A step's
+// large segments travel in 256 KiB chunks, each applied as soon as it arrived (see run()).
+// Used by one thread at a time.
 class ScheduleChannel {
  public:
   enum class Kind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
@@ -124,10 +136,9 @@ class ScheduleChannel {
   MPI_Comm comm() const { return comm_.get(); }
   // This rank's steps of a schedule, built on first use and cached.
   const std::vector<Step>& steps(Kind kind, Algorithm algorithm, size_t count, int root);
-  // Runs `steps` on data (no finish()). `background`: poll gently (helper thread) instead of
-  // spinning; `cancel` (may be null): abandon the wait when it becomes true.
-  void run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op, bool background,
-           const std::atomic<bool>* cancel = nullptr);
+  // Runs `steps` on data (no finish()).
+  void run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
+           const PollPolicy& poll = {});
 
  private:
   CommHandle comm_;
@@ -135,6 +146,7 @@ class ScheduleChannel {
   std::vector<int> node_of_rank_;
   std::map<std::tuple<Kind, Algorithm, size_t, int>, std::vector<Step>> cache_;
   std::vector<float> scratch_;
+  std::vector<MPI_Request> requests_;
   std::atomic<uint64_t>* bytes_sent_;
   std::atomic<uint64_t>* bytes_recv_;
 };
@@ -149,10 +161,13 @@ class AsyncEngine;
 // overlap nothing with backward. Instead the schedule runs on a helper thread, on a communicator
 // of its own (a dup: MPI matching is per communicator, so it cannot mix with the caller's
 // collectives); the helper polls MPI_Testall and sleeps between polls rather than spinning, so
-// it leaves the core to the computing thread. Jobs run in submission order, which is the same on
-// every rank. A wait() on a job nobody has started yet runs it on the waiting thread (no handoff
-// latency for allreduce() = allreduce_async()->wait()). Without MPI_THREAD_MULTIPLE there is no
-// helper and jobs run in wait().
+// it leaves the core to the computing thread (it spins while a thread is blocked in wait()).
+// Jobs run in submission order, which is the same on every rank. A wait() on a job nobody has
+// started yet runs it on the waiting thread. Without MPI_THREAD_MULTIPLE there is no helper and
+// jobs run in wait(). Measured with bench_allreduce_mpi (2 ranks, 16 MiB ring): 90-100% of the
+// allreduce hides behind work that leaves the core idle (a GPU kernel), ~1% without the helper;
+// behind CPU arithmetic nothing hides when ranks already fill the cores (2 ranks on 2 cores
+// here). The hand-off costs ~10 us per call for small messages; allreduce_blocking avoids it.
 //
 // All other calls are blocking, on the calling thread. One thread calls this object.
 // Tags: collectives and point-to-point messages use different tags, so they never match each
@@ -173,6 +188,10 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm handle() const { return main_->comm(); }
 
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
+  // The same allreduce, run on the calling thread without the asynchronous machinery (no helper
+  // hand-off): for callers that know they wait at once. Ordered like every blocking collective,
+  // i.e. independently of allreduce_async jobs in flight (those use another communicator).
+  void allreduce_blocking(std::span<float> data, const CollectiveOptions& options);
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
@@ -191,8 +210,7 @@ class MpiCommunicator final : public Communicator {
 
  private:
   void run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                     const CollectiveOptions& options, bool background,
-                     const std::atomic<bool>* cancel);
+                     const CollectiveOptions& options, const PollPolicy& poll);
   void add_bytes(uint64_t sent, uint64_t received);
   void free_window();
 

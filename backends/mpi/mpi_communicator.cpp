@@ -123,26 +123,73 @@ const std::vector<Step>& ScheduleChannel::steps(Kind kind, Algorithm algorithm, 
   return cache_.emplace(key, std::move(mine)).first->second;
 }
 
+namespace {
+
+// Large segments travel as chunks; each received chunk is applied as soon as it (and the chunks
+// of this step's send that read the same floats) completed: the reduction then works on data
+// the copy just brought into cache, while later chunks are still in transfer. The arithmetic is
+// element-wise, so chunking changes no bit of the result.
+constexpr size_t kChunkFloats = size_t{1} << 16;  // 256 KiB
+
+size_t chunks_of(size_t count) {
+  return count == 0 ? 1 : (count + kChunkFloats - 1) / kChunkFloats;
+}
+Segment chunk(Segment segment, size_t i) {
+  const size_t offset = i * kChunkFloats;
+  return {segment.offset + offset, std::min(kChunkFloats, segment.count - offset)};
+}
+bool overlaps(Segment a, Segment b) {
+  return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
+}
+
+}  // namespace
+
 void ScheduleChannel::run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
-                          bool background, const std::atomic<bool>* cancel) {
+                          const PollPolicy& poll) {
   MPI_Comm comm = comm_.get();
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& step = steps[k];
-    MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    if (step.recv_from >= 0)
-      SYNC_MPI(MPI_Irecv(scratch_.data(), to_count(step.recv.count), MPI_FLOAT, step.recv_from,
-                         detail::kCollectiveTag, comm, &requests[0]));
-    if (step.send_to >= 0)
-      SYNC_MPI(MPI_Isend(data.data() + step.send.offset, to_count(step.send.count), MPI_FLOAT,
-                         step.send_to, detail::kCollectiveTag, comm, &requests[1]));
-    detail::wait_all(comm, requests,
-                     {"collective", static_cast<int>(k), step.send_to, step.recv_from}, background,
-                     cancel);
-    if (step.recv_from >= 0) {
-      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count),
-                   std::span<const float>(scratch_.data(), step.recv.count));
-      if (step.recv_from != rank_) *bytes_recv_ += step.recv.count * sizeof(float);
+    const size_t n_recv = step.recv_from >= 0 ? chunks_of(step.recv.count) : 0;
+    const size_t n_send = step.send_to >= 0 ? chunks_of(step.send.count) : 0;
+    const bool overlap = n_recv > 0 && n_send > 0 && overlaps(step.send, step.recv);
+    // A copy whose floats this step does not send lands in place, without scratch.
+    const bool direct = step.action == RecvAction::kCopy && !overlap;
+    requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);  // keeps its capacity
+    for (size_t i = 0; i < n_recv; ++i) {
+      const Segment c = chunk(step.recv, i);
+      float* target =
+          direct ? data.data() + c.offset : scratch_.data() + (c.offset - step.recv.offset);
+      SYNC_MPI(MPI_Irecv(target, to_count(c.count), MPI_FLOAT, step.recv_from,
+                         detail::kCollectiveTag, comm, &requests_[i]));
     }
+    for (size_t i = 0; i < n_send; ++i) {
+      const Segment c = chunk(step.send, i);
+      SYNC_MPI(MPI_Isend(data.data() + c.offset, to_count(c.count), MPI_FLOAT, step.send_to,
+                         detail::kCollectiveTag, comm, &requests_[n_recv + i]));
+    }
+    const detail::WaitContext context{"collective", static_cast<int>(k), step.send_to,
+                                      step.recv_from};
+    const std::span<MPI_Request> sends = std::span(requests_).subspan(n_recv);
+    for (size_t i = 0; i < n_recv; ++i) {
+      detail::wait_all(comm, std::span(&requests_[i], 1), context, poll);
+      if (direct) continue;
+      const Segment c = chunk(step.recv, i);
+      if (overlap && overlaps(c, step.send) && c.count > 0) {
+        // Sends read the buffer as it was before this round: finish those reading c first.
+        const size_t lo = std::max(c.offset, step.send.offset) - step.send.offset;
+        const size_t hi =
+            std::min(c.offset + c.count, step.send.offset + step.send.count) - step.send.offset;
+        detail::wait_all(
+            comm, sends.subspan(lo / kChunkFloats, (hi - 1) / kChunkFloats - lo / kChunkFloats + 1),
+            context, poll);
+      }
+      apply_action(
+          step.action, op, data.subspan(c.offset, c.count),
+          std::span<const float>(scratch_.data() + (c.offset - step.recv.offset), c.count));
+    }
+    detail::wait_all(comm, sends, context, poll);
+    if (step.recv_from >= 0 && step.recv_from != rank_)
+      *bytes_recv_ += step.recv.count * sizeof(float);
     if (step.send_to >= 0 && step.send_to != rank_) *bytes_sent_ += step.send.count * sizeof(float);
   }
 }
@@ -167,9 +214,9 @@ MpiCommunicator::MpiCommunicator(Key, CommHandle comm) {
   async_ = std::make_unique<ScheduleChannel>(std::move(async_comm), node_of_rank_, &bytes_sent_,
                                              &bytes_recv_);
   engine_ = std::make_unique<AsyncEngine>(
-      detail::thread_multiple(), [this](std::span<float> data, const CollectiveOptions& options,
-                                        bool background, const std::atomic<bool>* cancel) {
-        run_allreduce(*async_, data, options, background, cancel);
+      detail::thread_multiple(),
+      [this](std::span<float> data, const CollectiveOptions& options, const PollPolicy& poll) {
+        run_allreduce(*async_, data, options, poll);
       });
 }
 
@@ -180,12 +227,11 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 void MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                                    const CollectiveOptions& options, bool background,
-                                    const std::atomic<bool>* cancel) {
+                                    const CollectiveOptions& options, const PollPolicy& poll) {
   const Algorithm algorithm =
       resolve_algorithm(options.algorithm, size_, data.size() * sizeof(float), node_of_rank_);
   channel.run(channel.steps(ScheduleChannel::Kind::kAllreduce, algorithm, data.size(), 0), data,
-              options.op, background, cancel);
+              options.op, poll);
   finish(options.op, size_, data);
 }
 
@@ -193,18 +239,22 @@ WorkPtr MpiCommunicator::allreduce_async(std::span<float> data, const Collective
   return engine_->submit(data, options);
 }
 
+void MpiCommunicator::allreduce_blocking(std::span<float> data, const CollectiveOptions& options) {
+  run_allreduce(*main_, data, options, {});
+}
+
 void MpiCommunicator::broadcast(std::span<float> data, int root) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
   main_->run(
       main_->steps(ScheduleChannel::Kind::kBroadcast, Algorithm::kBinomialTree, data.size(), root),
-      data, ReduceOp::kSum, false);
+      data, ReduceOp::kSum);
 }
 
 void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
   main_->run(
       main_->steps(ScheduleChannel::Kind::kReduce, Algorithm::kBinomialTree, data.size(), root),
-      data, op, false);
+      data, op);
   if (rank_ == root) finish(op, size_, data);
 }
 
@@ -215,7 +265,7 @@ void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> al
   if (mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   main_->run(main_->steps(ScheduleChannel::Kind::kAllgather, Algorithm::kRing, all.size(), 0), all,
-             ReduceOp::kSum, false);
+             ReduceOp::kSum);
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
@@ -224,7 +274,7 @@ void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
              "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
   work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
   main_->run(main_->steps(ScheduleChannel::Kind::kReduceScatter, Algorithm::kRing, in.size(), 0),
-             work_, op, false);
+             work_, op);
   const std::span<float> reduced(work_.data() + block.offset, block.count);
   finish(op, size_, reduced);
   std::copy(reduced.begin(), reduced.end(), out.begin());
@@ -233,7 +283,7 @@ void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
 void MpiCommunicator::barrier() {
   MPI_Request request = MPI_REQUEST_NULL;
   SYNC_MPI(MPI_Ibarrier(main_->comm(), &request));
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"barrier"}, false);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"barrier"});
 }
 
 void MpiCommunicator::send(std::span<const float> data, int peer) {
@@ -241,7 +291,7 @@ void MpiCommunicator::send(std::span<const float> data, int peer) {
   MPI_Request request = MPI_REQUEST_NULL;
   SYNC_MPI(MPI_Isend(data.data(), to_count(data.size()), MPI_FLOAT, peer, detail::kPointToPointTag,
                      main_->comm(), &request));
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"send", -1, peer}, false);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"send", -1, peer});
   if (peer != rank_) add_bytes(data.size_bytes(), 0);
 }
 
@@ -252,8 +302,7 @@ void MpiCommunicator::recv(std::span<float> data, int peer) {
   SYNC_MPI(MPI_Irecv(data.data(), to_count(data.size()), MPI_FLOAT, peer, detail::kPointToPointTag,
                      main_->comm(), &request));
   // A longer message fails with MPI_ERR_TRUNCATE; a shorter one is caught here.
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"recv", -1, peer}, false, nullptr,
-                   &status);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"recv", -1, peer}, {}, &status);
   int received = 0;
   SYNC_MPI(MPI_Get_count(&status, MPI_FLOAT, &received));
   SYNC_CHECK(

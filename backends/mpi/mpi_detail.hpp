@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <span>
 
+#include "backends/mpi/mpi_backend.hpp"
 #include "core/check.hpp"
 
 namespace syncopate::mpi::detail {
@@ -35,13 +36,11 @@ struct WaitContext {
   int peer_b = -1;
 };
 
-// Completes every request, polling MPI_Testall. `background`: after a short spin, sleep between
-// polls (a helper thread must not steal the core from compute). Throws PeerTimeout once the
-// watchdog expires (and cancels nothing: the process is failing), or when *cancel becomes true.
-// `statuses`: MPI_STATUSES_IGNORE or one per request.
+// Completes every request, polling MPI_Testall as `poll` says (a helper thread must not steal
+// the core from compute). Throws PeerTimeout, after withdrawing the requests, once the watchdog
+// expires or *poll.cancel becomes true. `statuses`: MPI_STATUSES_IGNORE or one per request.
 void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext& context,
-              bool background, const std::atomic<bool>* cancel = nullptr,
-              MPI_Status* statuses = MPI_STATUSES_IGNORE);
+              const PollPolicy& poll = {}, MPI_Status* statuses = MPI_STATUSES_IGNORE);
 
 inline int to_count(size_t n) {
   SYNC_CHECK(n <= static_cast<size_t>(INT_MAX),

@@ -76,7 +76,7 @@ bool mpi_active() {
 }
 
 void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext& context,
-              bool background, const std::atomic<bool>* cancel, MPI_Status* statuses) {
+              const PollPolicy& poll, MPI_Status* statuses) {
   if (requests.empty()) return;
   const double limit = g_watchdog_seconds.load(std::memory_order_relaxed);
   const double start = MPI_Wtime();
@@ -84,10 +84,11 @@ void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext&
     int done = 0;
     SYNC_MPI(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses));
     if (done != 0) return;
-    const bool spinning = !background || polls < 64;
+    const bool spinning =
+        !poll.background || polls < 64 || (poll.waiters != nullptr && poll.waiters->load() > 0);
     if (spinning && polls % 256 != 0) continue;
     const double waited = MPI_Wtime() - start;
-    const bool cancelled = cancel != nullptr && cancel->load();
+    const bool cancelled = poll.cancel != nullptr && poll.cancel->load();
     if (cancelled || (limit > 0 && waited > limit)) {
       int rank = -1;
       MPI_Comm_rank(comm, &rank);
@@ -126,6 +127,11 @@ Runtime::Runtime(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   SYNC_CHECK(initialized == 0, "only one syncopate::mpi::Runtime per process");
   check_mpi_is_not_smpi();
+  // Open MPI 4.1's osc/rdma names a window's shared-memory file after the communicator id,
+  // which disjoint groups from one MPI_Comm_split share: windows created on such groups at the
+  // same time collide (MPI_ERR_WIN or a hang here; open-mpi/ompi#9492, fixed only in 5.0).
+  // Exclude it unless the user chose: osc/sm then serves one node, osc/ucx or pt2pt several.
+  setenv("OMPI_MCA_osc", "^rdma", /*overwrite=*/0);
   const int wanted = requested_thread_level();
   if (const char* text = std::getenv("SYNCOPATE_MPI_WATCHDOG_S"))
     g_watchdog_seconds.store(parse_watchdog(text));

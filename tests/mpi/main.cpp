@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "tests/mpi/mpi_test_env.hpp"
@@ -37,6 +38,8 @@ MpiCommunicator& world() { return *g_world; }
 int main(int argc, char** argv) {
   namespace sm = syncopate::mpi;
   sm::Runtime runtime(&argc, &argv);
+  // A test that leaves ranks out of step fails within a minute instead of hanging ctest.
+  if (std::getenv("SYNCOPATE_MPI_WATCHDOG_S") == nullptr) sm::Runtime::set_watchdog_seconds(60);
   ::testing::InitGoogleTest(&argc, argv);
   if (runtime.world_rank() != 0) {
     ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
