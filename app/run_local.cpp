@@ -13,11 +13,12 @@ RunResult run_local(const Scenario& scenario) {
                     std::to_string(scenario.workers) +
                     " asked); use backend = \"sim\" or \"mpi\" for more");
   const auto start = std::chrono::steady_clock::now();
+  const AcceleratorFactory accelerator = accelerator_for(scenario);
   const TrainData data = prepare_data(scenario, false);
   LocalCommunicator comm;
   WallClockExecutor exec;
   RunResult result;
-  result.reports.push_back(train_worker(scenario, data, comm, exec));
+  result.reports.push_back(train_worker(scenario, data, comm, exec, accelerator));
   result.info.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -93,8 +93,9 @@ RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
     }
     mpi::MpiExecutor exec;
     const double start = MPI_Wtime();
+    const AcceleratorFactory accelerator = accelerator_for(scenario);
     const TrainData data = prepare_data(scenario, false);
-    const WorkerReport mine = train_worker(scenario, data, *comm, exec);
+    const WorkerReport mine = train_worker(scenario, data, *comm, exec, accelerator);
     result.reports = gather_reports(*comm, mine);
     if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
     result.info.wall_seconds = MPI_Wtime() - start;

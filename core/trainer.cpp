@@ -209,6 +209,15 @@ Evaluation evaluate(Model& model, const Dataset& test, const std::string& loss) 
 
 namespace {
 
+void check_loss(const LossResult& r, int rank, int epoch, size_t step) {
+  if (std::isfinite(r.loss)) return;
+  std::ostringstream message;
+  message << "worker " << rank << ", epoch " << epoch << ", step " << step
+          << ": the training loss is " << r.loss
+          << "; stopping (lower schedule.lr or check the data)";
+  throw UserError(message.str());
+}
+
 // Tries the fast-forward after 3..8 periods, then at powers of two: cheap, and soon enough.
 bool should_try_fast_forward(int64_t periods_done) {
   return periods_done >= 3 && (periods_done <= 8 || (periods_done & (periods_done - 1)) == 0);
@@ -230,11 +239,13 @@ StepDelta sum_of(const std::vector<StepDelta>& history, size_t from, size_t to) 
 }  // namespace
 
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
-                          Executor& exec) {
+                          Executor& exec, const AcceleratorFactory& accelerator_factory) {
   const bool cost_only = exec.cost_only();
   const bool classify = s.loss == "cross_entropy";
   auto model = make_model(s.model.name, cost_only ? Storage::kShapeOnly : Storage::kReal);
   if (!cost_only) model->init(s.seed);
+  const std::unique_ptr<Accelerator> accelerator =
+      accelerator_factory && !cost_only ? accelerator_factory(*model) : nullptr;
   OptimizerConfig oc;
   oc.kind = s.optimizer.kind;
   oc.momentum = s.optimizer.momentum;
@@ -277,6 +288,42 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   Tensor labels;
   int64_t global_step = 0;
 
+  // One batch's forward, loss and backward on the host, layer by layer: each layer's cost is
+  // accounted, and each bucket's allreduce starts as soon as backward has filled it.
+  const auto host_pass = [&](float scale) {
+    for (int i = 0; i < model->num_layers(); ++i)
+      compute(model->forward_cost(i), [&] { model->forward_layer(i, step_ctx); });
+    LossResult r{};
+    compute(loss_cost(model->output().shape()), [&] {
+      Tensor& dout = model->output_grad();
+      r = classify ? softmax_cross_entropy(model->output(), labels, &dout)
+                   : mse(model->output(), labels, &dout);
+      if (scale != 1.0f)
+        for (float& g : dout.span()) g *= scale;
+    });
+    compute(zero_cost, [&] { model->zero_grads(); });
+    for (int i = model->num_layers() - 1; i >= 0; --i) {
+      compute(model->backward_cost(i), [&] { model->backward_layer(i); });
+      strategy->after_backward_layer(ctx, i);
+    }
+    return r;
+  };
+  // The same on the accelerator, as one piece; the buckets start when the gradients are back.
+  const auto device_pass = [&](int64_t batch, float scale) {
+    Cost pass = loss_cost(model->output_shape(batch));
+    for (int i = 0; i < model->num_layers(); ++i) {
+      pass.flops += model->forward_cost(i).flops + model->backward_cost(i).flops;
+      pass.bytes += model->forward_cost(i).bytes + model->backward_cost(i).bytes;
+    }
+    LossResult r{};
+    compute(pass, [&] {
+      r = accelerator->forward_backward(params, model->input(), labels, classify, scale, step_ctx,
+                                        grads);
+    });
+    for (int i = model->num_layers() - 1; i >= 0; --i) strategy->after_backward_layer(ctx, i);
+    return r;
+  };
+
   for (int epoch = 0; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
     const std::vector<Step> steps = plan_epoch(s, data, rank, epoch, cost_only);
@@ -301,32 +348,12 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       if (st.size > 0) {
         model->set_batch(st.size);
         if (!cost_only) gather_batch(*data.train, st.samples, model->input(), labels);
-        for (int i = 0; i < model->num_layers(); ++i)
-          compute(model->forward_cost(i), [&] { model->forward_layer(i, step_ctx); });
         const float scale = strategy->gradient_scale(ctx, st.global);
-        LossResult r{};
-        compute(loss_cost(model->output().shape()), [&] {
-          Tensor& dout = model->output_grad();
-          r = classify ? softmax_cross_entropy(model->output(), labels, &dout)
-                       : mse(model->output(), labels, &dout);
-          if (scale != 1.0f)
-            for (float& g : dout.span()) g *= scale;
-        });
-        if (!cost_only && !std::isfinite(r.loss)) {
-          std::ostringstream message;
-          message << "worker " << rank << ", epoch " << epoch << ", step " << k
-                  << ": the training loss is " << r.loss
-                  << "; stopping (lower schedule.lr or check the data)";
-          throw UserError(message.str());
-        }
+        const LossResult r = accelerator ? device_pass(st.size, scale) : host_pass(scale);
+        if (!cost_only) check_loss(r, rank, epoch, k);
         loss_sum += r.loss * static_cast<double>(st.size);
         correct += r.correct;
         seen += st.size;
-        compute(zero_cost, [&] { model->zero_grads(); });
-        for (int i = model->num_layers() - 1; i >= 0; --i) {
-          compute(model->backward_cost(i), [&] { model->backward_layer(i); });
-          strategy->after_backward_layer(ctx, i);
-        }
       } else {  // no samples this step (uneven last global batch): contribute zeros
         compute(zero_cost, [&] { model->zero_grads(); });
         for (int i = model->num_layers() - 1; i >= 0; --i) strategy->after_backward_layer(ctx, i);

@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/accelerator.hpp"
 #include "core/comm.hpp"
 #include "core/data.hpp"
 #include "core/ds_tensor.hpp"
@@ -23,8 +24,9 @@ TrainData prepare_data(const Scenario& scenario, bool cost_only);
 
 // Trains one worker to the end; `comm` spans all workers. Throws UserError when the loss
 // becomes NaN or Inf (naming worker, epoch and step).
+// With an accelerator factory, forward and backward run on the device it makes.
 WorkerReport train_worker(const Scenario& scenario, const TrainData& data, Communicator& comm,
-                          Executor& exec);
+                          Executor& exec, const AcceleratorFactory& accelerator = {});
 
 struct Evaluation {
   double accuracy = -1;  // -1 for regression

@@ -1,0 +1,44 @@
+#include "backends/cuda/cuda_accelerator.hpp"
+
+#include "backends/cuda/cuda_model.hpp"
+#include "backends/cuda/device.hpp"
+#include "core/check.hpp"
+
+namespace syncopate::cuda {
+namespace {
+
+class CudaAccelerator final : public Accelerator {
+ public:
+  explicit CudaAccelerator(const Model& model)
+      : model_(CudaModel::from_cpu(model, cuda_zoo_spec(model.name()))) {}
+
+  LossResult forward_backward(std::span<const float> params, const Tensor& x, const Tensor& y,
+                              bool classify, float grad_scale, const StepContext& ctx,
+                              std::span<float> grads) override {
+    model_->set_params(params);
+    model_->set_batch(x.dim(0));
+    model_->set_input(x.span());
+    model_->forward(ctx);
+    const LossResult r = classify ? model_->softmax_cross_entropy(y.span()) : model_->mse(y.span());
+    model_->zero_grads();
+    model_->backward();
+    model_->get_grads(grads);
+    // Backward is linear in the output gradient: scaling the result scales the loss.
+    if (grad_scale != 1.0f)
+      for (float& g : grads) g *= grad_scale;
+    return r;
+  }
+
+ private:
+  std::unique_ptr<CudaModel> model_;
+};
+
+}  // namespace
+
+std::unique_ptr<Accelerator> make_cuda_accelerator(const Model& model) {
+  if (!cuda_available())
+    throw UserError("model.device = \"cuda\": no CUDA device is visible to this process");
+  return std::make_unique<CudaAccelerator>(model);
+}
+
+}  // namespace syncopate::cuda
