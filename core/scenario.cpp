@@ -163,24 +163,24 @@ const std::map<std::string, Setter>& schema() {
     k["optimizer.kind"] =
         choice({"sgd", "adam", "adamw"},
                [](Scenario& s, size_t, const std::string& v) { s.optimizer.kind = v; });
-    k["optimizer.momentum"] = number(&Scenario::optimizer, &OptimizerSection::momentum, 0.0, 1.0);
-    k["optimizer.nesterov"] = boolean(&Scenario::optimizer, &OptimizerSection::nesterov);
+    k["optimizer.momentum"] = number(&Scenario::optimizer, &OptimizerConfig::momentum, 0.0, 1.0);
+    k["optimizer.nesterov"] = boolean(&Scenario::optimizer, &OptimizerConfig::nesterov);
     k["optimizer.weight_decay"] =
-        number(&Scenario::optimizer, &OptimizerSection::weight_decay, 0.0, 1.0);
-    k["optimizer.beta1"] = number(&Scenario::optimizer, &OptimizerSection::beta1, 0.0, 1.0);
-    k["optimizer.beta2"] = number(&Scenario::optimizer, &OptimizerSection::beta2, 0.0, 1.0);
-    k["optimizer.eps"] = number(&Scenario::optimizer, &OptimizerSection::eps, 0.0, 1.0);
+        number(&Scenario::optimizer, &OptimizerConfig::weight_decay, 0.0, 1.0);
+    k["optimizer.beta1"] = number(&Scenario::optimizer, &OptimizerConfig::beta1, 0.0, 1.0);
+    k["optimizer.beta2"] = number(&Scenario::optimizer, &OptimizerConfig::beta2, 0.0, 1.0);
+    k["optimizer.eps"] = number(&Scenario::optimizer, &OptimizerConfig::eps, 0.0, 1.0);
     k["schedule.kind"] =
         choice({"constant", "step", "cosine"},
                [](Scenario& s, size_t, const std::string& v) { s.schedule.kind = v; });
-    k["schedule.lr"] = number(&Scenario::schedule, &ScheduleSection::lr, 0.0, 1e3);
+    k["schedule.lr"] = number(&Scenario::schedule, &ScheduleConfig::lr, 0.0, 1e3);
     k["schedule.warmup_epochs"] =
-        number(&Scenario::schedule, &ScheduleSection::warmup_epochs, 0.0, 1e5);
+        number(&Scenario::schedule, &ScheduleConfig::warmup_epochs, 0.0, 1e5);
     k["schedule.warmup_start_factor"] =
-        number(&Scenario::schedule, &ScheduleSection::warmup_start_factor, 0.0, 1.0);
-    k["schedule.step_size"] = number(&Scenario::schedule, &ScheduleSection::step_size, 1e-9, 1e5);
-    k["schedule.gamma"] = number(&Scenario::schedule, &ScheduleSection::gamma, 0.0, 1.0);
-    k["schedule.min_lr"] = number(&Scenario::schedule, &ScheduleSection::min_lr, 0.0, 1e3);
+        number(&Scenario::schedule, &ScheduleConfig::warmup_start_factor, 0.0, 1.0);
+    k["schedule.step_size"] = number(&Scenario::schedule, &ScheduleConfig::step_size, 1e-9, 1e5);
+    k["schedule.gamma"] = number(&Scenario::schedule, &ScheduleConfig::gamma, 0.0, 1.0);
+    k["schedule.min_lr"] = number(&Scenario::schedule, &ScheduleConfig::min_lr, 0.0, 1e3);
     k["strategy.name"] =
         choice({"serial", "ddp", "epoch_sync", "epoch_async", "local_sgd", "hierarchical"},
                [](Scenario& s, size_t i, const std::string&) {
@@ -334,6 +334,12 @@ void validate(const Scenario& s) {
   if (s.loss == "cross_entropy" &&
       (s.data.dataset == "synthetic-regression" || s.data.dataset == "csv"))
     bad("loss", "a regression dataset needs loss = \"mse\"");
+  try {
+    syncopate::validate(s.optimizer);
+    syncopate::validate(s.schedule);
+  } catch (const UserError& e) {
+    throw UserError(s.source + ": " + e.what());
+  }
   const bool step_synchronous = s.strategy.kind == StrategyKind::kDdp ||
                                 s.strategy.kind == StrategyKind::kLocalSgd ||
                                 s.strategy.kind == StrategyKind::kHierarchical;
@@ -371,6 +377,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source,
     walk(s, one, "", Origin{source, assignment});
     apply_override(root, assignment);
   }
+  s.schedule.total_epochs = s.epochs;
   validate(s);
   std::ostringstream as_toml, as_json;
   as_toml << root;

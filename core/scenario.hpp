@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "core/optim.hpp"
 
 namespace syncopate {
 
@@ -36,24 +37,6 @@ struct DataSection {
   int64_t features = 64;
   int64_t classes = 10;
   double noise = 0.1;
-};
-
-struct OptimizerSection {
-  std::string kind = "sgd";  // sgd | adam | adamw
-  double momentum = 0.0;
-  bool nesterov = false;
-  double weight_decay = 0.0;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-};
-
-struct ScheduleSection {
-  std::string kind = "constant";  // constant | step | cosine
-  double lr = 0.1;
-  double warmup_epochs = 0;
-  double warmup_start_factor = 0.0;
-  double step_size = 1;
-  double gamma = 0.1;
-  double min_lr = 0;
 };
 
 struct StrategySection {
@@ -89,8 +72,8 @@ struct Scenario {
   bool eval_every_epoch = true;
   ModelSection model;
   DataSection data;
-  OptimizerSection optimizer;
-  ScheduleSection schedule;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;  // schedule.total_epochs is set from epochs
   StrategySection strategy;
   SimSection sim;
   std::string resolved_toml;  // the whole scenario after overrides, as TOML

@@ -246,24 +246,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   if (!cost_only) model->init(s.seed);
   const std::unique_ptr<Accelerator> accelerator =
       accelerator_factory && !cost_only ? accelerator_factory(*model) : nullptr;
-  OptimizerConfig oc;
-  oc.kind = s.optimizer.kind;
-  oc.momentum = s.optimizer.momentum;
-  oc.nesterov = s.optimizer.nesterov;
-  oc.weight_decay = s.optimizer.weight_decay;
-  oc.beta1 = s.optimizer.beta1;
-  oc.beta2 = s.optimizer.beta2;
-  oc.eps = s.optimizer.eps;
-  auto optimizer = make_optimizer(oc, cost_only ? 0 : model->num_params());
-  ScheduleConfig sc;
-  sc.kind = s.schedule.kind;
-  sc.lr = s.schedule.lr;
-  sc.warmup_epochs = s.schedule.warmup_epochs;
-  sc.warmup_start_factor = s.schedule.warmup_start_factor;
-  sc.step_size = s.schedule.step_size;
-  sc.gamma = s.schedule.gamma;
-  sc.min_lr = s.schedule.min_lr;
-  sc.total_epochs = s.epochs;
+  auto optimizer = make_optimizer(s.optimizer, cost_only ? 0 : model->num_params());
+  const ScheduleConfig& sc = s.schedule;
 
   PhaseTimes phases;
   TimedCommunicator comm(raw_comm, exec, phases);

@@ -101,23 +101,6 @@ class JobWork final : public Work {
   BlockedOn what_;
 };
 
-const char* operation_name(CollKind kind) {
-  switch (kind) {
-    case CollKind::kAllreduce:
-      return "allreduce";
-    case CollKind::kBroadcast:
-      return "broadcast";
-    case CollKind::kReduce:
-      return "reduce";
-    case CollKind::kAllgather:
-      return "allgather";
-    case CollKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollKind::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
 
 }  // namespace
 
@@ -133,7 +116,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
   const size_t r = static_cast<size_t>(rank_);
   counters_.bytes_sent += entry.bytes_sent[r];
   counters_.bytes_recv += entry.bytes_recv[r];
-  BlockedOn what{.operation = operation_name(call.kind),
+  BlockedOn what{.operation = to_string(call.kind).data(),
                  .group = group_->id(),
                  .count = call.count,
                  .seq = ++issued_,

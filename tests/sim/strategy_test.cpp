@@ -88,7 +88,8 @@ SimRun simulate(const Scenario& s) {
     options.workers = s.workers;
     options.fidelity = *sim::parse_fidelity(s.sim.fidelity);
     options.slowdown = s.sim.slowdown;
-    const TrainData data = prepare_data(s, false);
+    options.cost_only = s.sim.mode == "cost_only";
+    const TrainData data = prepare_data(s, options.cost_only);
     std::vector<WorkerReport> reports(static_cast<size_t>(s.workers));
     sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
       reports[static_cast<size_t>(comm.rank())] = train_worker(s, data, comm, exec);
@@ -246,6 +247,52 @@ TEST(SimStrategies, SameScenarioTwiceGivesIdenticalFiles) {
     ASSERT_TRUE(a.error.empty() && b.error.empty()) << a.error << b.error;
     EXPECT_EQ(a.metrics, b.metrics) << name;
     EXPECT_EQ(a.params, b.params) << name;
+  }
+}
+
+struct Totals {
+  double end = 0;
+  double comm = 0;
+  uint64_t bytes = 0;
+};
+Totals totals(const std::string& metrics) {
+  Totals t;
+  std::istringstream in(metrics);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    t.end = std::max(t.end, std::stod(cells[3]));
+    t.comm += std::stod(cells[5]);
+    t.bytes += std::stoull(cells[7]);
+  }
+  return t;
+}
+
+// Cost-only DDP training: the steady-state fast-forward and the coarse fidelities predict what
+// message fidelity (every message simulated) predicts, within 2%.
+TEST(SimFidelity, FastForwardAndCoarseFidelitiesAgreeWithMessageFidelity) {
+  const std::vector<std::string> base = {"workers=8", "strategy.name=ddp", "sim.mode=cost_only",
+                                         "sim.cost_only_train_samples=4096", "batch_size=32",
+                                         "model.name=cnn", "strategy.bucket_mb=0.5"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    return simulate(scenario(extra));
+  };
+  const SimRun exact = with({"sim.fidelity=message", "sim.fast_forward=false"});
+  ASSERT_TRUE(exact.error.empty()) << exact.error;
+  const Totals reference = totals(exact.metrics);
+  EXPECT_GT(reference.end, 0.0);
+  EXPECT_GT(reference.bytes, 0u);
+  for (const std::string fidelity : {"message", "flow", "analytic"}) {
+    const SimRun run = with({"sim.fidelity=" + fidelity, "sim.fast_forward=true"});
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    const Totals t = totals(run.metrics);
+    EXPECT_NEAR(t.end, reference.end, 0.02 * reference.end) << fidelity;
+    EXPECT_NEAR(t.comm, reference.comm, 0.02 * reference.comm + 1e-9) << fidelity;
+    EXPECT_EQ(t.bytes, reference.bytes) << fidelity;
   }
 }
 
