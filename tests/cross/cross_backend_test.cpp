@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -154,6 +155,29 @@ TEST(MpiFaults, NanLossEndsTheJobNamingWorkerAndEpoch) {
             0);
   EXPECT_NE(log.find("epoch 0"), std::string::npos) << log;
   EXPECT_NE(log.find("loss"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(out / "summary.json"));
+}
+
+// A rank that dies mid-training (SIGKILL): the job ends with a message naming it, in bounded
+// time, instead of hanging.
+TEST(MpiFaults, ARankThatDiesEndsTheJob) {
+  const fs::path out = scratch_dir() / "killed";
+  const std::string train = syncopate("ddp", 2, out.string(), "--backend mpi --epochs 500");
+  // Rank 1 starts training, then is killed after a second; rank 0 trains on.
+  const std::string script = "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then " + train +
+                             " & pid=$!; sleep 1; kill -9 $pid; wait $pid; exit 137; else exec " +
+                             train + "; fi";
+  std::string log;
+  const auto start = std::chrono::steady_clock::now();
+  const int status = run("timeout 120 " + mpirun(2) + " bash -c '" + script + "'", &log);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(status, 0) << log;
+  EXPECT_NE(status, 124) << "the job hung until the timeout:\n" << log;
+  EXPECT_LT(seconds, 60.0) << log;
+  // Open MPI names the process as [[job,1],rank] and says how it ended.
+  EXPECT_NE(log.find(",1],1]"), std::string::npos) << log;
+  EXPECT_NE(log.find("non-zero status"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(out / "summary.json"));
 }
 
