@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "core/check.hpp"
@@ -218,23 +219,60 @@ void check_loss(const LossResult& r, int rank, int epoch, size_t step) {
   throw UserError(message.str());
 }
 
-// Tries the fast-forward after 3..8 periods, then at powers of two: cheap, and soon enough.
-bool should_try_fast_forward(int64_t periods_done) {
-  return periods_done >= 3 && (periods_done <= 8 || (periods_done & (periods_done - 1)) == 0);
-}
+// Steady-state fast-forward of cost-only runs. Every step's cost is recorded; once the last
+// two periods (of sync_period steps, the strategy's synchronisation period) cost exactly the
+// same, whole periods are skipped: the clock advances by their time and the records by their
+// amounts. Never skipped: a step of another batch size, a block's first step (its hooks run),
+// and the epoch's last step. Workers that synchronise every period decide together
+// (Executor::all_agree, at the same step on every worker); others decide alone.
+class FastForward {
+ public:
+  void record(const StepDelta& delta) { history_.push_back(delta); }
 
-StepDelta sum_of(const std::vector<StepDelta>& history, size_t from, size_t to) {
-  StepDelta d;
-  for (size_t i = from; i < to; ++i) {
-    d.time += history[i].time;
-    d.compute += history[i].compute;
-    d.comm += history[i].comm;
-    d.idle += history[i].idle;
-    d.sent += history[i].sent;
-    d.recv += history[i].recv;
+  // Called after step k; returns how many of the following steps were skipped.
+  size_t try_skip(size_t k, const std::vector<Step>& steps, int64_t sync, Executor& exec,
+                  StepDelta& skipped) {
+    const size_t period = static_cast<size_t>(std::max<int64_t>(sync, 1));
+    if (history_.size() % period != 0) return 0;
+    const auto periods = static_cast<int64_t>(history_.size() / period);
+    // Tries after 3..8 periods of steady state, then at powers of two: soon, and cheaply.
+    if (periods < 3 || (periods > 8 && (periods & (periods - 1)) != 0)) return 0;
+    size_t limit = k + 1;  // the first step that must run
+    while (limit + 1 < steps.size() && steps[limit].size == steps[k].size &&
+           !steps[limit].block_begin)
+      ++limit;
+    const size_t remaining = (limit - (k + 1)) / period;
+    const StepDelta last = sum(history_.size() - period, history_.size());
+    const StepDelta before = sum(history_.size() - 2 * period, history_.size() - period);
+    const bool vote = remaining > 0 && last.same_as(before);
+    if (!(sync > 0 ? exec.all_agree(vote) : vote)) return 0;
+    const double r = static_cast<double>(remaining);
+    exec.advance(r * last.time);
+    skipped.time += r * last.time;
+    skipped.compute += r * last.compute;
+    skipped.comm += r * last.comm;
+    skipped.idle += r * last.idle;
+    skipped.sent += remaining * last.sent;
+    skipped.recv += remaining * last.recv;
+    history_.clear();
+    return remaining * period;
   }
-  return d;
-}
+
+ private:
+  StepDelta sum(size_t from, size_t to) const {
+    StepDelta d;
+    for (size_t i = from; i < to; ++i) {
+      d.time += history_[i].time;
+      d.compute += history_[i].compute;
+      d.comm += history_[i].comm;
+      d.idle += history_[i].idle;
+      d.sent += history_[i].sent;
+      d.recv += history_[i].recv;
+    }
+    return d;
+  }
+  std::vector<StepDelta> history_;
+};
 
 }  // namespace
 
@@ -318,7 +356,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     double loss_sum = 0, lr = 0;
     int64_t correct = 0, seen = 0;
     StepDelta skipped;  // what fast-forwarded steps would have added
-    std::vector<StepDelta> history;
+    std::optional<FastForward> fast_forward;
+    if (cost_only && s.sim.fast_forward) fast_forward.emplace();
 
     for (size_t k = 0; k < steps.size(); ++k) {
       const Step& st = steps[k];
@@ -349,35 +388,15 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       ++global_step;
       strategy->after_step(ctx, global_step);
 
-      // Steady-state fast-forward (cost-only): once the last two periods cost exactly the same,
-      // skip whole periods up to the epoch's last step, which always runs.
       const CommCounters c1 = comm.counters();
-      history.push_back({exec.now() - t0, phases.compute_s - p0.compute_s,
-                         phases.comm_s - p0.comm_s, phases.idle_s - p0.idle_s,
-                         c1.bytes_sent - c0.bytes_sent, c1.bytes_recv - c0.bytes_recv});
-      const int64_t sync = strategy->sync_period(ctx);
-      const auto period = static_cast<size_t>(std::max<int64_t>(sync, 1));
-      if (!cost_only || !s.sim.fast_forward || (k + 1) % period != 0) continue;
-      const auto periods_done = static_cast<int64_t>((k + 1) / period);
-      const size_t remaining = (steps.size() - 1 - (k + 1)) / period;
-      if (remaining == 0 || !should_try_fast_forward(periods_done)) continue;
-      const StepDelta last = sum_of(history, k + 1 - period, k + 1);
-      const StepDelta before = sum_of(history, k + 1 - 2 * period, k + 1 - period);
-      const bool vote = last.same_as(before) && steps[k + 1].size == st.size &&
-                        steps[k + remaining * period].size == st.size;
-      if (!(sync > 0 ? exec.all_agree(vote) : vote)) continue;
-      const double r = static_cast<double>(remaining);
-      exec.advance(r * last.time);
-      skipped.time += r * last.time;
-      skipped.compute += r * last.compute;
-      skipped.comm += r * last.comm;
-      skipped.idle += r * last.idle;
-      skipped.sent += remaining * last.sent;
-      skipped.recv += remaining * last.recv;
-      k += remaining * period;
-      global_step += static_cast<int64_t>(remaining * period);
-      ctx.optimizer_steps += static_cast<int64_t>(remaining * period);
-      history.clear();
+      if (!fast_forward) continue;
+      fast_forward->record({exec.now() - t0, phases.compute_s - p0.compute_s,
+                            phases.comm_s - p0.comm_s, phases.idle_s - p0.idle_s,
+                            c1.bytes_sent - c0.bytes_sent, c1.bytes_recv - c0.bytes_recv});
+      const size_t n = fast_forward->try_skip(k, steps, strategy->sync_period(ctx), exec, skipped);
+      k += n;
+      global_step += static_cast<int64_t>(n);
+      ctx.optimizer_steps += static_cast<int64_t>(n);
     }
 
     strategy->on_epoch_end(ctx);
