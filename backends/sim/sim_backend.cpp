@@ -90,6 +90,7 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
     if (!world.worker(i).finished) throw SimDeadlock(world.describe_blocked());
 
   SimStats stats = world.stats();
+  for (int i = 0; i < options.workers; ++i) stats.activities += world.worker(i).sleeps;
   stats.simulated_seconds = simgrid::s4u::Engine::get_clock();
   stats.wall_seconds = wall.count();
   return stats;

@@ -8,9 +8,16 @@
 //   - collectives run the core schedules (core/collective_schedule.hpp) at one of three
 //     fidelities: kMessage (every message is a SimGrid comm between the ranks' actors), kFlow
 //     (every round of the schedule is a set of concurrent host-to-host flows), kAnalytic (every
-//     round costs max over its messages of alpha + bytes / B of the link class, no flows);
+//     round costs max over its messages of alpha + bytes / B of its route, no flows);
 //   - the collectives of one communicator run one at a time in issue order (like one NCCL
-//     stream); an asynchronous one progresses while its workers compute.
+//     stream); an asynchronous one progresses while its workers compute;
+//   - at kFlow and kAnalytic a collective starts when its last member issued it; at kMessage
+//     each message starts when both its ends posted it, so early members may already exchange;
+//   - Executor::all_agree is a consensus of all workers of the simulation that leaves every
+//     worker's clock unchanged (its wait is absorbed by the worker's next compute); every worker
+//     must reach it (a worker that returned cannot vote: a deadlock).
+// In cost-only mode the spans given to the communicator are never read or written, only their
+// sizes count: workers may share one scratch buffer.
 #include <cstdint>
 #include <functional>
 #include <map>

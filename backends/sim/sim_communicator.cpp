@@ -342,11 +342,7 @@ void SimCommunicator::merge_into_global(std::span<float> local, const MergeRule&
                     "; allowed: the size given to create_global");
   me_.flush();
   const Platform& platform = world_.platform();
-  const LinkModel& link =
-      global->owner == platform.master ? platform.master_link
-      : platform.node_of_gpu[0] == platform.node_of_gpu[static_cast<size_t>(me_.id)]
-          ? platform.intra_node
-          : platform.inter_node;
+  const LinkModel link = route_model(me_.host, global->owner);  // kAnalytic's alpha and B
   const uint64_t bytes = local.size() * sizeof(float);
   {
     BlockedScope scope(me_, BlockedOn{.operation = "merge_into_global (lock)",

@@ -21,9 +21,11 @@
 //
 // send/recv are blocking, rendezvous (MPI_Ssend-like) mailbox comms at every fidelity.
 // merge_into_global: FIFO mutex, model sent to the owner (the platform's master host if any,
-// else worker 0's host), merged there, sent back; kAnalytic times the two transfers with the
-// link models instead of flows. Reductions cost no simulated time (GPUs reduce far faster than
-// links deliver).
+// else worker 0's host), merged there (elementwise compute on the host profile), sent back;
+// kAnalytic times the two transfers as alpha + bytes / B of the route instead of flows.
+// split and create_global are zero-time rendezvous (members wait for the last one).
+// barrier is a dissemination pattern of zero-byte messages (ceil(log2 p) latencies).
+// Reductions cost no simulated time (GPUs reduce far faster than links deliver).
 #include <memory>
 
 #include "backends/sim/sim_group.hpp"

@@ -56,9 +56,10 @@ Group::Group(SimWorld& world, std::vector<int> members)
   next_control_.assign(members_.size(), 0);
 }
 
-const LinkModel& Group::link(int from, int to) const {
-  const Platform& platform = world_.platform();
-  return node(from) == node(to) ? platform.intra_node : platform.inter_node;
+const LinkModel& Group::link(int from, int to) {
+  const uint64_t key =
+      static_cast<uint64_t>(from) * static_cast<uint64_t>(size()) + static_cast<uint64_t>(to);
+  return find_or_create(routes_, key, [&] { return route_model(host(from), host(to)); });
 }
 
 std::shared_ptr<const Schedule> Group::build(const CollCall& call) const {
@@ -329,7 +330,7 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule) {
   }
 }
 
-double analytic_seconds(const Group& group, const Schedule& schedule) {
+double analytic_seconds(Group& group, const Schedule& schedule) {
   double total = 0;
   for (const std::vector<Step>& round : schedule.rounds) {
     double longest = 0;

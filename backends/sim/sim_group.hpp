@@ -95,7 +95,8 @@ class Group : public std::enable_shared_from_this<Group> {
   const std::vector<int>& members() const { return members_; }
   simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<size_t>(rank)]; }
   int node(int rank) const { return node_of_rank_[static_cast<size_t>(rank)]; }
-  const LinkModel& link(int from, int to) const;
+  // Latency and bandwidth of the route between two ranks' hosts (route_model, cached).
+  const LinkModel& link(int from, int to);
 
   // The schedule entry for `call` (algorithm resolved), and its schedule (rebuilt if dropped).
   ScheduleEntry& entry(const CollCall& call);
@@ -129,6 +130,7 @@ class Group : public std::enable_shared_from_this<Group> {
   size_t cached_steps_ = 0;
 
   std::unordered_map<uint64_t, simgrid::s4u::Mailbox*> mailboxes_;
+  std::unordered_map<uint64_t, LinkModel> routes_;
 
   std::vector<uint64_t> next_seq_;  // per rank
   std::map<uint64_t, std::shared_ptr<Job>> open_jobs_;
@@ -157,7 +159,10 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
 void run_rounds_as_flows(Group& group, const Schedule& schedule);
 
 // Analytic fidelity: sum over rounds of max over the round's messages of latency + bytes / B of
-// the link class between the two ranks (no contention).
-double analytic_seconds(const Group& group, const Schedule& schedule);
+// the route between the two ranks (alpha-beta per message, no contention). On a platform whose
+// routes are all alike this is the closed form of each algorithm (e.g. ring:
+// 2(p-1) alpha + 2(p-1)/p n beta); on two-level platforms the intra- and inter-node rounds of the
+// hierarchical algorithm get their own alpha and beta.
+double analytic_seconds(Group& group, const Schedule& schedule);
 
 }  // namespace syncopate::sim

@@ -24,7 +24,10 @@ void SimEvent::fire() {
 }
 
 void WorkerState::flush() {
-  if (lag > 0) simgrid::s4u::this_actor::sleep_for(lag);
+  if (lag > 0) {
+    ++sleeps;
+    simgrid::s4u::this_actor::sleep_for(lag);
+  }
   lag = 0;
 }
 

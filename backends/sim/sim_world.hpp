@@ -74,6 +74,7 @@ struct WorkerState {
   // here). Its own clock is Engine clock + lag. Negative after a zero-time all_agree that
   // resolved later than the worker arrived; flush() then moves it forward to the engine clock.
   double lag = 0;
+  uint64_t sleeps = 0;  // SimGrid sleeps flush() started (added to SimStats::activities)
   bool started = false;
   bool finished = false;
   BlockedOn blocked;

@@ -119,3 +119,17 @@ TEST(SimFailureTest, MisuseIsUserError) {
 
 }  // namespace
 }  // namespace syncopate::sim
+
+namespace syncopate::sim {
+namespace {
+
+TEST(SimBackendTest, FidelityNamesRoundTrip) {
+  for (Fidelity f : {Fidelity::kMessage, Fidelity::kFlow, Fidelity::kAnalytic})
+    EXPECT_EQ(parse_fidelity(to_string(f)), f);
+  EXPECT_EQ(parse_fidelity("flow"), Fidelity::kFlow);
+  EXPECT_EQ(parse_fidelity("Flow"), std::nullopt);
+  EXPECT_EQ(parse_fidelity(""), std::nullopt);
+}
+
+}  // namespace
+}  // namespace syncopate::sim

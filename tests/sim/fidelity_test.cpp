@@ -59,6 +59,37 @@ TEST(FidelityTest, FlowAndAnalyticAgreeWithMessageOnAllreduce) {
     }
 }
 
+// The same through run_simulation on the mn5-acc recipe (8 nodes of 4 GPUs on the fat tree).
+TEST(FidelityTest, AgreementOnMareNostrum5Recipe) {
+  const int p = 32;
+  for (Algorithm algorithm :
+       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRabenseifner, Algorithm::kBinomialTree}) {
+    std::vector<double> seconds;
+    for (Fidelity fidelity : {Fidelity::kMessage, Fidelity::kFlow, Fidelity::kAnalytic}) {
+      const testing::ChildResult result = run_in_child([&] {
+        SimOptions options;
+        options.platform = "mn5-acc";
+        options.platform_overrides = {{"nodes", "8"}};
+        options.workers = p;
+        options.fidelity = fidelity;
+        options.cost_only = true;
+        std::vector<float> scratch(6'553'600);  // a 25 MiB bucket
+        double end = 0;
+        run_simulation(options, [&](Communicator& comm, Executor& exec) {
+          comm.allreduce(scratch, {.algorithm = algorithm});
+          end = std::max(end, exec.now());
+        });
+        return encode({end});
+      });
+      ASSERT_EQ(result.status, 0) << result.error;
+      seconds.push_back(decode(result.output).at(0));
+    }
+    EXPECT_GT(seconds[0], 6'553'600 * 4 / 25e9 / 4) << to_string(algorithm);  // >= n/4 on a NIC
+    EXPECT_NEAR(seconds[1], seconds[0], 0.02 * seconds[0]) << "flow " << to_string(algorithm);
+    EXPECT_NEAR(seconds[2], seconds[0], 0.02 * seconds[0]) << "analytic " << to_string(algorithm);
+  }
+}
+
 // A DDP-like loop: backward fills 4 buckets, each allreduced asynchronously as soon as it is
 // full, all waited before the optimizer; one worker is a straggler. Returns the end time and,
 // in emulation, a checksum of the final buffers' bits (plus each rank's own data bits).
