@@ -262,7 +262,7 @@ void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> al
   const BlockRange block = block_of(all.size(), size_, rank_);
   SYNC_CHECK(mine.size() == block.count,
              "allgather: mine has " << mine.size() << " floats, block " << block.count);
-  if (mine.data() != all.data() + block.offset)
+  if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   main_->run(main_->steps(ScheduleChannel::Kind::kAllgather, Algorithm::kRing, all.size(), 0), all,
              ReduceOp::kSum);

@@ -180,6 +180,19 @@ void measure_routes(Platform& platform) {
 
 }  // namespace
 
+EngineArgs::EngineArgs(std::string program, const std::string& log_threshold)
+    : args_{std::move(program), "--log=root.thresh:" + log_threshold,
+            "--log=ker_engine.thresh:" + log_threshold} {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer follows the stack switches of system threads, not those of SimGrid's own
+  // (raw/ucontext) actor contexts: it would report every actor that unwinds as an overflow.
+  args_.push_back("--cfg=contexts/factory:thread");
+#endif
+  for (std::string& arg : args_) argv_.push_back(arg.data());
+  argv_.push_back(nullptr);
+  argc_ = static_cast<int>(args_.size());
+}
+
 void configure_engine(sg4::Engine& /*engine*/, const std::vector<std::string>& extra) {
   // Engine::set_config is static in SimGrid 3.32; the engine argument documents the ordering.
   sg4::Engine::set_config("network/model:CM02");

@@ -49,6 +49,20 @@ struct Platform {
   int num_nodes = 1;  // node indices are 0 .. num_nodes-1
 };
 
+// The command line a SimGrid Engine is built from: log thresholds and, under AddressSanitizer,
+// system-thread actor contexts (the only ones ASan can follow). Must outlive the Engine.
+class EngineArgs {
+ public:
+  EngineArgs(std::string program, const std::string& log_threshold);
+  int* argc() { return &argc_; }
+  char** argv() { return argv_.data(); }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<char*> argv_;
+  int argc_ = 0;
+};
+
 // Sets the engine configuration the platforms are calibrated for: network/model:CM02,
 // network/crosstraffic:0, network/TCP-gamma raised to 1e12 (so that no flow is capped at
 // gamma / (2 x latency)), and any extra "key:value" entries (applied last, so they win).

@@ -98,11 +98,8 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
 
 SimStats run_simulation(const SimOptions& options, const WorkerMain& worker_main) {
   if (g_simulation_started) claim_process();  // throws
-  std::array<std::string, 3> args{"syncopate", "--log=root.thresh:warning",
-                                  "--log=ker_engine.thresh:warning"};
-  std::array<char*, 3> argv{args[0].data(), args[1].data(), args[2].data()};
-  int argc = static_cast<int>(argv.size());
-  simgrid::s4u::Engine engine(&argc, argv.data());
+  EngineArgs args("syncopate", "warning");
+  simgrid::s4u::Engine engine(args.argc(), args.argv());
   configure_engine(engine, options.simgrid_config);
   const Platform platform =
       load_platform(engine, options.platform, options.platform_overrides, options.workers);

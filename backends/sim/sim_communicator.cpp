@@ -101,7 +101,6 @@ class JobWork final : public Work {
   BlockedOn what_;
 };
 
-
 }  // namespace
 
 SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)

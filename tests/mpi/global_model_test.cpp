@@ -29,7 +29,8 @@ std::vector<float> local_of(int rank, int merge) {
 }
 
 bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }
 
 TEST(MpiGlobalModel, ConcurrentMergesFormOneSequentialChain) {

@@ -28,11 +28,8 @@ using Overrides = std::map<std::string, std::string>;
 
 // A quiet engine (SimGrid logs every configuration change at INFO level otherwise).
 sg4::Engine make_engine() {
-  static char arg0[] = "platform_test";
-  static char arg1[] = "--log=root.threshold:warning";
-  static char* argv[] = {arg0, arg1, nullptr};
-  static int argc = 2;
-  return sg4::Engine(&argc, argv);
+  static EngineArgs args("platform_test", "warning");
+  return sg4::Engine(args.argc(), args.argv());
 }
 
 // CPU seconds used by this process so far.

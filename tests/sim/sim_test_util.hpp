@@ -42,11 +42,8 @@ inline ChildResult run_in_child(const std::function<std::string()>& body) {
 
 // Creates the engine (quiet logs) and configures it as run_simulation does.
 inline simgrid::s4u::Engine& make_engine() {
-  static std::array<std::string, 3> args{"test", "--log=root.thresh:critical",
-                                         "--log=ker_engine.thresh:critical"};
-  static std::array<char*, 3> argv{args[0].data(), args[1].data(), args[2].data()};
-  static int argc = 3;
-  static simgrid::s4u::Engine engine(&argc, argv.data());
+  static EngineArgs args("test", "critical");
+  static simgrid::s4u::Engine engine(args.argc(), args.argv());
   configure_engine(engine);
   return engine;
 }
