@@ -28,6 +28,48 @@ Dataset head(const Dataset& data, int64_t n) {
   return out;
 }
 
+// The first n_train samples for training, the rest for testing.
+std::pair<Dataset, Dataset> split(const Dataset& all, int64_t n_train) {
+  std::vector<int64_t> first(static_cast<size_t>(n_train)),
+      rest(static_cast<size_t>(all.size() - n_train));
+  for (int64_t i = 0; i < all.size(); ++i)
+    (i < n_train ? first[static_cast<size_t>(i)] : rest[static_cast<size_t>(i - n_train)]) = i;
+  std::pair<Dataset, Dataset> parts;
+  parts.first.name = parts.second.name = all.name;
+  parts.first.num_classes = parts.second.num_classes = all.num_classes;
+  gather_batch(all, first, parts.first.x, parts.first.y);
+  gather_batch(all, rest, parts.second.x, parts.second.y);
+  return parts;
+}
+
+// The scenario's training and test sets, shaped for a model taking `sample` and giving
+// `outputs` values. Synthetic sets are one draw split in two (train and test share the classes).
+std::pair<Dataset, Dataset> load_datasets(const Scenario& s, const Shape& sample, int64_t outputs) {
+  const std::string& kind = s.data.dataset;
+  if (kind == "fashion-mnist") {
+    const std::string dir = s.data.dir.empty() ? default_fashion_mnist_dir() : s.data.dir;
+    return {load_fashion_mnist(dir, true), load_fashion_mnist(dir, false)};
+  }
+  const int64_t n = s.data.train_samples > 0 ? s.data.train_samples : 10000;
+  const int64_t nt = s.data.test_samples > 0 ? s.data.test_samples : n / 5;
+  if (kind == "synthetic")
+    return split(make_synthetic_classification(n + nt, sample, static_cast<int>(outputs), s.seed),
+                 n);
+  if (kind == "synthetic-regression") {
+    Dataset all = make_synthetic_regression(n + nt, numel(sample), outputs, s.seed, s.data.noise);
+    Shape x_shape{n + nt};
+    x_shape.insert(x_shape.end(), sample.begin(), sample.end());
+    all.x.reshape(x_shape);
+    return split(all, n);
+  }
+  Dataset all = load_csv_regression(s.data.path, s.data.targets);  // csv: the last fifth tests
+  if (all.sample_numel() != numel(sample))
+    throw UserError(s.data.path + ": " + std::to_string(all.sample_numel()) +
+                    " feature columns, model " + s.model.name + " takes " +
+                    std::to_string(numel(sample)));
+  return split(all, all.size() - std::max<int64_t>(1, all.size() / 5));
+}
+
 // Parameter/gradient stand-ins for cost-only runs: the collectives need buffers of the right
 // length but move no data. One buffer per process, shared by every simulated worker.
 std::span<float> cost_only_scratch(size_t n) {
@@ -120,48 +162,7 @@ TrainData prepare_data(const Scenario& s, bool cost_only) {
     shapes.num_classes = static_cast<int>(outputs);
     data.train = std::make_shared<const Dataset>(std::move(shapes));
   } else {
-    Dataset train, test;
-    const std::string& kind = s.data.dataset;
-    if (kind == "fashion-mnist") {
-      const std::string dir = s.data.dir.empty() ? default_fashion_mnist_dir() : s.data.dir;
-      train = load_fashion_mnist(dir, true);
-      test = load_fashion_mnist(dir, false);
-    } else if (kind == "synthetic") {
-      const int64_t n = s.data.train_samples > 0 ? s.data.train_samples : 10000;
-      const int64_t nt = s.data.test_samples > 0 ? s.data.test_samples : n / 5;
-      // One draw split in two, so that train and test share the class structure.
-      Dataset all =
-          make_synthetic_classification(n + nt, sample, static_cast<int>(outputs), s.seed);
-      std::vector<int64_t> a(static_cast<size_t>(n)), t(static_cast<size_t>(nt));
-      for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>(i)] = i;
-      for (int64_t i = 0; i < nt; ++i) t[static_cast<size_t>(i)] = n + i;
-      train.num_classes = test.num_classes = all.num_classes;
-      gather_batch(all, a, train.x, train.y);
-      gather_batch(all, t, test.x, test.y);
-    } else if (kind == "synthetic-regression") {
-      const int64_t n = s.data.train_samples > 0 ? s.data.train_samples : 10000;
-      const int64_t nt = s.data.test_samples > 0 ? s.data.test_samples : n / 5;
-      Dataset all = make_synthetic_regression(n + nt, numel(sample), outputs, s.seed, s.data.noise);
-      Shape x_shape{n + nt};
-      x_shape.insert(x_shape.end(), sample.begin(), sample.end());
-      all.x.reshape(x_shape);
-      std::vector<int64_t> a(static_cast<size_t>(n)), t(static_cast<size_t>(nt));
-      for (int64_t i = 0; i < n; ++i) a[static_cast<size_t>(i)] = i;
-      for (int64_t i = 0; i < nt; ++i) t[static_cast<size_t>(i)] = n + i;
-      gather_batch(all, a, train.x, train.y);
-      gather_batch(all, t, test.x, test.y);
-    } else {  // csv
-      Dataset all = load_csv_regression(s.data.path, s.data.targets);
-      if (all.sample_numel() != numel(sample))
-        throw UserError(s.data.path + ": " + std::to_string(all.sample_numel()) +
-                        " feature columns, model " + s.model.name + " takes " +
-                        std::to_string(numel(sample)));
-      const int64_t nt = std::max<int64_t>(1, all.size() / 5);
-      std::vector<int64_t> a, t;
-      for (int64_t i = 0; i < all.size(); ++i) (i < all.size() - nt ? a : t).push_back(i);
-      gather_batch(all, a, train.x, train.y);
-      gather_batch(all, t, test.x, test.y);
-    }
+    auto [train, test] = load_datasets(s, sample, outputs);
     train = head(train, s.data.train_samples);
     test = head(test, s.data.test_samples);
     if (s.data.normalize) {
