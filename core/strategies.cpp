@@ -143,21 +143,18 @@ class EpochAsync final : public Strategy {
   }
 };
 
+// Local SGD (Lin et al. 2020): weights averaged every H steps; the first k epochs may run as
+// ddp (post-local SGD).
 class LocalSgd final : public Strategy {
  public:
-  void on_train_begin(WorkerContext& ctx) override {
-    buckets_.build(ctx.model, ctx.scenario.strategy.bucket_mb);
-    all_.resize(static_cast<size_t>(ctx.comm.size()));
-    std::iota(all_.begin(), all_.end(), 0);
-  }
+  void on_train_begin(WorkerContext& ctx) override { warmup_.on_train_begin(ctx); }
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
-    return warming_up(ctx) ? share(batch, ctx.comm.rank(), all_) : 1.0f;
+    return warming_up(ctx) ? warmup_.gradient_scale(ctx, batch) : 1.0f;
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
-    if (warming_up(ctx))
-      buckets_.launch(layer, ctx.grads, ctx.comm, ctx.scenario.strategy.algorithm);
+    if (warming_up(ctx)) warmup_.after_backward_layer(ctx, layer);
   }
-  void before_step(WorkerContext&) override { buckets_.wait_all(); }
+  void before_step(WorkerContext& ctx) override { warmup_.before_step(ctx); }
   void after_step(WorkerContext& ctx, int64_t) override {
     if (warming_up(ctx)) return;
     if (++local_steps_ % ctx.scenario.strategy.every == 0)
@@ -174,8 +171,7 @@ class LocalSgd final : public Strategy {
   bool warming_up(const WorkerContext& ctx) const {
     return ctx.epoch < ctx.scenario.strategy.warmup_epochs;
   }
-  Buckets buckets_;
-  std::vector<int> all_;
+  Ddp warmup_;
   int64_t local_steps_ = 0;
 };
 
