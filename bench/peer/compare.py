@@ -43,15 +43,17 @@ def epoch_seconds(run_dir):
     return [hi - lo for _, (lo, hi) in sorted(spans.items())]
 
 
-def run_ours(mode, model, epochs, lr, workdir):
+def run_ours(mode, model, epochs, lr, seed, workdir):
     out = tempfile.mkdtemp(prefix="ours-", dir=workdir)
     shutil.rmtree(out)
     scenario = os.path.join(ROOT, "scenarios", f"fmnist-{model}.toml")
-    # The peer's training recipe: constant learning rate, momentum 0.9, no weight decay.
+    # The peer's training recipe: pixels scaled to [0, 1] only, constant learning rate,
+    # momentum 0.9, no weight decay.
     cmd = [SYNCOPATE, "run", scenario, "--epochs", str(epochs), "--out", out,
            "--set", "eval_every_epoch=false", "--set", "schedule.kind=constant",
            "--set", f"schedule.lr={lr}", "--set", "schedule.warmup_epochs=0",
-           "--set", "optimizer.weight_decay=0"]
+           "--set", "optimizer.weight_decay=0", "--set", "data.normalize=false",
+           "--seed", str(seed)]
     if mode == "single":
         cmd += ["--workers", "1"]
     else:
@@ -65,13 +67,13 @@ def run_ours(mode, model, epochs, lr, workdir):
     return epoch_seconds(out), accuracy
 
 
-def run_theirs(mode, model, epochs, lr):
+def run_theirs(mode, model, epochs, lr, seed):
     if mode == "single":
         cmd = [PYTHON, os.path.join(ROOT, "bench", "peer", "fmnist_torch.py"),
-               "--model", model, "--epochs", str(epochs), "--batch", "64", "--lr", str(lr)]
+               "--model", model, "--epochs", str(epochs), "--batch", "64", "--lr", str(lr), "--seed", str(seed)]
     else:
         cmd = [PYTHON, os.path.join(ROOT, "bench", "peer", "ddp_torch.py"),
-               "--mode", mode, "--epochs", str(epochs), "--lr", str(lr)]
+               "--mode", mode, "--epochs", str(epochs), "--lr", str(lr), "--seed", str(seed)]
     out = subprocess.run(cmd, check=True, env=one_thread_env(), capture_output=True, text=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     per_epoch = result.get("epoch_seconds") or [result["seconds_per_epoch"]]
@@ -86,15 +88,16 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
     if not os.path.exists(SYNCOPATE):
         sys.exit(f"{SYNCOPATE} not found: build first (scripts/setup.sh)")
     ours, theirs, acc_ours, acc_theirs = [], [], None, None
     with tempfile.TemporaryDirectory() as workdir:
         for _ in range(args.reps):
-            seconds, acc_ours = run_ours(args.mode, args.model, args.epochs, args.lr, workdir)
+            seconds, acc_ours = run_ours(args.mode, args.model, args.epochs, args.lr, args.seed, workdir)
             ours += seconds
-            seconds, acc_theirs = run_theirs(args.mode, args.model, args.epochs, args.lr)
+            seconds, acc_theirs = run_theirs(args.mode, args.model, args.epochs, args.lr, args.seed)
             theirs += seconds
     m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
     print(json.dumps({
