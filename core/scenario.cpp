@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <array>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -10,6 +11,17 @@
 
 namespace syncopate {
 namespace {
+
+// Names in enum order: the scenario's allowed values and to_string() share them.
+constexpr std::array<std::string_view, 6> kStrategyNames = {
+    "serial", "ddp", "epoch_sync", "epoch_async", "local_sgd", "hierarchical"};
+constexpr std::array<std::string_view, 3> kBackendNames = {"local", "sim", "mpi"};
+constexpr std::array<std::string_view, 3> kPolicyNames = {"keep", "reset", "average"};
+
+template <size_t N>
+std::vector<std::string> names(const std::array<std::string_view, N>& values) {
+  return {values.begin(), values.end()};
+}
 
 // Where a node came from, for error messages: "file:line" or "--set key=value".
 struct Origin {
@@ -124,7 +136,7 @@ const std::map<std::string, Setter>& schema() {
     k["batch_size"] = integer(&Scenario::batch_size, 1, 1 << 24);
     k["loss"] = choice({"cross_entropy", "mse"},
                        [](Scenario& s, size_t, const std::string& v) { s.loss = v; });
-    k["backend"] = choice({"local", "sim", "mpi"}, [](Scenario& s, size_t i, const std::string&) {
+    k["backend"] = choice(names(kBackendNames), [](Scenario& s, size_t i, const std::string&) {
       s.backend = static_cast<BackendKind>(i);
     });
     k["eval_every_epoch"] = [](Scenario& s, const toml::node& n, const Origin& o,
@@ -182,10 +194,9 @@ const std::map<std::string, Setter>& schema() {
     k["schedule.gamma"] = number(&Scenario::schedule, &ScheduleConfig::gamma, 0.0, 1.0);
     k["schedule.min_lr"] = number(&Scenario::schedule, &ScheduleConfig::min_lr, 0.0, 1e3);
     k["strategy.name"] =
-        choice({"serial", "ddp", "epoch_sync", "epoch_async", "local_sgd", "hierarchical"},
-               [](Scenario& s, size_t i, const std::string&) {
-                 s.strategy.kind = static_cast<StrategyKind>(i);
-               });
+        choice(names(kStrategyNames), [](Scenario& s, size_t i, const std::string&) {
+          s.strategy.kind = static_cast<StrategyKind>(i);
+        });
     k["strategy.every"] = nested_integer(&Scenario::strategy, &StrategySection::every, 1, 1 << 30);
     k["strategy.aggregation"] =
         choice({"allreduce", "master"},
@@ -197,7 +208,7 @@ const std::map<std::string, Setter>& schema() {
                                        s.strategy.algorithm = *parse_algorithm(v);
                                      });
     k["strategy.optimizer_state"] =
-        choice({"keep", "reset", "average"}, [](Scenario& s, size_t i, const std::string&) {
+        choice(names(kPolicyNames), [](Scenario& s, size_t i, const std::string&) {
           s.strategy.optimizer_state = static_cast<OptimizerStatePolicy>(i);
         });
     k["strategy.warmup_epochs"] =
@@ -423,46 +434,10 @@ name = "serial"
 )";
 }
 
-std::string_view to_string(StrategyKind kind) {
-  switch (kind) {
-    case StrategyKind::kSerial:
-      return "serial";
-    case StrategyKind::kDdp:
-      return "ddp";
-    case StrategyKind::kEpochSync:
-      return "epoch_sync";
-    case StrategyKind::kEpochAsync:
-      return "epoch_async";
-    case StrategyKind::kLocalSgd:
-      return "local_sgd";
-    case StrategyKind::kHierarchical:
-      return "hierarchical";
-  }
-  return "?";
-}
-
-std::string_view to_string(BackendKind kind) {
-  switch (kind) {
-    case BackendKind::kLocal:
-      return "local";
-    case BackendKind::kSim:
-      return "sim";
-    case BackendKind::kMpi:
-      return "mpi";
-  }
-  return "?";
-}
-
+std::string_view to_string(StrategyKind kind) { return kStrategyNames[static_cast<size_t>(kind)]; }
+std::string_view to_string(BackendKind kind) { return kBackendNames[static_cast<size_t>(kind)]; }
 std::string_view to_string(OptimizerStatePolicy policy) {
-  switch (policy) {
-    case OptimizerStatePolicy::kKeep:
-      return "keep";
-    case OptimizerStatePolicy::kReset:
-      return "reset";
-    case OptimizerStatePolicy::kAverage:
-      return "average";
-  }
-  return "?";
+  return kPolicyNames[static_cast<size_t>(policy)];
 }
 
 }  // namespace syncopate
