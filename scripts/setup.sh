@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config zlib1g-dev libeigen3-dev libsimgrid-dev
+packages=(cmake g++ pkg-config zlib1g-dev libeigen3-dev libsimgrid-dev
           libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev
           libtomlplusplus-dev libcli11-dev dataset-fashion-mnist)
 packages+=("$@")
