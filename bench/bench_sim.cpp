@@ -2,10 +2,7 @@
 //
 //   BM_Allreduce100MB/<fidelity>/<workers>: one 100 MB allreduce (kAuto: hierarchical on
 //     mn5-acc) at 64, 256 and 1,024 workers, cost-only.
-//   BM_DdpEpochResNet50/<fidelity>/<workers>: one cost-only DDP epoch of a ResNet-50-sized model
-//     (25.6 M parameters in 4 buckets of <= 25 MiB, 1,251 steps) on mn5-acc, run the way the
-//     Trainer runs it: explicit steps until the step time repeats, then all_agree + advance over
-//     the remaining steps (steady-state fast-forward).
+// Whole training epochs are measured through the Trainer itself: bench/sim_fidelity.sh.
 //
 // SimGrid allows one engine per process, so every measurement runs in a forked child; the
 // reported time is the child's engine run (manual time). Before timing, each fidelity is checked
@@ -129,79 +126,6 @@ void BM_Allreduce100MB(benchmark::State& state) {
   report(state, last);
 }
 
-// ResNet-50: 25,557,032 parameters; about 4.1 GMAC = 8.2 GFLOP forward per 224x224 image, the
-// backward pass twice that. 53 convolution layers + 1 dense layer, FLOPs spread evenly.
-constexpr int64_t kParams = 25'557'032;
-constexpr double kForwardFlopsPerImage = 8.2e9;
-constexpr int kLayers = 54;
-constexpr int kBatch = 32;  // per worker
-constexpr int kStepsPerEpoch = 1251;
-constexpr size_t kBucketFloats = 25 * 1024 * 1024 / sizeof(float);
-
-void ddp_worker(Communicator& comm, Executor& exec, std::span<float> scratch) {
-  const double layer_forward = kForwardFlopsPerImage * kBatch / kLayers;
-  std::vector<std::span<float>> buckets;
-  for (size_t offset = 0; offset < static_cast<size_t>(kParams); offset += kBucketFloats)
-    buckets.push_back(
-        scratch.subspan(offset, std::min(kBucketFloats, static_cast<size_t>(kParams) - offset)));
-  std::vector<double> step_times;
-  for (int step = 0; step < kStepsPerEpoch; ++step) {
-    const double start = exec.now();
-    for (int l = 0; l < kLayers; ++l)
-      exec.compute({.flops = layer_forward, .bytes = 0, .kind = OpKind::kConv}, [] {});
-    std::vector<WorkPtr> works;
-    size_t next_bucket = 0;
-    for (int l = kLayers - 1; l >= 0; --l) {
-      exec.compute({.flops = 2 * layer_forward, .bytes = 0, .kind = OpKind::kConv}, [] {});
-      // Buckets fill in reverse layer order, evenly over the backward pass.
-      const size_t filled = (static_cast<size_t>(kLayers - l) * buckets.size()) / kLayers;
-      for (; next_bucket < filled; ++next_bucket)
-        works.push_back(comm.allreduce_async(buckets[next_bucket], {.op = ReduceOp::kAvg}));
-    }
-    for (auto& work : works) work->wait();
-    exec.compute({.flops = 4.0 * kParams, .bytes = 16.0 * kParams, .kind = OpKind::kOptimizer},
-                 [] {});
-    step_times.push_back(exec.now() - start);
-    const size_t n = step_times.size();
-    const bool steady =
-        n >= 3 && std::abs(step_times[n - 1] - step_times[n - 2]) <= 1e-9 * step_times[n - 1] &&
-        std::abs(step_times[n - 2] - step_times[n - 3]) <= 1e-9 * step_times[n - 1];
-    if (exec.all_agree(steady)) {
-      exec.advance(step_times.back() * (kStepsPerEpoch - step - 1));
-      return;
-    }
-  }
-}
-
-void BM_DdpEpochResNet50(benchmark::State& state) {
-  const auto fidelity = static_cast<Fidelity>(state.range(0));
-  const int workers = static_cast<int>(state.range(1));
-  state.SetLabel(std::string(to_string(fidelity)));
-  if (!fidelity_is_correct(fidelity)) {
-    state.SkipWithError("emulated allreduce gave a wrong sum");
-    return;
-  }
-  ChildStats last;
-  for (auto _ : state) {
-    last = run_child([&] {
-      std::vector<float> scratch(static_cast<size_t>(kParams));
-      double end = 0;
-      const SimStats stats =
-          run_simulation(mn5(fidelity, workers), [&](Communicator& comm, Executor& exec) {
-            ddp_worker(comm, exec, scratch);
-            end = std::max(end, exec.now());
-          });
-      return ChildStats{.stats = stats, .result = end};
-    });
-    if (last.ok != 1) {
-      state.SkipWithError("simulation failed");
-      return;
-    }
-    state.SetIterationTime(last.stats.wall_seconds);
-  }
-  report(state, last);
-}
-
 constexpr int64_t kMessage = static_cast<int64_t>(Fidelity::kMessage);
 constexpr int64_t kFlow = static_cast<int64_t>(Fidelity::kFlow);
 constexpr int64_t kAnalytic = static_cast<int64_t>(Fidelity::kAnalytic);
@@ -209,19 +133,6 @@ constexpr int64_t kAnalytic = static_cast<int64_t>(Fidelity::kAnalytic);
 BENCHMARK(BM_Allreduce100MB)
     ->ArgNames({"fidelity", "workers"})
     ->ArgsProduct({{kMessage, kFlow, kAnalytic}, {64, 256, 1024}})
-    ->UseManualTime()
-    ->Iterations(1)
-    ->Unit(benchmark::kSecond);
-
-BENCHMARK(BM_DdpEpochResNet50)
-    ->ArgNames({"fidelity", "workers"})
-    ->Args({kAnalytic, 1024})
-    ->Args({kAnalytic, 256})
-    ->Args({kFlow, 256})
-    ->Args({kMessage, 256})
-    ->Args({kFlow, 64})
-    ->Args({kMessage, 64})
-    ->Args({kAnalytic, 64})
     ->UseManualTime()
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
