@@ -45,12 +45,14 @@ void copy_bytes(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
 
 }  // namespace detail
 
-bool cuda_available() {
+int device_count() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   static_cast<void>(cudaGetLastError());  // clear the error of a machine without a driver
-  return error == cudaSuccess && count > 0;
+  return error == cudaSuccess ? count : 0;
 }
+
+bool cuda_available() { return device_count() > 0; }
 
 void synchronize() { SYNC_CUDA_CHECK(cudaDeviceSynchronize()); }
 

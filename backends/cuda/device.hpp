@@ -30,6 +30,8 @@ namespace detail {
                                      cublasStatus_t status);
 }  // namespace detail
 
+// The number of usable CUDA devices; 0 without a driver. Never throws.
+int device_count();
 // True iff at least one CUDA device can be used. Never throws (no driver -> false).
 bool cuda_available();
 

@@ -73,6 +73,19 @@ __global__ void scale_kernel(float alpha, float* x, int64_t n) {
   SYNC_GRID_LOOP(i, n) { x[i] *= alpha; }
 }
 
+__global__ void collective_add_kernel(float* dst, const float* src, int64_t n) {
+  SYNC_GRID_LOOP(i, n) { dst[i] = math::collective_add_at(dst, src, i); }
+}
+
+__global__ void collective_max_kernel(float* dst, const float* src, int64_t n) {
+  SYNC_GRID_LOOP(i, n) { dst[i] = math::collective_max_at(dst, src, i); }
+}
+
+// __fdiv_rn: IEEE round-to-nearest whatever -prec-div says.
+__global__ void divide_kernel(float* x, float divisor, int64_t n) {
+  SYNC_GRID_LOOP(i, n) { x[i] = __fdiv_rn(x[i], divisor); }
+}
+
 __global__ void im2col_kernel(const float* x, float* col, ConvGeometry g, int64_t n) {
   SYNC_GRID_LOOP(i, n) { col[i] = math::im2col_at(x, g, i); }
 }
@@ -328,6 +341,18 @@ math::AdamScalars adam_scalars(const AdamOptions& o, int64_t step) {
 void adam_step(float* params, const float* grads, float* m, float* v, int64_t n,
                const AdamOptions& o, int64_t step, cudaStream_t stream) {
   SYNC_LAUNCH(adam_kernel, n, stream, params, grads, m, v, adam_scalars(o, step), n);
+}
+
+void collective_reduce(float* dst, const float* src, int64_t n, bool max, cudaStream_t stream) {
+  if (max) {
+    SYNC_LAUNCH(collective_max_kernel, n, stream, dst, src, n);
+  } else {
+    SYNC_LAUNCH(collective_add_kernel, n, stream, dst, src, n);
+  }
+}
+
+void divide(float* x, float divisor, int64_t n, cudaStream_t stream) {
+  SYNC_LAUNCH(divide_kernel, n, stream, x, divisor, n);
 }
 
 }  // namespace syncopate::cuda

@@ -83,6 +83,13 @@ void axpy(float alpha, const float* x, float* y, int64_t n, cudaStream_t stream)
 // x *= alpha
 void scale(float alpha, float* x, int64_t n, cudaStream_t stream);
 
+// ---- collectives: one schedule step's reduction and kAvg's division --------------------
+// dst (n) = dst (op) src elementwise, exactly as core's apply_action (math::collective_*_at);
+// max selects the commutative max, otherwise addition (sum, avg).
+void collective_reduce(float* dst, const float* src, int64_t n, bool max, cudaStream_t stream);
+// x (n) /= divisor, correctly rounded (IEEE division, as core's finish()).
+void divide(float* x, float divisor, int64_t n, cudaStream_t stream);
+
 // ---- losses: per-row / per-element terms; the caller sums them (in double, on the host) ----
 // logits, dlogits (batch, classes); labels (batch) class indices stored as floats (checked
 // by the caller); loss and correct (batch). dlogits is the gradient of the MEAN loss.

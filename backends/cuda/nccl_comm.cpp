@@ -1,9 +1,16 @@
 #include "backends/cuda/nccl_comm.hpp"
 
 #if defined(SYNCOPATE_HAVE_NCCL)
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <exception>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
 
+#include "backends/cuda/kernels.hpp"
 #include "core/check.hpp"
 
 namespace syncopate::cuda {
@@ -13,53 +20,566 @@ void check_nccl(ncclResult_t result, const char* file, int line, const char* exp
   if (result == ncclSuccess) return;
   std::ostringstream message;
   message << file << ":" << line << ": " << expr << ": " << ncclGetErrorString(result);
-  throw CudaError(message.str());
+  throw NcclError(message.str());
 }
 
 #define SYNC_NCCL_CHECK(expr) check_nccl((expr), __FILE__, __LINE__, #expr)
 
-ncclRedOp_t to_nccl(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return ncclSum;
-    case ReduceOp::kAvg:
-      return ncclAvg;
-    case ReduceOp::kMax:
-      return ncclMax;
+// Sum and avg are sums (avg divides afterwards, in finish()); max is NCCL's max, which agrees
+// with the commutative max except on NaN payloads and signed zeros (native mode only).
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::kMax ? ncclMax : ncclSum; }
+
+// The NCCL unique id travels through the control communicator as one float per byte: integers
+// 0..255 are exact in float and survive any copy or transport.
+ncclUniqueId bootstrap_id(Communicator& control) {
+  ncclUniqueId id{};
+  std::vector<float> bytes(sizeof(id.internal));
+  if (control.rank() == 0) {
+    SYNC_NCCL_CHECK(ncclGetUniqueId(&id));
+    for (size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = static_cast<float>(static_cast<unsigned char>(id.internal[i]));
   }
-  SYNC_CHECK(false, "unknown ReduceOp " << static_cast<int>(op));
-  return ncclSum;
+  control.broadcast(bytes, 0);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    id.internal[i] = static_cast<char>(static_cast<unsigned char>(bytes[i]));
+  return id;
+}
+
+// node() of every rank of control.
+std::vector<int> gather_nodes(Communicator& control) {
+  const float mine = static_cast<float>(control.node());
+  std::vector<float> all(static_cast<size_t>(control.size()));
+  control.allgather(std::span<const float>(&mine, 1), all);
+  return std::vector<int>(all.begin(), all.end());
+}
+
+bool overlaps(Segment a, Segment b) {
+  return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
 }
 
 }  // namespace
 
-NcclId nccl_unique_id() {
-  ncclUniqueId id;
-  SYNC_NCCL_CHECK(ncclGetUniqueId(&id));
-  NcclId bytes;
-  std::memcpy(bytes.data(), id.internal, bytes.size());
-  return bytes;
+// ---- pinned host staging ---------------------------------------------------------------------
+
+// Page-locked host buffers, reused: cudaMemcpyAsync from and to them is truly asynchronous
+// (pageable copies would block the host, outside the watchdog, behind a hung collective).
+class PinnedPool {
+ public:
+  struct Buffer {
+    float* data = nullptr;
+    size_t capacity = 0;
+  };
+  PinnedPool() = default;
+  PinnedPool(const PinnedPool&) = delete;
+  PinnedPool& operator=(const PinnedPool&) = delete;
+  ~PinnedPool() {
+    for (const Buffer& b : free_) static_cast<void>(cudaFreeHost(b.data));
+  }
+  // The smallest free buffer of at least count floats, or a new one.
+  Buffer take(size_t count) {
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->capacity >= count && (best == free_.end() || it->capacity < best->capacity))
+        best = it;
+    if (best != free_.end()) {
+      const Buffer b = *best;
+      free_.erase(best);
+      return b;
+    }
+    Buffer b;
+    b.capacity = std::max<size_t>(count, 1024);
+    void* pointer = nullptr;
+    SYNC_CUDA_CHECK(cudaMallocHost(&pointer, b.capacity * sizeof(float)));
+    b.data = static_cast<float*>(pointer);
+    return b;
+  }
+  void give(Buffer b) { free_.push_back(b); }
+
+ private:
+  std::vector<Buffer> free_;
+};
+
+namespace {
+
+// A pinned buffer borrowed for the length of one blocking call.
+class Lease {
+ public:
+  Lease(PinnedPool& pool, size_t count) : pool_(pool), buffer_(pool.take(count)) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() { pool_.give(buffer_); }
+  float* data() const { return buffer_.data; }
+
+ private:
+  PinnedPool& pool_;
+  PinnedPool::Buffer buffer_;
+};
+
+}  // namespace
+
+// ---- asynchronous allreduce --------------------------------------------------------------
+
+// Everything is queued on the communicator's stream; wait() polls the event recorded after the
+// copy back into the pinned buffer, then copies into the caller's span and finishes.
+class NcclWork final : public Work {
+ public:
+  NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, PinnedPool::Buffer buffer,
+           cudaEvent_t event)
+      : comm_(comm), data_(data), op_(op), buffer_(buffer), event_(event) {}
+  NcclWork(const NcclWork&) = delete;
+  NcclWork& operator=(const NcclWork&) = delete;
+  ~NcclWork() override {
+    if (!waited_) {
+      try {
+        wait();
+      } catch (...) {  // a destructor must not throw; the error reaches whoever waits next
+      }
+    }
+    release();
+  }
+
+  void wait() override {
+    if (waited_) return;
+    waited_ = true;
+    comm_.set_device();
+    comm_.wait_event(event_, "allreduce_async");
+    std::memcpy(data_.data(), buffer_.data, data_.size_bytes());
+    finish(op_, comm_.size(), data_);
+    release();
+  }
+
+ private:
+  void release() noexcept {
+    if (event_ != nullptr) {
+      static_cast<void>(cudaEventDestroy(event_));
+      event_ = nullptr;
+      comm_.pinned_->give(buffer_);
+    }
+  }
+
+  NcclCommunicator& comm_;
+  std::span<float> data_;
+  ReduceOp op_;
+  PinnedPool::Buffer buffer_;
+  cudaEvent_t event_;
+  bool waited_ = false;
+};
+
+// ---- NcclCommunicator --------------------------------------------------------------------
+
+NcclCommunicator::NcclCommunicator(Communicator& control, NcclOptions options)
+    : control_(&control), options_(options) {
+  init();
 }
 
-NcclCommunicator::NcclCommunicator(int size, int rank, const NcclId& id)
-    : size_(size), rank_(rank) {
-  SYNC_CHECK(size > 0 && rank >= 0 && rank < size, "rank " << rank << " of " << size);
-  ncclUniqueId nccl_id;
-  std::memcpy(nccl_id.internal, id.data(), id.size());
-  SYNC_NCCL_CHECK(ncclCommInitRank(&comm_, size, nccl_id, rank));
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> control, NcclOptions options)
+    : owned_control_(std::move(control)), control_(owned_control_.get()), options_(options) {
+  SYNC_CHECK(control_ != nullptr, "null control communicator");
+  init();
+}
+
+void NcclCommunicator::init() {
+  rank_ = control_->rank();
+  size_ = control_->size();
+  node_of_rank_ = gather_nodes(*control_);
+  // One device per rank: a rank's device is its index among the ranks of its node.
+  const int my_node = node_of_rank_[static_cast<size_t>(rank_)];
+  int local = 0, on_node = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (node_of_rank_[static_cast<size_t>(r)] != my_node) continue;
+    if (r < rank_) ++local;
+    ++on_node;
+  }
+  const int devices = device_count();
+  // Every rank learns whether some node is short of devices, so all fail alike instead of
+  // leaving the others blocked in the NCCL set-up.
+  std::vector<float> short_of_devices{on_node > devices ? 1.0f : 0.0f};
+  control_->allreduce(short_of_devices, {.op = ReduceOp::kMax});
+  if (short_of_devices[0] > 0) {
+    std::ostringstream message;
+    message << "NCCL needs one CUDA device per rank: ";
+    if (on_node > devices)
+      message << "node " << my_node << " runs " << on_node << " ranks but this process sees "
+              << devices << " CUDA device(s)";
+    else
+      message << "another node runs more ranks than it has CUDA devices";
+    message << "; allowed: at most as many ranks per node as GPUs";
+    throw UserError(message.str());
+  }
+  device_ = local;
+  set_device();
+  stream_ = std::make_unique<Stream>();
+  pinned_ = std::make_unique<PinnedPool>();
+  SYNC_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  header_.resize(1);
+  const ncclUniqueId id = bootstrap_id(*control_);
+  SYNC_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
 }
 
 NcclCommunicator::~NcclCommunicator() {
-  if (comm_ != nullptr) static_cast<void>(ncclCommDestroy(comm_));
+  if (comm_ != nullptr) {
+    bool clean = std::uncaught_exceptions() == 0;
+    if (clean) {
+      try {
+        synchronize("shutdown");
+      } catch (...) {
+        clean = false;
+      }
+    }
+    if (clean)
+      static_cast<void>(ncclCommDestroy(comm_));
+    else
+      abort_comm();
+  }
+  if (done_ != nullptr) static_cast<void>(cudaEventDestroy(done_));
 }
 
-void NcclCommunicator::allreduce(float* data, size_t count, ReduceOp op, cudaStream_t stream) {
-  SYNC_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat32, to_nccl(op), comm_, stream));
+void NcclCommunicator::set_device() const { SYNC_CUDA_CHECK(cudaSetDevice(device_)); }
+
+void NcclCommunicator::check_open() const {
+  if (aborted_)
+    throw NcclError("NCCL communicator (rank " + std::to_string(rank_) + " of " +
+                    std::to_string(size_) + ") was aborted after an earlier error");
 }
 
-void NcclCommunicator::broadcast(float* data, size_t count, int root, cudaStream_t stream) {
+void NcclCommunicator::abort_comm() noexcept {
+  if (comm_ != nullptr) static_cast<void>(ncclCommAbort(comm_));
+  comm_ = nullptr;
+  aborted_ = true;
+}
+
+void NcclCommunicator::check_async(const char* what) {
+  ncclResult_t state = ncclSuccess;
+  SYNC_NCCL_CHECK(ncclCommGetAsyncError(comm_, &state));
+  if (state == ncclSuccess || state == ncclInProgress) return;
+  abort_comm();
+  throw NcclError(std::string("NCCL ") + what + " on rank " + std::to_string(rank_) + " of " +
+                  std::to_string(size_) + ": " + ncclGetErrorString(state) +
+                  "; the NCCL communicator was aborted");
+}
+
+void NcclCommunicator::wait_event(cudaEvent_t event, const char* what) {
+  check_open();
+  const auto start = std::chrono::steady_clock::now();
+  for (int polls = 0;; ++polls) {
+    const cudaError_t status = cudaEventQuery(event);
+    if (status == cudaSuccess) return;
+    if (status != cudaErrorNotReady) SYNC_CUDA_CHECK(status);
+    check_async(what);
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (options_.watchdog_seconds > 0 && waited > options_.watchdog_seconds) {
+      abort_comm();
+      std::ostringstream message;
+      message << "NCCL " << what << " on rank " << rank_ << " of " << size_
+              << " did not complete within " << options_.watchdog_seconds
+              << " s (watchdog): a peer died or hangs; the NCCL communicator was aborted";
+      throw NcclError(message.str());
+    }
+    // Spin briefly (short collectives), then poll gently to leave the core to other work.
+    if (polls < 1000)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void NcclCommunicator::synchronize(const char* what) {
+  set_device();
+  check_open();
+  SYNC_CUDA_CHECK(cudaEventRecord(done_, stream()));
+  wait_event(done_, what);
+}
+
+float* NcclCommunicator::staging(size_t count) {
+  if (count > data_.size()) {
+    synchronize("staging");  // queued operations may still use the old buffer
+    data_.resize(count);
+  }
+  return data_.data();
+}
+
+const std::vector<Step>& NcclCommunicator::steps_of(Kind kind, Algorithm algorithm, size_t count,
+                                                    int root) {
+  const auto key = std::make_tuple(kind, algorithm, count, root);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (cache_.size() >= 256) {  // bound the cache if sizes never repeat
+    synchronize("schedule cache");
+    cache_.clear();
+  }
+  Schedule schedule;
+  switch (kind) {
+    case Kind::kAllreduce:
+      schedule = make_allreduce_schedule(algorithm, size_, count, node_of_rank_);
+      break;
+    case Kind::kReduceScatter:
+      schedule = make_reduce_scatter_schedule(size_, count);
+      break;
+    case Kind::kAllgather:
+      schedule = make_allgather_schedule(size_, count);
+      break;
+    case Kind::kBroadcast:
+      schedule = make_broadcast_schedule(size_, count, root);
+      break;
+    case Kind::kReduce:
+      schedule = make_reduce_schedule(size_, count, root);
+      break;
+  }
+  SYNC_CHECK(schedule.ranks == size_ && schedule.count == count,
+             "schedule for " << schedule.ranks << " ranks / " << schedule.count
+                             << " floats, wanted " << size_ << " / " << count);
+  std::vector<Step> mine;
+  size_t scratch = 0;
+  for (const std::vector<Step>& round : schedule.rounds) {
+    const Step& step = round[static_cast<size_t>(rank_)];
+    if (step.send_to < 0 && step.recv_from < 0) continue;
+    SYNC_CHECK(step.send_to < 0 || step.send.offset + step.send.count <= count, "send segment");
+    SYNC_CHECK(step.recv_from < 0 || step.recv.offset + step.recv.count <= count, "recv segment");
+    if (step.recv_from >= 0) scratch = std::max(scratch, step.recv.count);
+    mine.push_back(step);
+  }
+  if (scratch > scratch_.size()) {
+    synchronize("scratch");  // queued steps may still use the old scratch
+    scratch_.resize(scratch);
+  }
+  return cache_.emplace(key, std::move(mine)).first->second;
+}
+
+// One ncclGroup per step, so that its send and receive progress together; the step's reduction
+// follows on the same stream, so it runs after the send read the data (the schedule's rule that
+// sends see the buffer as it was before the round). A copy that does not overlap this step's
+// send lands in place; everything else lands in scratch first. Zero-length messages are skipped
+// on both sides (the schedules are symmetric: a peer's count is zero exactly when ours is).
+void NcclCommunicator::enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op) {
+  for (const Step& step : steps) {
+    const bool send = step.send_to >= 0 && step.send.count > 0;
+    const bool recv = step.recv_from >= 0 && step.recv.count > 0;
+    const bool direct =
+        step.action == RecvAction::kCopy && !(send && recv && overlaps(step.send, step.recv));
+    float* target = direct ? data + step.recv.offset : scratch_.data();
+    SYNC_NCCL_CHECK(ncclGroupStart());
+    if (send)
+      SYNC_NCCL_CHECK(ncclSend(data + step.send.offset, step.send.count, ncclFloat32, step.send_to,
+                               comm_, stream()));
+    if (recv)
+      SYNC_NCCL_CHECK(
+          ncclRecv(target, step.recv.count, ncclFloat32, step.recv_from, comm_, stream()));
+    SYNC_NCCL_CHECK(ncclGroupEnd());
+    if (recv && !direct) {
+      if (step.action == RecvAction::kCopy)
+        copy_device_to_device(scratch_.data(), data + step.recv.offset, step.recv.count, stream());
+      else
+        collective_reduce(data + step.recv.offset, scratch_.data(),
+                          static_cast<int64_t>(step.recv.count), op == ReduceOp::kMax, stream());
+    }
+    if (send && step.send_to != rank_) bytes_sent_ += step.send.count * sizeof(float);
+    if (recv && step.recv_from != rank_) bytes_recv_ += step.recv.count * sizeof(float);
+  }
+}
+
+void NcclCommunicator::enqueue_allreduce(float* data, size_t count,
+                                         const CollectiveOptions& options) {
+  if (count == 0) return;
+  if (options_.native) {
+    SYNC_NCCL_CHECK(
+        ncclAllReduce(data, data, count, ncclFloat32, nccl_op(options.op), comm_, stream()));
+    // NCCL picks its algorithm at run time; count what a ring moves (2 (p-1)/p of the data).
+    const uint64_t ring =
+        2 * static_cast<uint64_t>(size_ - 1) * count * sizeof(float) / static_cast<uint64_t>(size_);
+    bytes_sent_ += ring;
+    bytes_recv_ += ring;
+    return;
+  }
+  const Algorithm algorithm =
+      resolve_algorithm(options.algorithm, size_, count * sizeof(float), node_of_rank_);
+  enqueue_steps(steps_of(Kind::kAllreduce, algorithm, count, 0), data, options.op);
+}
+
+void NcclCommunicator::staged(std::span<float> host, const char* what, bool upload, bool download,
+                              FunctionRef<void(float*)> enqueue) {
+  set_device();
+  check_open();
+  if (host.empty()) return;
+  const Lease pinned(*pinned_, host.size());
+  float* device = staging(host.size());
+  if (upload) {
+    std::memcpy(pinned.data(), host.data(), host.size_bytes());
+    SYNC_CUDA_CHECK(cudaMemcpyAsync(device, pinned.data(), host.size_bytes(),
+                                    cudaMemcpyHostToDevice, stream()));
+  }
+  enqueue(device);
+  if (download)
+    SYNC_CUDA_CHECK(cudaMemcpyAsync(pinned.data(), device, host.size_bytes(),
+                                    cudaMemcpyDeviceToHost, stream()));
+  synchronize(what);
+  if (download) std::memcpy(host.data(), pinned.data(), host.size_bytes());
+}
+
+WorkPtr NcclCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
+  set_device();
+  check_open();
+  if (data.empty()) return std::make_unique<CompletedWork>();
+  float* device = staging(data.size());
+  const PinnedPool::Buffer buffer = pinned_->take(data.size());
+  cudaEvent_t event = nullptr;
+  try {
+    std::memcpy(buffer.data, data.data(), data.size_bytes());
+    SYNC_CUDA_CHECK(
+        cudaMemcpyAsync(device, buffer.data, data.size_bytes(), cudaMemcpyHostToDevice, stream()));
+    enqueue_allreduce(device, data.size(), options);
+    SYNC_CUDA_CHECK(
+        cudaMemcpyAsync(buffer.data, device, data.size_bytes(), cudaMemcpyDeviceToHost, stream()));
+    SYNC_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    SYNC_CUDA_CHECK(cudaEventRecord(event, stream()));
+  } catch (...) {
+    if (event != nullptr) static_cast<void>(cudaEventDestroy(event));
+    pinned_->give(buffer);
+    throw;
+  }
+  return std::make_unique<NcclWork>(*this, data, options.op, buffer, event);
+}
+
+void NcclCommunicator::broadcast(std::span<float> data, int root) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
-  SYNC_NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat32, root, comm_, stream));
+  staged(data, "broadcast", rank_ == root, rank_ != root,
+         [&](float* device) { broadcast_enqueue(device, data.size(), root); });
+}
+
+void NcclCommunicator::broadcast_enqueue(float* data, size_t count, int root) {
+  SYNC_NCCL_CHECK(ncclBroadcast(data, data, count, ncclFloat32, root, comm_, stream()));
+  const uint64_t bytes = count * sizeof(float);
+  if (rank_ == root && size_ > 1) bytes_sent_ += bytes;
+  if (rank_ != root) bytes_recv_ += bytes;
+}
+
+void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
+  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
+  staged(data, "reduce", true, rank_ == root, [&](float* device) {
+    if (options_.native) {
+      SYNC_NCCL_CHECK(
+          ncclReduce(device, device, data.size(), ncclFloat32, nccl_op(op), root, comm_, stream()));
+      const uint64_t bytes = data.size() * sizeof(float);
+      if (rank_ != root) bytes_sent_ += bytes;
+      if (rank_ == root) bytes_recv_ += bytes * static_cast<uint64_t>(size_ - 1);
+    } else {
+      enqueue_steps(steps_of(Kind::kReduce, Algorithm::kBinomialTree, data.size(), root), device,
+                    op);
+    }
+  });
+  if (rank_ == root) finish(op, size_, data);
+}
+
+void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+  const BlockRange block = block_of(all.size(), size_, rank_);
+  SYNC_CHECK(mine.size() == block.count,
+             "allgather: mine has " << mine.size() << " floats, block " << block.count);
+  if (!mine.empty() && mine.data() != all.data() + block.offset)
+    std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
+  staged(all, "allgather", true, true, [&](float* device) {
+    enqueue_steps(steps_of(Kind::kAllgather, Algorithm::kRing, all.size(), 0), device,
+                  ReduceOp::kSum);
+  });
+}
+
+void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
+                                      ReduceOp op) {
+  const BlockRange block = block_of(in.size(), size_, rank_);
+  SYNC_CHECK(out.size() == block.count,
+             "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
+  host_scratch_.assign(in.begin(), in.end());
+  staged(host_scratch_, "reduce_scatter", true, true, [&](float* device) {
+    enqueue_steps(steps_of(Kind::kReduceScatter, Algorithm::kRing, in.size(), 0), device, op);
+  });
+  const std::span<float> reduced(host_scratch_.data() + block.offset, block.count);
+  finish(op, size_, reduced);
+  std::copy(reduced.begin(), reduced.end(), out.begin());
+}
+
+void NcclCommunicator::barrier() { control_->barrier(); }
+
+// A message is its length (one uint64) followed by the data, so that recv() can check the size
+// (NCCL cannot: a mismatch would hang or corrupt).
+void NcclCommunicator::send(std::span<const float> data, int peer) {
+  SYNC_CHECK(peer >= 0 && peer < size_, "peer " << peer << " of " << size_);
+  set_device();
+  check_open();
+  const Lease pinned(*pinned_, std::max<size_t>(data.size(), 2));
+  const uint64_t count = data.size();
+  std::memcpy(pinned.data(), &count, sizeof(count));
+  SYNC_CUDA_CHECK(cudaMemcpyAsync(header_.data(), pinned.data(), sizeof(count),
+                                  cudaMemcpyHostToDevice, stream()));
+  SYNC_NCCL_CHECK(ncclSend(header_.data(), 1, ncclUint64, peer, comm_, stream()));
+  synchronize("send");  // the pinned buffer is reused for the data below
+  if (data.empty()) return;
+  float* device = staging(data.size());
+  std::memcpy(pinned.data(), data.data(), data.size_bytes());
+  SYNC_CUDA_CHECK(
+      cudaMemcpyAsync(device, pinned.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream()));
+  SYNC_NCCL_CHECK(ncclSend(device, data.size(), ncclFloat32, peer, comm_, stream()));
+  synchronize("send");
+  if (peer != rank_) bytes_sent_ += data.size_bytes();
+}
+
+void NcclCommunicator::recv(std::span<float> data, int peer) {
+  SYNC_CHECK(peer >= 0 && peer < size_, "peer " << peer << " of " << size_);
+  set_device();
+  check_open();
+  const Lease pinned(*pinned_, std::max<size_t>(data.size(), 2));
+  SYNC_NCCL_CHECK(ncclRecv(header_.data(), 1, ncclUint64, peer, comm_, stream()));
+  SYNC_CUDA_CHECK(cudaMemcpyAsync(pinned.data(), header_.data(), sizeof(uint64_t),
+                                  cudaMemcpyDeviceToHost, stream()));
+  synchronize("recv");
+  uint64_t count = 0;
+  std::memcpy(&count, pinned.data(), sizeof(count));
+  if (count != data.size()) {
+    // The sender's data message can never be received now: end this communicator.
+    abort_comm();
+    SYNC_CHECK(false, "recv from " << peer << ": message has " << count << " floats, buffer "
+                                   << data.size());
+  }
+  if (data.empty()) return;
+  float* device = staging(data.size());
+  SYNC_NCCL_CHECK(ncclRecv(device, data.size(), ncclFloat32, peer, comm_, stream()));
+  SYNC_CUDA_CHECK(
+      cudaMemcpyAsync(pinned.data(), device, data.size_bytes(), cudaMemcpyDeviceToHost, stream()));
+  synchronize("recv");
+  std::memcpy(data.data(), pinned.data(), data.size_bytes());
+  if (peer != rank_) bytes_recv_ += data.size_bytes();
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+  return std::make_unique<NcclCommunicator>(control_->split(color, key), options_);
+}
+
+void NcclCommunicator::create_global(std::span<const float> initial) {
+  control_->create_global(initial);
+}
+
+void NcclCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
+  control_->merge_into_global(local, rule);
+}
+
+CommCounters NcclCommunicator::counters() const {
+  const CommCounters control = control_->counters();
+  return {control.bytes_sent + bytes_sent_, control.bytes_recv + bytes_recv_};
+}
+
+void NcclCommunicator::allreduce_device(float* data, size_t count,
+                                        const CollectiveOptions& options) {
+  set_device();
+  check_open();
+  enqueue_allreduce(data, count, options);
+  if (options.op == ReduceOp::kAvg && count > 0)
+    divide(data, static_cast<float>(size_), static_cast<int64_t>(count), stream());
+  synchronize("allreduce");
+}
+
+void NcclCommunicator::broadcast_device(float* data, size_t count, int root) {
+  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
+  set_device();
+  check_open();
+  if (count > 0) broadcast_enqueue(data, count, root);
+  synchronize("broadcast");
 }
 
 }  // namespace syncopate::cuda

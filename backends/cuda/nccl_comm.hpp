@@ -1,45 +1,154 @@
 #pragma once
-// Optional NCCL communicator over device buffers: built when the NCCL headers and library are
-// found (SYNCOPATE_HAVE_NCCL). One rank per process and device.
+// A Communicator whose data travels through NCCL between the ranks' GPUs (mpi.transport =
+// "nccl" or "nccl_native"); built when the NCCL headers and library are found
+// (SYNCOPATE_HAVE_NCCL).
 //
-// Set-up: one rank calls nccl_unique_id() and hands the 128 bytes to every other rank (e.g. an
-// MPI_Bcast of NcclId::data()); then every rank constructs NcclCommunicator with its own rank
-// after selecting its device (cudaSetDevice). Collectives are queued on `stream` and are
-// in place on device memory; every rank must call them in the same order.
+// Layering: NcclCommunicator wraps a host "control" Communicator (the MPI one in the app; any
+// backend in tests) and keeps from it what NCCL has no equivalent for:
+//   - bootstrap: control's rank 0 draws the NCCL unique id and broadcasts it; device selection
+//     from the ranks' nodes (a rank's device is its index among the ranks of its node);
+//   - barrier, split (a new NCCL communicator over control's split group), node();
+//   - epoch_async's global model (create_global / merge_into_global), which needs one-sided
+//     access under an exclusive lock.
+// Every data movement (allreduce, broadcast, reduce, allgather, reduce_scatter, send, recv) goes
+// through NCCL on this rank's device.
 //
-// Not (yet) an implementation of core/comm.hpp's Communicator, whose spans are host memory:
-// the MPI backend stages device buffers through host memory instead.
+// Same arithmetic as every other backend: by default each collective runs the core's schedule
+// (core/collective_schedule.hpp) as NCCL point-to-point rounds (one ncclGroup of send and recv
+// per step), with the step's reduction done by a device kernel that adds in the same order as
+// the host's apply_action, and finish() (the division of kAvg) on the host. The results are
+// therefore bit-identical to the MPI backend and to the simulator's emulation. With
+// `native = true` allreduce and reduce use NCCL's own algorithms instead (ncclAllReduce /
+// ncclReduce with ncclSum or ncclMax, then the same finish()): faster at scale, but summed in
+// NCCL's order, so equal to the others only to rounding. Broadcasts always use ncclBroadcast
+// (a copy: no arithmetic to disagree on).
+//
+// Host spans (the Communicator interface) are staged: copied to a device buffer, communicated,
+// copied back. allreduce_async is asynchronous end to end: the host data is copied into a
+// pinned buffer of a reusable pool, everything after that is queued on the communicator's stream
+// (host-to-device, the schedule, device-to-host into the pinned buffer), and Work::wait() copies
+// the result out once the stream reached it. All operations of one communicator are queued on
+// one stream in call order, which every rank shares, as NCCL requires.
+//
+// Device-resident callers use allreduce_device / broadcast_device on this rank's device.
+//
+// Faults: every wait polls the stream with a watchdog (NcclOptions::watchdog_seconds) and
+// ncclCommGetAsyncError; a timeout or an asynchronous NCCL error aborts the NCCL communicator
+// (ncclCommAbort) and throws NcclError naming the operation. NCCL cannot see a size mismatch
+// between a send and its recv, so send() first sends the element count and recv() checks it.
 #if defined(SYNCOPATE_HAVE_NCCL)
 #include <nccl.h>
 
-#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
 
 #include "backends/cuda/device.hpp"
+#include "core/collective_schedule.hpp"
 #include "core/comm.hpp"
+#include "core/function_ref.hpp"
 
 namespace syncopate::cuda {
 
-using NcclId = std::array<char, NCCL_UNIQUE_ID_BYTES>;
-
-NcclId nccl_unique_id();
-
-class NcclCommunicator {
+// An NCCL call failed, an asynchronous NCCL error was reported, or a wait timed out.
+class NcclError : public std::runtime_error {
  public:
-  NcclCommunicator(int size, int rank, const NcclId& id);  // collective: all ranks
+  using std::runtime_error::runtime_error;
+};
+
+struct NcclOptions {
+  bool native = false;            // NCCL's own allreduce/reduce algorithms (see above)
+  double watchdog_seconds = 600;  // a wait longer than this throws; 0 = wait forever
+};
+
+class PinnedPool;
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Collective over every rank of `control`, which must outlive this object. Selects this
+  // rank's device (cudaSetDevice on the calling thread) and creates the NCCL communicator.
+  // Throws UserError when a node has more ranks than visible CUDA devices.
+  NcclCommunicator(Communicator& control, NcclOptions options = {});
+  // The same over a control communicator that this object owns (used by split()).
+  NcclCommunicator(std::unique_ptr<Communicator> control, NcclOptions options);
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
-  ~NcclCommunicator();
+  ~NcclCommunicator() override;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  // data: count floats on the device, reduced in place (kAvg divides the sum by size()).
-  void allreduce(float* data, size_t count, ReduceOp op, cudaStream_t stream);
-  void broadcast(float* data, size_t count, int root, cudaStream_t stream);
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int node() const override { return control_->node(); }
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_->get(); }
+  const NcclOptions& options() const { return options_; }
+
+  WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
+  void broadcast(std::span<float> data, int root) override;
+  void reduce(std::span<float> data, int root, ReduceOp op) override;
+  void allgather(std::span<const float> mine, std::span<float> all) override;
+  void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  void barrier() override;
+  void send(std::span<const float> data, int peer) override;
+  void recv(std::span<float> data, int peer) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
+  void create_global(std::span<const float> initial) override;
+  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+  CommCounters counters() const override;
+
+  // Device-resident forms: `data` holds count floats on device(); queued on stream() and
+  // complete when the call returns (kAvg's division runs on the device, correctly rounded like
+  // the host's).
+  void allreduce_device(float* data, size_t count, const CollectiveOptions& options);
+  void broadcast_device(float* data, size_t count, int root);
+
+  // Blocks until every operation queued so far has completed (watchdog applies).
+  void synchronize(const char* what);
 
  private:
+  friend class NcclWork;
+  enum class Kind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
+  void init();
+  void set_device() const;
+  void check_open() const;
+  // This rank's steps of a schedule, built on first use and cached.
+  const std::vector<Step>& steps_of(Kind kind, Algorithm algorithm, size_t count, int root);
+  // Queue NCCL operations and kernels on stream() (no finish()).
+  void enqueue_allreduce(float* data, size_t count, const CollectiveOptions& options);
+  void enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op);
+  void broadcast_enqueue(float* data, size_t count, int root);
+  // The device staging buffer, at least count floats (grown after a synchronize).
+  float* staging(size_t count);
+  // Copies host to the device (unless !upload), queues enqueue(device copy), copies the result
+  // back (unless !download) and waits for it with the watchdog.
+  void staged(std::span<float> host, const char* what, bool upload, bool download,
+              FunctionRef<void(float*)> enqueue);
+  // Throws NcclError if NCCL reported an asynchronous error.
+  void check_async(const char* what);
+  // Waits until `event` completed: polls with the watchdog and checks for NCCL errors.
+  void wait_event(cudaEvent_t event, const char* what);
+  // ncclCommAbort (unblocks kernels that wait for a dead peer); later calls throw.
+  void abort_comm() noexcept;
+
+  std::unique_ptr<Communicator> owned_control_;  // first: destroyed last
+  Communicator* control_;
+  NcclOptions options_;
+  int rank_ = 0, size_ = 1, device_ = 0;
+  std::vector<int> node_of_rank_;
+  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<PinnedPool> pinned_;
+  cudaEvent_t done_ = nullptr;
+  DeviceBuffer<float> data_, scratch_;
+  DeviceBuffer<uint64_t> header_;
+  std::map<std::tuple<Kind, Algorithm, size_t, int>, std::vector<Step>> cache_;
+  std::vector<float> host_scratch_;
+  uint64_t bytes_sent_ = 0, bytes_recv_ = 0;
   ncclComm_t comm_ = nullptr;
-  int size_ = 0, rank_ = 0;
+  bool aborted_ = false;
 };
 
 }  // namespace syncopate::cuda

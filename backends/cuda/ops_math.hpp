@@ -290,6 +290,20 @@ SYNC_HD void mse_at(const float* y, const float* target, float grad_scale, int64
   dy[i] = 2.0f * diff * grad_scale;
 }
 
+// ---- collective reductions (core's apply_action / finish, element by element) ---------------
+// dst (op) src for a schedule step: a plain float addition for sum and avg; for max, NaN if
+// either is NaN, +0 over -0, else the larger, so the result is the same whichever operand
+// arrives first (core's commutative max).
+SYNC_HD float collective_add_at(const float* dst, const float* src, int64_t i) {
+  return dst[i] + src[i];
+}
+SYNC_HD float collective_max_at(const float* dst, const float* src, int64_t i) {
+  const float a = dst[i], b = src[i];
+  if (a != a || b != b) return NAN;          // either is NaN
+  if (a == b) return a == 0.0f ? a + b : a;  // +0 + -0 is +0: the max of the two zeros
+  return a > b ? a : b;
+}
+
 // ---- optimizers (PyTorch semantics) ---------------------------------------------------------
 // SGD with zero-initialised momentum buffer and no dampening (equal to PyTorch's first-step
 // clone): d = g + wd p; buf = mu buf + d; d = nesterov ? d + mu buf : buf; p -= lr d.

@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
 #include <vector>
 
+#include "core/collective_schedule.hpp"
 #include "core/layer.hpp"
 #include "core/rng.hpp"
 #include "core/tensor.hpp"
@@ -308,6 +311,32 @@ TEST(CudaHostMath, DropoutMaskIsTheCpuLayersMask) {
       kept += y[i] > 0;
     }
     EXPECT_NEAR(double(kept) / n, 1.0 - rate, 0.03);  // binomial sd < 0.008
+  }
+}
+
+TEST(CudaHostMath, CollectiveReductionsMatchCoreApplyActionBitForBit) {
+  // The device kernels of the NCCL schedules must round and order exactly like the host's
+  // apply_action: every pair of special and ordinary values, in both argument orders.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> values{0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan, 1e-45f, 3.4e38f, 0.1f, 0.2f};
+  for (float& v : reference::random_floats(40, 77)) values.push_back(v);
+  std::vector<float> dst, src;
+  for (const float a : values)
+    for (const float b : values) {
+      dst.push_back(a);
+      src.push_back(b);
+    }
+  for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+    std::vector<float> want = dst;
+    apply_action(RecvAction::kReduce, op, want, src);
+    for (size_t i = 0; i < dst.size(); ++i) {
+      const float got = op == ReduceOp::kMax ? math::collective_max_at(dst.data(), src.data(), i)
+                                             : math::collective_add_at(dst.data(), src.data(), i);
+      ASSERT_EQ(std::memcmp(&got, &want[i], sizeof(float)), 0)
+          << to_string(op) << "(" << dst[i] << ", " << src[i] << ") = " << got << ", core "
+          << want[i];
+    }
   }
 }
 
