@@ -1,6 +1,7 @@
 #pragma once
 // The backends' entry points for `syncopate run`: each trains every worker it owns and returns
 // the reports of all workers (the MPI backend returns them on rank 0 only).
+#include <memory>
 #include <vector>
 
 #include "core/accelerator.hpp"
@@ -19,6 +20,14 @@ struct RunResult {
 // The accelerator the scenario's model.device asks for (none for "cpu"). The simulator ignores
 // it: there the host profile decides how long compute takes.
 AcceleratorFactory accelerator_for(const Scenario& scenario);
+
+// The MPI backend's device set-up for one rank (local_rank: its index among the ranks of its
+// node). With model.device = "cuda" it selects the rank's GPU (local_rank modulo the devices).
+// With mpi.transport = "nccl" or "nccl_native" it returns an NCCL communicator over `world`
+// (collective), which then takes the GPU that NCCL needs; null means: train on `world`.
+// Throws UserError naming the key when the build or the machine cannot do what is asked.
+std::unique_ptr<Communicator> mpi_device_setup(const Scenario& scenario, Communicator& world,
+                                               int local_rank, double watchdog_seconds);
 
 RunResult run_local(const Scenario& scenario);
 RunResult run_sim(const Scenario& scenario);

@@ -3,6 +3,10 @@
 #include "core/model.hpp"
 #ifdef SYNCOPATE_HAVE_CUDA
 #include "backends/cuda/cuda_accelerator.hpp"
+#include "backends/cuda/device.hpp"
+#endif
+#ifdef SYNCOPATE_HAVE_NCCL
+#include "backends/cuda/nccl_comm.hpp"
 #endif
 
 namespace syncopate::app {
@@ -15,6 +19,33 @@ AcceleratorFactory accelerator_for(const Scenario& scenario) {
   throw UserError(scenario.source +
                   ": model.device: \"cuda\" needs a build with the CUDA toolkit; this one has "
                   "none (allowed here: cpu)");
+#endif
+}
+
+std::unique_ptr<Communicator> mpi_device_setup(const Scenario& scenario, Communicator& world,
+                                               int local_rank, double watchdog_seconds) {
+  const std::string& transport = scenario.mpi.transport;
+  if (transport == "mpi") {
+#ifdef SYNCOPATE_HAVE_CUDA
+    if (scenario.model.device == "cuda" && cuda::cuda_available())
+      SYNC_CUDA_CHECK(cudaSetDevice(local_rank % cuda::device_count()));
+#endif
+    return nullptr;
+  }
+#ifdef SYNCOPATE_HAVE_NCCL
+  try {
+    return std::make_unique<cuda::NcclCommunicator>(
+        world, cuda::NcclOptions{.native = transport == "nccl_native",
+                                 .watchdog_seconds = watchdog_seconds});
+  } catch (const UserError& e) {
+    throw UserError(scenario.source + ": mpi.transport: \"" + transport + "\": " + e.what());
+  }
+#else
+  static_cast<void>(world);
+  static_cast<void>(local_rank);
+  static_cast<void>(watchdog_seconds);
+  throw UserError(scenario.source + ": mpi.transport: \"" + transport +
+                  "\" needs a build with CUDA and NCCL; this one has none (allowed here: mpi)");
 #endif
 }
 

@@ -74,6 +74,14 @@ std::vector<WorkerReport> gather_reports(mpi::MpiCommunicator& comm, const Worke
   return reports;
 }
 
+// This rank's index among the ranks of its node.
+int local_rank(const mpi::MpiCommunicator& comm) {
+  int local = 0;
+  for (int r = 0; r < comm.rank(); ++r)
+    if (comm.node_of_rank()[static_cast<size_t>(r)] == comm.node()) ++local;
+  return local;
+}
+
 }  // namespace
 
 RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
@@ -91,16 +99,27 @@ RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
       result.exit_code = 1;
       return result;
     }
+    // The transport (and the GPU) fails alike on every rank: each reports it, the job ends.
+    std::unique_ptr<Communicator> nccl;
+    try {
+      nccl = mpi_device_setup(scenario, *comm, local_rank(*comm), mpi::Runtime::watchdog_seconds());
+    } catch (const UserError& e) {
+      std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
+      result.writes_output = false;
+      result.exit_code = 1;
+      return result;
+    }
     mpi::MpiExecutor exec;
     const double start = MPI_Wtime();
     const AcceleratorFactory accelerator = accelerator_for(scenario);
     const TrainData data = prepare_data(scenario, false);
-    const WorkerReport mine = train_worker(scenario, data, *comm, exec, accelerator);
+    const WorkerReport mine = train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator);
     result.reports = gather_reports(*comm, mine);
     if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
     result.info.wall_seconds = MPI_Wtime() - start;
     result.info.extra = {{"ranks", static_cast<double>(comm->size())},
-                         {"nodes", static_cast<double>(comm->num_nodes())}};
+                         {"nodes", static_cast<double>(comm->num_nodes())},
+                         {"nccl", nccl ? 1.0 : 0.0}};
     result.writes_output = comm->rank() == 0;
   } catch (const UserError& e) {
     // A user error on one rank (NaN loss, bad data) ends the whole job with its message; other

@@ -224,6 +224,9 @@ const std::map<std::string, Setter>& schema() {
     k["sim.fast_forward"] = boolean(&Scenario::sim, &SimSection::fast_forward);
     k["sim.cost_only_train_samples"] =
         nested_integer(&Scenario::sim, &SimSection::cost_only_train_samples, 0, INT64_MAX);
+    k["mpi.transport"] =
+        choice({"mpi", "nccl", "nccl_native"},
+               [](Scenario& s, size_t, const std::string& v) { s.mpi.transport = v; });
     return k;
   }();
   return keys;

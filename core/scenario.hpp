@@ -60,6 +60,14 @@ struct SimSection {
   int64_t cost_only_train_samples = 0;  // cost-only: samples per epoch (0: the dataset's)
 };
 
+// The real backend (backend = "mpi").
+struct MpiSection {
+  // How the ranks' data travels: "mpi" (the core schedules over MPI point-to-point), "nccl" (the
+  // same schedules over NCCL between the ranks' GPUs: the same bits), or "nccl_native" (NCCL's
+  // own allreduce and reduce: fastest, summed in NCCL's order).
+  std::string transport = "mpi";
+};
+
 struct Scenario {
   std::string name = "default";
   std::string source;  // file it came from ("<embedded default>" for the default)
@@ -76,6 +84,7 @@ struct Scenario {
   ScheduleConfig schedule;  // schedule.total_epochs is set from epochs
   StrategySection strategy;
   SimSection sim;
+  MpiSection mpi;
   std::string resolved_toml;  // the whole scenario after overrides, as TOML
   std::string resolved_json;  // the same, as JSON
 

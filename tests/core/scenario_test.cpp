@@ -57,6 +57,16 @@ TEST(Scenario, BadValueNamesAllowedValues) {
   EXPECT_NE(e.find("epoch_async"), std::string::npos) << e;
 }
 
+TEST(Scenario, MpiTransportDefaultsToMpiAndListsItsChoices) {
+  EXPECT_EQ(parse_scenario(default_scenario_text(), "<default>").mpi.transport, "mpi");
+  EXPECT_EQ(parse_scenario("[mpi]\ntransport = \"nccl_native\"\n", "exp.toml").mpi.transport,
+            "nccl_native");
+  const std::string e = error_of("seed = 3\n[mpi]\ntransport = \"gloo\"\n");
+  EXPECT_NE(e.find("exp.toml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("mpi.transport"), std::string::npos) << e;
+  EXPECT_NE(e.find("mpi, nccl, nccl_native"), std::string::npos) << e;
+}
+
 TEST(Scenario, WrongTypeAndRange) {
   EXPECT_NE(error_of("epochs = \"ten\"\n").find("expected an integer"), std::string::npos);
   EXPECT_NE(error_of("workers = 0\n").find("out of range"), std::string::npos);

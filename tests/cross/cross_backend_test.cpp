@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+#if defined(SYNCOPATE_HAVE_NCCL)
+#include "backends/cuda/device.hpp"
+#endif
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -83,15 +87,20 @@ double relative(double a, double b) {
   return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-30});
 }
 
-class SimVsMpi : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(SimVsMpi, SameLossesAndWeights) {
-  const std::string strategy = GetParam();
+// Runs `strategy` on the simulator and under mpirun with 2 ranks (plus `mpi_extra`), and
+// expects the same losses and final weights.
+void expect_mpi_equals_sim(const std::string& strategy, const std::string& mpi_extra,
+                           const std::string& tag) {
   const fs::path sim = scratch_dir() / ("sim-" + strategy);
-  const fs::path real = scratch_dir() / ("mpi-" + strategy);
+  const fs::path real = scratch_dir() / (tag + "-" + strategy);
   std::string log;
-  ASSERT_EQ(run(syncopate(strategy, 2, sim.string(), "--backend sim"), &log), 0) << log;
-  ASSERT_EQ(run(mpirun(2) + " " + syncopate(strategy, 2, real.string(), "--backend mpi"), &log), 0)
+  if (!fs::exists(sim / "summary.json")) {
+    ASSERT_EQ(run(syncopate(strategy, 2, sim.string(), "--backend sim"), &log), 0) << log;
+  }
+  ASSERT_EQ(
+      run(mpirun(2) + " " + syncopate(strategy, 2, real.string(), "--backend mpi " + mpi_extra),
+          &log),
+      0)
       << log;
   const RunFiles a = read_run(sim), b = read_run(real);
   ASSERT_EQ(a.loss.size(), 4u);  // 2 workers x 2 epochs
@@ -107,8 +116,49 @@ TEST_P(SimVsMpi, SameLossesAndWeights) {
   EXPECT_LE(worst, 1e-6) << strategy;
 }
 
+class SimVsMpi : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimVsMpi, SameLossesAndWeights) { expect_mpi_equals_sim(GetParam(), "", "mpi"); }
+
 INSTANTIATE_TEST_SUITE_P(Strategies, SimVsMpi,
                          ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical"));
+
+// mpi.transport = "nccl" runs the same schedules through NCCL between two GPUs: the same bits
+// as the simulator. Without two GPUs (or without NCCL) every rank reports the same clear error.
+class SimVsNccl : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SimVsNccl, SameLossesAndWeights) {
+#if defined(SYNCOPATE_HAVE_NCCL)
+  if (syncopate::cuda::device_count() < 2) GTEST_SKIP() << "needs 2 CUDA devices";
+  expect_mpi_equals_sim(GetParam(), "--set mpi.transport=nccl", "nccl");
+#else
+  GTEST_SKIP() << "built without NCCL";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, SimVsNccl,
+                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical"));
+
+TEST(MpiFaults, NcclTransportItCannotServeIsReportedOnEveryRank) {
+#if defined(SYNCOPATE_HAVE_NCCL)
+  if (syncopate::cuda::device_count() >= 2) GTEST_SKIP() << "2 CUDA devices: NCCL can run";
+  const std::string reason = "NCCL needs one CUDA device per rank";
+#else
+  const std::string reason = "needs a build with CUDA and NCCL";
+#endif
+  std::string log;
+  const fs::path out = scratch_dir() / "nccl-refused";
+  EXPECT_NE(run(mpirun(2) + " " +
+                    syncopate("ddp", 2, out.string(), "--backend mpi --set mpi.transport=nccl"),
+                &log),
+            0);
+  size_t count = 0;
+  for (size_t at = log.find("mpi.transport: \"nccl\": " + reason); at != std::string::npos;
+       at = log.find("mpi.transport: \"nccl\": " + reason, at + 1))
+    ++count;
+  EXPECT_EQ(count, 2u) << log;
+  EXPECT_FALSE(fs::exists(out));
+}
 
 // Every strategy runs to completion under mpirun at 1, 2 and 4 ranks, and the run directory
 // written by rank 0 holds every rank's rows.
