@@ -11,17 +11,25 @@
 // Then measures how much of an asynchronous allreduce hides behind work (the helper thread of
 // MpiCommunicator): overlap = (t_comm + t_work - t_both) / min(t_comm, t_work), for work that
 // sleeps (a GPU kernel) and for arithmetic on the rank's core.
+// Built with NCCL and run with a GPU per rank, it also times the NCCL communicator
+// (mpi.transport): our ring as NCCL send/recv rounds and ncclAllReduce, both staged from host
+// memory as the trainer calls them, and ncclAllReduce on device memory (what nccl-tests'
+// all_reduce_perf measures).
 // A plain main, not Google Benchmark: every rank must run the same loop under mpirun.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/mpi/mpi_backend.hpp"
+#if defined(SYNCOPATE_HAVE_NCCL)
+#include "backends/cuda/nccl_comm.hpp"
+#endif
 
 namespace {
 
@@ -56,13 +64,15 @@ Options parse(int argc, char** argv) {
 // What is timed: one of our schedules through allreduce() (as the trainer calls it: via
 // allreduce_async and the helper thread), the same on the calling thread
 // (allreduce_blocking), or MPI's own MPI_Allreduce.
-enum class Path { kAsync, kBlocking, kNative };
+// The NCCL paths: our schedule through NCCL (staged), ncclAllReduce (staged), ncclAllReduce on
+// device memory.
+enum class Path { kAsync, kBlocking, kNative, kNccl, kNcclNative, kNcclDevice };
 struct Variant {
   const char* name;
   Algorithm algorithm;
   Path path;
 };
-constexpr Variant kVariants[] = {
+std::vector<Variant> g_variants = {
     {"ring", Algorithm::kRing, Path::kAsync},
     {"ring (blocking)", Algorithm::kRing, Path::kBlocking},
     {"rabenseifner", Algorithm::kRabenseifner, Path::kAsync},
@@ -70,8 +80,51 @@ constexpr Variant kVariants[] = {
     {"MPI_Allreduce", Algorithm::kAuto, Path::kNative},
 };
 
+#if defined(SYNCOPATE_HAVE_NCCL)
+struct Nccl {
+  std::unique_ptr<syncopate::cuda::NcclCommunicator> schedules, native;
+  syncopate::cuda::DeviceBuffer<float> device;
+};
+std::unique_ptr<Nccl> g_nccl;
+
+// Adds the NCCL variants when every rank has a GPU of its own (collective).
+void add_nccl_variants(MpiCommunicator& comm, size_t max_floats) {
+  int on_node = 0;
+  for (const int node : comm.node_of_rank()) on_node += node == comm.node() ? 1 : 0;
+  int ok = syncopate::cuda::device_count() >= on_node ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm.handle());
+  if (ok == 0) return;
+  g_nccl = std::make_unique<Nccl>();
+  g_nccl->schedules = std::make_unique<syncopate::cuda::NcclCommunicator>(comm);
+  g_nccl->native = std::make_unique<syncopate::cuda::NcclCommunicator>(
+      comm, syncopate::cuda::NcclOptions{.native = true});
+  g_nccl->device.resize(max_floats);
+  g_variants.push_back({"nccl ring (staged)", Algorithm::kRing, Path::kNccl});
+  g_variants.push_back({"ncclAllReduce (staged)", Algorithm::kAuto, Path::kNcclNative});
+  g_variants.push_back({"ncclAllReduce (device)", Algorithm::kAuto, Path::kNcclDevice});
+}
+#endif
+
 void allreduce(MpiCommunicator& comm, std::span<float> data, const Variant& variant) {
   switch (variant.path) {
+#if defined(SYNCOPATE_HAVE_NCCL)
+    case Path::kNccl:
+      g_nccl->schedules->allreduce(data, {ReduceOp::kSum, variant.algorithm});
+      break;
+    case Path::kNcclNative:
+      g_nccl->native->allreduce(data, {ReduceOp::kSum, variant.algorithm});
+      break;
+    case Path::kNcclDevice:  // the first data.size() floats of the device buffer, in place
+      syncopate::cuda::copy_to_device(std::span<const float>(data), g_nccl->device.data());
+      g_nccl->native->allreduce_device(g_nccl->device.data(), data.size(), {ReduceOp::kSum});
+      syncopate::cuda::copy_to_host(g_nccl->device.data(), data);
+      break;
+#else
+    case Path::kNccl:
+    case Path::kNcclNative:
+    case Path::kNcclDevice:
+      break;
+#endif
     case Path::kAsync:
       comm.allreduce(data, {ReduceOp::kSum, variant.algorithm});
       break;
@@ -82,6 +135,17 @@ void allreduce(MpiCommunicator& comm, std::span<float> data, const Variant& vari
       syncopate::mpi::native_allreduce(comm, data, ReduceOp::kSum);
       break;
   }
+}
+
+// What is timed of a variant: for the device path only the allreduce on device memory.
+void timed_allreduce(MpiCommunicator& comm, std::span<float> data, const Variant& variant) {
+#if defined(SYNCOPATE_HAVE_NCCL)
+  if (variant.path == Path::kNcclDevice) {
+    g_nccl->native->allreduce_device(g_nccl->device.data(), data.size(), {ReduceOp::kSum});
+    return;
+  }
+#endif
+  allreduce(comm, data, variant);
 }
 
 // Integers small enough that every order of additions gives the exact sum.
@@ -168,30 +232,36 @@ int main(int argc, char** argv) {
   if (comm->rank() == 0) {
     std::printf("allreduce, float sum, %d ranks, %s threads, median of %d\n", p,
                 runtime.thread_multiple() ? "MPI_THREAD_MULTIPLE" : "funneled", options.reps);
-    std::printf("%10s  %-20s %12s %12s %12s\n", "bytes", "algorithm", "time_us", "algbw_GB/s",
+    std::printf("%10s  %-24s %12s %12s %12s\n", "bytes", "algorithm", "time_us", "algbw_GB/s",
                 "busbw_GB/s");
   }
   std::vector<float> data(options.max_bytes / sizeof(float));
+#if defined(SYNCOPATE_HAVE_NCCL)
+  add_nccl_variants(*comm, data.size());
+#endif
   for (size_t bytes = 4096; bytes <= options.max_bytes; bytes *= 4) {
     const std::span<float> buffer(data.data(), bytes / sizeof(float));
     std::vector<float> check_buffer(buffer.size());
-    for (const Variant& variant : kVariants) {
+    for (const Variant& variant : g_variants) {
       check(*comm, check_buffer, variant);
       std::fill(buffer.begin(), buffer.end(), 0.0f);  // zeros: sums stay finite, no denormals
       allreduce(*comm, buffer, variant);              // warm-up (schedule cache, connections)
     }
     // Algorithms take turns within each repetition, so load from elsewhere hits all alike.
-    std::vector<std::vector<double>> seconds(std::size(kVariants));
+    std::vector<std::vector<double>> seconds(g_variants.size());
     for (int r = 0; r < options.reps; ++r)
-      for (size_t a = 0; a < std::size(kVariants); ++a)
-        seconds[a].push_back(timed(*comm, [&] { allreduce(*comm, buffer, kVariants[a]); }));
-    for (size_t a = 0; a < std::size(kVariants); ++a) {
+      for (size_t a = 0; a < g_variants.size(); ++a)
+        seconds[a].push_back(timed(*comm, [&] { timed_allreduce(*comm, buffer, g_variants[a]); }));
+    for (size_t a = 0; a < g_variants.size(); ++a) {
       const double t = median(seconds[a]), algbw = static_cast<double>(bytes) / t / 1e9;
       if (comm->rank() == 0)
-        std::printf("%10zu  %-20s %12.1f %12.3f %12.3f\n", bytes, kVariants[a].name, t * 1e6, algbw,
-                    algbw * 2.0 * (p - 1) / p);
+        std::printf("%10zu  %-24s %12.1f %12.3f %12.3f\n", bytes, g_variants[a].name, t * 1e6,
+                    algbw, algbw * 2.0 * (p - 1) / p);
     }
   }
+#if defined(SYNCOPATE_HAVE_NCCL)
+  g_nccl.reset();  // before MPI finalizes: the NCCL communicators use the world communicator
+#endif
   if (p > 1) {
     if (comm->rank() == 0)
       std::printf("\noverlap of an async ring allreduce of %zu MiB, median of %d:\n",
