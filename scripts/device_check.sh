@@ -8,7 +8,7 @@
 #   OUT=... scripts/device_check.sh  # THERE (carry build-vendor along)
 #
 # The GPU machine's image has CUDA, CMake and ninja but not the Debian packages the full
-# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++). So the script tries the
+# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++, zlib). So the script tries the
 # full project first and, when it does not configure, builds the same two programs with the
 # stand-alone scripts/device/CMakeLists.txt and the vendored code.
 set -uo pipefail
@@ -22,10 +22,12 @@ if [ "${1:-}" = vendor ]; then
   cp -r /usr/src/googletest "$VENDOR/googletest"
   cp -r /usr/include/eigen3 "$VENDOR/eigen3"
   rm -rf "$VENDOR/eigen3/unsupported"
-  cp -r /usr/include/benchmark "$VENDOR/include/"
+  cp -r /usr/include/benchmark /usr/include/toml++ "$VENDOR/include/"
+  cp /usr/include/zlib.h /usr/include/zconf.h "$VENDOR/include/"
   lib=/usr/lib/x86_64-linux-gnu
   cp -L "$lib/libbenchmark.so.1debian" "$VENDOR/lib/libbenchmark.so.1debian"
   cp -L "$lib/libbenchmark.so.1debian" "$VENDOR/lib/libbenchmark.so"
+  cp -L "$lib/libz.so.1" "$VENDOR/lib/libz.so.1"
   # This machine's C++ runtime, used there only if libbenchmark needs a newer one than it has.
   cp -L "$lib/libstdc++.so.6" "$lib/libgcc_s.so.1" "$VENDOR/fallback/"
   du -sh "$VENDOR"
@@ -54,7 +56,8 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 step "configure the full project"
 if timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
      -DSYNCOPATE_NATIVE=OFF >"$OUT/configure.txt" 2>&1; then
-  targets=(test_cuda bench_cuda)
+  # The NCCL communicator over MPI and the NCCL allreduce benchmark need the full project.
+  targets=(test_cuda bench_cuda test_mpi bench_allreduce_mpi)
 else
   tail -n 5 "$OUT/configure.txt"
   step "configure the stand-alone CUDA build (scripts/device)"
@@ -83,6 +86,18 @@ timeout 150 "$BUILD/bin/test_cuda" --gtest_filter='-CudaNccl.*' \
 step "test_cuda (NCCL)"
 timeout 60 "$BUILD/bin/test_cuda" --gtest_filter='CudaNccl.*' 2>&1 | tee "$OUT/test_nccl.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+if [ -x "$BUILD/bin/test_mpi" ]; then
+  root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  step "test_mpi (NCCL over MPI, one rank per GPU)"
+  gpus=$(nvidia-smi -L | wc -l)
+  SYNCOPATE_MPI_WATCHDOG_S=60 timeout 90 mpirun -np "$gpus" --oversubscribe "${root[@]}" \
+    "$BUILD/bin/test_mpi" --gtest_filter='NcclOverMpi.*' 2>&1 | tee "$OUT/test_mpi_nccl.txt"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  step "bench_allreduce_mpi (with the NCCL variants)"
+  timeout 120 mpirun -np "$gpus" --oversubscribe "${root[@]}" "$BUILD/bin/bench_allreduce_mpi" \
+    --max-mib 256 --reps 11 --overlap-mib 16 2>&1 | tee "$OUT/bench_allreduce.txt"
+fi
 
 step "bench_cuda"
 if [ -x "$BUILD/bin/bench_cuda" ]; then

@@ -2,6 +2,7 @@
 
 #if defined(SYNCOPATE_HAVE_NCCL)
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -45,12 +46,60 @@ ncclUniqueId bootstrap_id(Communicator& control) {
   return id;
 }
 
-// node() of every rank of control.
-std::vector<int> gather_nodes(Communicator& control) {
-  const float mine = static_cast<float>(control.node());
-  std::vector<float> all(static_cast<size_t>(control.size()));
-  control.allgather(std::span<const float>(&mine, 1), all);
-  return std::vector<int>(all.begin(), all.end());
+// What every rank of control learns about every other: its node and the PCI location of the
+// GPU it would use (-1s without one).
+struct RankPlacement {
+  int node = 0;
+  int pci_domain = -1, pci_bus = -1, pci_device = -1;
+};
+constexpr size_t kPlacementFloats = 4;  // each field is exact in a float (< 2^24)
+
+std::vector<RankPlacement> gather_placements(Communicator& control, int device, bool has_device) {
+  RankPlacement mine{.node = control.node()};
+  if (has_device) {
+    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.pci_domain, cudaDevAttrPciDomainId, device));
+    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.pci_bus, cudaDevAttrPciBusId, device));
+    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.pci_device, cudaDevAttrPciDeviceId, device));
+  }
+  const std::array<float, kPlacementFloats> packed{
+      static_cast<float>(mine.node), static_cast<float>(mine.pci_domain),
+      static_cast<float>(mine.pci_bus), static_cast<float>(mine.pci_device)};
+  std::vector<float> all(kPlacementFloats * static_cast<size_t>(control.size()));
+  control.allgather(packed, all);
+  std::vector<RankPlacement> placements(static_cast<size_t>(control.size()));
+  for (size_t r = 0; r < placements.size(); ++r) {
+    const float* f = all.data() + kPlacementFloats * r;
+    placements[r] = {static_cast<int>(f[0]), static_cast<int>(f[1]), static_cast<int>(f[2]),
+                     static_cast<int>(f[3])};
+  }
+  return placements;
+}
+
+// Every rank computes the same verdict from the same placements: empty when each rank has a
+// GPU of its own, else why not.
+std::string placement_problem(const std::vector<RankPlacement>& placements) {
+  std::ostringstream problem;
+  for (size_t a = 0; a < placements.size(); ++a) {
+    const RankPlacement& pa = placements[a];
+    if (pa.pci_domain < 0) {
+      int on_node = 0;
+      for (const RankPlacement& p : placements) on_node += p.node == pa.node ? 1 : 0;
+      problem << "rank " << a << " (node " << pa.node << ", which runs " << on_node
+              << " ranks) sees no CUDA device";
+      return problem.str();
+    }
+    for (size_t b = a + 1; b < placements.size(); ++b) {
+      const RankPlacement& pb = placements[b];
+      if (pb.node == pa.node && pb.pci_domain == pa.pci_domain && pb.pci_bus == pa.pci_bus &&
+          pb.pci_device == pa.pci_device) {
+        problem << "ranks " << a << " and " << b << " on node " << pa.node
+                << " would share the GPU at PCI " << std::hex << pa.pci_domain << ":" << pa.pci_bus
+                << ":" << pa.pci_device << " (more ranks on the node than GPUs they can see)";
+        return problem.str();
+      }
+    }
+  }
+  return "";
 }
 
 bool overlaps(Segment a, Segment b) {
@@ -181,32 +230,23 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> control, NcclOp
 void NcclCommunicator::init() {
   rank_ = control_->rank();
   size_ = control_->size();
-  node_of_rank_ = gather_nodes(*control_);
-  // One device per rank: a rank's device is its index among the ranks of its node.
-  const int my_node = node_of_rank_[static_cast<size_t>(rank_)];
-  int local = 0, on_node = 0;
-  for (int r = 0; r < size_; ++r) {
-    if (node_of_rank_[static_cast<size_t>(r)] != my_node) continue;
-    if (r < rank_) ++local;
-    ++on_node;
-  }
+  // A rank's device: its index among the ranks of its node, modulo the devices it sees (under
+  // srun --gpus-per-task every rank sees one device, its own).
+  std::vector<float> nodes(static_cast<size_t>(size_));
+  const float my_node = static_cast<float>(control_->node());
+  control_->allgather(std::span<const float>(&my_node, 1), nodes);
+  node_of_rank_.assign(nodes.begin(), nodes.end());
+  int local = 0;
+  for (int r = 0; r < rank_; ++r)
+    if (node_of_rank_[static_cast<size_t>(r)] == node_of_rank_[static_cast<size_t>(rank_)]) ++local;
   const int devices = device_count();
-  // Every rank learns whether some node is short of devices, so all fail alike instead of
+  device_ = devices > 0 ? local % devices : 0;
+  // Every rank sees every rank's GPU and reaches the same verdict, so all fail alike instead of
   // leaving the others blocked in the NCCL set-up.
-  std::vector<float> short_of_devices{on_node > devices ? 1.0f : 0.0f};
-  control_->allreduce(short_of_devices, {.op = ReduceOp::kMax});
-  if (short_of_devices[0] > 0) {
-    std::ostringstream message;
-    message << "NCCL needs one CUDA device per rank: ";
-    if (on_node > devices)
-      message << "node " << my_node << " runs " << on_node << " ranks but this process sees "
-              << devices << " CUDA device(s)";
-    else
-      message << "another node runs more ranks than it has CUDA devices";
-    message << "; allowed: at most as many ranks per node as GPUs";
-    throw UserError(message.str());
-  }
-  device_ = local;
+  const std::string problem = placement_problem(gather_placements(*control_, device_, devices > 0));
+  if (!problem.empty())
+    throw UserError("NCCL needs one CUDA device per rank: " + problem +
+                    "; allowed: at most as many ranks per node as GPUs");
   set_device();
   stream_ = std::make_unique<Stream>();
   pinned_ = std::make_unique<PinnedPool>();

@@ -33,7 +33,7 @@ TEST(NcclWithoutDevice, ConstructionIsAUserErrorNamingTheDeviceShortage) {
   } catch (const UserError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("NCCL needs one CUDA device per rank"), std::string::npos) << message;
-    EXPECT_NE(message.find("node 0 runs 1 ranks but this process sees 0 CUDA device(s)"),
+    EXPECT_NE(message.find("rank 0 (node 0, which runs 1 ranks) sees no CUDA device"),
               std::string::npos)
         << message;
   }
