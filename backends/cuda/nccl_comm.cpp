@@ -218,16 +218,17 @@ class NcclWork final : public Work {
 
 NcclCommunicator::NcclCommunicator(Communicator& control, NcclOptions options)
     : control_(&control), options_(options) {
-  init();
+  init(-1);
 }
 
-NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> control, NcclOptions options)
+NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> control, NcclOptions options,
+                                   int device)
     : owned_control_(std::move(control)), control_(owned_control_.get()), options_(options) {
   SYNC_CHECK(control_ != nullptr, "null control communicator");
-  init();
+  init(device);
 }
 
-void NcclCommunicator::init() {
+void NcclCommunicator::init(int device) {
   rank_ = control_->rank();
   size_ = control_->size();
   // A rank's device: its index among the ranks of its node, modulo the devices it sees (under
@@ -240,7 +241,7 @@ void NcclCommunicator::init() {
   for (int r = 0; r < rank_; ++r)
     if (node_of_rank_[static_cast<size_t>(r)] == node_of_rank_[static_cast<size_t>(rank_)]) ++local;
   const int devices = device_count();
-  device_ = devices > 0 ? local % devices : 0;
+  device_ = device >= 0 ? device : devices > 0 ? local % devices : 0;
   // Every rank sees every rank's GPU and reaches the same verdict, so all fail alike instead of
   // leaving the others blocked in the NCCL set-up.
   const std::string problem = placement_problem(gather_placements(*control_, device_, devices > 0));
@@ -588,7 +589,7 @@ void NcclCommunicator::recv(std::span<float> data, int peer) {
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
-  return std::make_unique<NcclCommunicator>(control_->split(color, key), options_);
+  return std::make_unique<NcclCommunicator>(control_->split(color, key), options_, device_);
 }
 
 void NcclCommunicator::create_global(std::span<const float> initial) {

@@ -74,8 +74,9 @@ class NcclCommunicator final : public Communicator {
   // rank's device (cudaSetDevice on the calling thread) and creates the NCCL communicator.
   // Throws UserError when a node has more ranks than visible CUDA devices.
   NcclCommunicator(Communicator& control, NcclOptions options = {});
-  // The same over a control communicator that this object owns (used by split()).
-  NcclCommunicator(std::unique_ptr<Communicator> control, NcclOptions options);
+  // The same over a control communicator that this object owns. device >= 0 uses that device
+  // instead of choosing one (split() keeps each rank on its parent's device).
+  NcclCommunicator(std::unique_ptr<Communicator> control, NcclOptions options, int device = -1);
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   ~NcclCommunicator() override;
@@ -112,7 +113,7 @@ class NcclCommunicator final : public Communicator {
  private:
   friend class NcclWork;
   enum class Kind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
-  void init();
+  void init(int device);
   void set_device() const;
   void check_open() const;
   // This rank's steps of a schedule, built on first use and cached.

@@ -53,6 +53,10 @@ TEST(NcclOverMpi, HoldsTheContract) {
   expect_no_failures(contract::check_communicator_contract(comm));
   std::unique_ptr<Communicator> half = comm.split(comm.rank() % 2, -comm.rank());
   expect_no_failures(contract::check_communicator_contract(*half));
+  // A group keeps each rank on its parent's GPU (the model's memory is there).
+  const auto* nccl_half = dynamic_cast<const NcclCommunicator*>(half.get());
+  ASSERT_NE(nccl_half, nullptr);
+  EXPECT_EQ(nccl_half->device(), comm.device());
 }
 
 TEST(NcclOverMpi, NativeModeHoldsTheContract) {
