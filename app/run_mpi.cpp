@@ -54,6 +54,7 @@ WorkerReport deserialize(const std::string& text) {
 
 // Every rank's report, on rank 0 (empty elsewhere).
 std::vector<WorkerReport> gather_reports(mpi::MpiCommunicator& comm, const WorkerReport& mine) {
+  const mpi::Deadline deadline("gathering the reports on rank 0 (MPI_Gatherv)");
   const std::string text = serialize(mine);
   int length = static_cast<int>(text.size());
   std::vector<int> lengths(static_cast<size_t>(comm.size())), offsets(lengths.size());

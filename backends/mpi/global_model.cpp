@@ -17,8 +17,9 @@
 // rank 0, which pokes progress after every compute() call; and (b) refuses
 // MPI_THREAD_MULTIPLE: run with SYNCOPATE_MPI_THREADS=funneled there.
 //
-// MPI_Win_lock blocks inside MPI, so the watchdog does not cover a rank that hangs while holding
-// the lock (a rank that dies ends the job through mpirun, as everywhere).
+// MPI_Win_lock and the window's creation and release block inside MPI and cannot be polled, so
+// a Deadline bounds them: a rank that hangs while holding the lock ends the job after the
+// watchdog (a rank that dies ends it through mpirun, as everywhere).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,7 @@ namespace syncopate::mpi {
 
 void MpiCommunicator::create_global(std::span<const float> initial) {
   free_window();
+  const Deadline deadline("create_global (MPI_Win_allocate)");
   const int count = detail::to_count(initial.size());
   const MPI_Aint bytes = rank_ == 0 ? static_cast<MPI_Aint>(initial.size_bytes()) : 0;
   void* base = nullptr;
@@ -52,6 +54,7 @@ void MpiCommunicator::merge_into_global(std::span<float> local, const MergeRule&
   SYNC_CHECK(local.size() == global_count_,
              "merge of " << local.size() << " floats into a global model of " << global_count_);
   const int count = detail::to_count(global_count_);
+  const Deadline deadline("merge_into_global (MPI_Win_lock on rank 0's window)");
   SYNC_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, window_));
   SYNC_MPI(MPI_Get(merge_scratch_.data(), count, MPI_FLOAT, 0, 0, count, MPI_FLOAT, window_));
   SYNC_MPI(MPI_Win_flush(0, window_));
@@ -67,6 +70,7 @@ void MpiCommunicator::free_window() {
   // MPI_Win_free synchronises all ranks: skip it while failing (the job is being aborted).
   // Called from the destructor too, so errors are reported rather than thrown.
   if (detail::mpi_active() && !detail::failed() && std::uncaught_exceptions() == 0) {
+    const Deadline deadline("MPI_Win_free");
     if (MPI_Win_free(&window_) != MPI_SUCCESS) {
       detail::mark_failed();
       std::fprintf(stderr, "syncopate mpi: MPI_Win_free failed on rank %d\n", rank_);

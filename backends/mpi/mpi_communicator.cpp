@@ -41,6 +41,7 @@ int fake_ranks_per_node() {
 
 // node_of_rank[r] for every rank of comm: ranks that share memory form a node.
 std::vector<int> gather_node_of_rank(MPI_Comm comm, int rank, int size) {
+  const Deadline deadline("the node census of a new communicator");
   std::vector<int> leaders(static_cast<size_t>(size));
   if (const int k = fake_ranks_per_node(); k > 0) {
     int world_rank = 0;
@@ -62,6 +63,7 @@ std::vector<int> gather_node_of_rank(MPI_Comm comm, int rank, int size) {
 }
 
 CommHandle dup(MPI_Comm comm) {
+  const Deadline deadline("MPI_Comm_dup");
   MPI_Comm out = MPI_COMM_NULL;
   SYNC_MPI(MPI_Comm_dup(comm, &out));
   return CommHandle(out);
@@ -314,6 +316,7 @@ void MpiCommunicator::recv(std::span<float> data, int peer) {
 std::unique_ptr<MpiCommunicator> MpiCommunicator::split_mpi(int color, int key) {
   SYNC_CHECK(color >= 0, "split: color " << color << " must be >= 0");
   MPI_Comm out = MPI_COMM_NULL;
+  const Deadline deadline("split (MPI_Comm_split)");
   SYNC_MPI(MPI_Comm_split(main_->comm(), color, key, &out));
   return std::make_unique<MpiCommunicator>(Key{}, CommHandle(out));
 }

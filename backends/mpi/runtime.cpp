@@ -2,10 +2,13 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,6 +23,7 @@ std::atomic<bool> g_failed{false};
 std::atomic<double> g_watchdog_seconds{600.0};
 // Helper-thread polling: microseconds slept between polls once a wait is not quick (0: yield).
 int g_helper_poll_us = 50;
+std::atomic<int> g_world_rank{-1};  // for messages from threads that may not call MPI
 bool g_thread_multiple = false;
 
 double parse_watchdog(const char* text) {
@@ -49,7 +53,107 @@ void check_mpi_is_not_smpi() {
                         " (SimGrid's SMPI), not Open MPI: link libmpi before libsimgrid");
 }
 
+// The thread behind Deadline: sleeps until the earliest armed deadline, and if that one is still
+// armed then, reports it and runs the expiry action (default: end the process).
+class DeadlineWatcher {
+ public:
+  static DeadlineWatcher& instance() {
+    static DeadlineWatcher watcher;
+    return watcher;
+  }
+  ~DeadlineWatcher() {
+    {
+      const std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  uint64_t arm(const char* operation, double seconds) {
+    const auto due = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(seconds));
+    const std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    const uint64_t id = ++next_id_;
+    armed_.emplace(id, Entry{due, operation, seconds});
+    wake_.notify_all();
+    return id;
+  }
+  void disarm(uint64_t id) {
+    const std::lock_guard lock(mutex_);
+    armed_.erase(id);
+  }
+  void set_action(Deadline::Action action) {
+    const std::lock_guard lock(mutex_);
+    action_ = action;
+  }
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point due;
+    const char* operation;
+    double seconds;
+  };
+
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      if (armed_.empty()) {
+        wake_.wait(lock);
+        continue;
+      }
+      auto earliest = armed_.begin();
+      for (auto it = armed_.begin(); it != armed_.end(); ++it)
+        if (it->second.due < earliest->second.due) earliest = it;
+      if (std::chrono::steady_clock::now() < earliest->second.due) {
+        wake_.wait_until(lock, earliest->second.due);
+        continue;
+      }
+      std::ostringstream message;
+      message << "syncopate mpi: rank " << g_world_rank << " spent more than "
+              << earliest->second.seconds << " s in " << earliest->second.operation
+              << ": a peer died or hangs (watchdog SYNCOPATE_MPI_WATCHDOG_S); ending the job";
+      armed_.erase(earliest);
+      const Deadline::Action action = action_;
+      lock.unlock();
+      if (action != nullptr) {
+        action(message.str());
+      } else {
+        std::fprintf(stderr, "%s\n", message.str().c_str());
+        std::fflush(stderr);
+        // Not MPI_Abort: this thread may not call MPI (MPI_THREAD_FUNNELED). mpirun ends the
+        // whole job when a rank exits without MPI_Finalize.
+        std::_Exit(1);
+      }
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<uint64_t, Entry> armed_;
+  uint64_t next_id_ = 0;
+  Deadline::Action action_ = nullptr;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
+
+Deadline::Deadline(const char* operation) {
+  const double seconds = g_watchdog_seconds.load(std::memory_order_relaxed);
+  if (seconds > 0) id_ = DeadlineWatcher::instance().arm(operation, seconds);
+}
+
+Deadline::~Deadline() {
+  if (id_ != 0) DeadlineWatcher::instance().disarm(id_);
+}
+
+void Deadline::set_action_for_tests(Action action) {
+  DeadlineWatcher::instance().set_action(action);
+}
 
 namespace detail {
 
@@ -146,6 +250,7 @@ Runtime::Runtime(int* argc, char*** argv) {
   g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
   SYNC_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   SYNC_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
+  g_world_rank = world_rank_;
 }
 
 Runtime::~Runtime() {
@@ -217,6 +322,7 @@ uint64_t fnv1a64(std::string_view text) {
 
 void check_same_everywhere(MpiCommunicator& comm, const std::string& scenario_text,
                            int expected_workers) {
+  const Deadline deadline("the start-up check of the scenario (MPI_Allgather)");
   const uint64_t mine = fnv1a64(scenario_text);
   std::vector<uint64_t> all(static_cast<size_t>(comm.size()));
   SYNC_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm.handle()));

@@ -2,7 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 #include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "backends/mpi/mpi_detail.hpp"
 #include "tests/mpi/mpi_test_env.hpp"
@@ -188,6 +193,51 @@ TEST(MpiWatchdog, RecvWithoutSenderTimesOutNamingThePeerThenMessagesStillMatch) 
     comm.send(message, previous);
   }
   EXPECT_EQ(got, std::vector<float>(4, static_cast<float>(next)));
+  Runtime::set_watchdog_seconds(saved);
+}
+
+std::mutex g_expired_mutex;
+std::vector<std::string> g_expired;
+
+void record_expiry(const std::string& message) {
+  const std::lock_guard lock(g_expired_mutex);
+  g_expired.push_back(message);
+}
+
+std::vector<std::string> expired() {
+  const std::lock_guard lock(g_expired_mutex);
+  return g_expired;
+}
+
+TEST(MpiDeadline, ExpiresOnlyWhenAScopeOutlivesTheWatchdog) {
+  const double saved = Runtime::watchdog_seconds();
+  Deadline::set_action_for_tests(&record_expiry);
+  Runtime::set_watchdog_seconds(0.2);
+  { const Deadline quick("a quick call"); }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_TRUE(expired().empty()) << expired().front();
+  {
+    const Deadline blocked("a blocked test call");
+    const Deadline other("a call that ends in time");
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  }
+  const std::vector<std::string> messages = expired();
+  ASSERT_EQ(messages.size(), 2u);  // both outlived 0.2 s
+  for (const std::string& m : messages) {
+    EXPECT_NE(m.find("rank " + std::to_string(world().rank()) + " spent more than 0.2 s in"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("a peer died or hangs"), std::string::npos) << m;
+  }
+  EXPECT_TRUE(messages[0].find("a blocked test call") != std::string::npos ||
+              messages[1].find("a blocked test call") != std::string::npos);
+  Runtime::set_watchdog_seconds(0);  // off: nothing is armed
+  {
+    const Deadline off("a call without a watchdog");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  EXPECT_EQ(expired().size(), 2u);
+  Deadline::set_action_for_tests(nullptr);
   Runtime::set_watchdog_seconds(saved);
 }
 
