@@ -6,7 +6,8 @@
 // Layering: NcclCommunicator wraps a host "control" Communicator (the MPI one in the app; any
 // backend in tests) and keeps from it what NCCL has no equivalent for:
 //   - bootstrap: control's rank 0 draws the NCCL unique id and broadcasts it; device selection
-//     from the ranks' nodes (a rank's device is its index among the ranks of its node);
+//     (a rank's device is its index among the ranks of its node, modulo the devices it sees),
+//     checked on every rank against every rank's node and GPU PCI location;
 //   - barrier, split (a new NCCL communicator over control's split group), node();
 //   - epoch_async's global model (create_global / merge_into_global), which needs one-sided
 //     access under an exclusive lock.
@@ -72,7 +73,8 @@ class NcclCommunicator final : public Communicator {
  public:
   // Collective over every rank of `control`, which must outlive this object. Selects this
   // rank's device (cudaSetDevice on the calling thread) and creates the NCCL communicator.
-  // Throws UserError when a node has more ranks than visible CUDA devices.
+  // Throws UserError on every rank alike when some rank has no GPU or two would share one.
+  // Calls come from one thread at a time; a Work must not outlive its communicator.
   NcclCommunicator(Communicator& control, NcclOptions options = {});
   // The same over a control communicator that this object owns. device >= 0 uses that device
   // instead of choosing one (split() keeps each rank on its parent's device).
