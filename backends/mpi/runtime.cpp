@@ -107,8 +107,8 @@ class DeadlineWatcher {
       auto earliest = armed_.begin();
       for (auto it = armed_.begin(); it != armed_.end(); ++it)
         if (it->second.due < earliest->second.due) earliest = it;
-      if (std::chrono::steady_clock::now() < earliest->second.due) {
-        wake_.wait_until(lock, earliest->second.due);
+      if (const auto due = earliest->second.due; std::chrono::steady_clock::now() < due) {
+        wake_.wait_until(lock, due);  // a copy: the entry may be erased while this thread waits
         continue;
       }
       std::ostringstream message;
