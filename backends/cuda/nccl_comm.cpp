@@ -302,7 +302,7 @@ void NcclCommunicator::check_async(const char* what) {
 void NcclCommunicator::wait_event(cudaEvent_t event, const char* what) {
   check_open();
   const auto start = std::chrono::steady_clock::now();
-  for (int polls = 0;; ++polls) {
+  for (uint64_t polls = 0;; ++polls) {
     const cudaError_t status = cudaEventQuery(event);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) SYNC_CUDA_CHECK(status);
