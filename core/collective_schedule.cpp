@@ -307,6 +307,40 @@ Schedule make_reduce_schedule(int p, size_t count, int root) {
   return s;
 }
 
+Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
+                       std::span<const int> node_of_rank) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce:
+      return make_allreduce_schedule(algorithm, p, count, node_of_rank);
+    case CollectiveKind::kReduceScatter:
+      return make_reduce_scatter_schedule(p, count);
+    case CollectiveKind::kAllgather:
+      return make_allgather_schedule(p, count);
+    case CollectiveKind::kBroadcast:
+      return make_broadcast_schedule(p, count, root);
+    case CollectiveKind::kReduce:
+      return make_reduce_schedule(p, count, root);
+  }
+  SYNC_CHECK(false, "unknown collective kind " << static_cast<int>(kind));
+  return {};
+}
+
+std::vector<Step> steps_of_rank(const Schedule& schedule, int rank) {
+  SYNC_CHECK(rank >= 0 && rank < schedule.ranks, "rank " << rank << " of " << schedule.ranks);
+  std::vector<Step> mine;
+  for (const std::vector<Step>& round : schedule.rounds) {
+    SYNC_CHECK(round.size() == static_cast<size_t>(schedule.ranks), "round of " << round.size());
+    const Step& step = round[static_cast<size_t>(rank)];
+    if (step.send_to < 0 && step.recv_from < 0) continue;
+    SYNC_CHECK(step.send_to < 0 || step.send.offset + step.send.count <= schedule.count,
+               "send segment");
+    SYNC_CHECK(step.recv_from < 0 || step.recv.offset + step.recv.count <= schedule.count,
+               "recv segment");
+    mine.push_back(step);
+  }
+  return mine;
+}
+
 void apply_action(RecvAction action, ReduceOp op, std::span<float> dst,
                   std::span<const float> src) {
   SYNC_CHECK(dst.size() == src.size(), "dst " << dst.size() << " src " << src.size());

@@ -60,6 +60,16 @@ Schedule make_allgather_schedule(int p, size_t count);
 Schedule make_broadcast_schedule(int p, size_t count, int root);
 Schedule make_reduce_schedule(int p, size_t count, int root);
 
+// The collectives that have schedules, and one entry point for all of them: `algorithm` matters
+// for kAllreduce only (the others are rings or binomial trees), `root` for kBroadcast and
+// kReduce, node_of_rank for kAllreduce's kHierarchical.
+enum class CollectiveKind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
+Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
+                       std::span<const int> node_of_rank = {});
+// What one rank of a distributed run executes: its steps that send or receive, in round order
+// (a schedule holds every rank's: O(p^2) for a ring). Checks each segment against the count.
+std::vector<Step> steps_of_rank(const Schedule& schedule, int rank);
+
 // dst = dst (op) src, or dst = src for kCopy.
 void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src);
 // Completes a reduction: for kAvg divides by p; nothing for kSum/kMax.

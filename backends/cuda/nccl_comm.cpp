@@ -340,45 +340,22 @@ float* NcclCommunicator::staging(size_t count) {
   return data_.data();
 }
 
-const std::vector<Step>& NcclCommunicator::steps_of(Kind kind, Algorithm algorithm, size_t count,
-                                                    int root) {
+const std::vector<Step>& NcclCommunicator::steps_of(CollectiveKind kind, Algorithm algorithm,
+                                                    size_t count, int root) {
   const auto key = std::make_tuple(kind, algorithm, count, root);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   if (cache_.size() >= 256) {  // bound the cache if sizes never repeat
     synchronize("schedule cache");
     cache_.clear();
   }
-  Schedule schedule;
-  switch (kind) {
-    case Kind::kAllreduce:
-      schedule = make_allreduce_schedule(algorithm, size_, count, node_of_rank_);
-      break;
-    case Kind::kReduceScatter:
-      schedule = make_reduce_scatter_schedule(size_, count);
-      break;
-    case Kind::kAllgather:
-      schedule = make_allgather_schedule(size_, count);
-      break;
-    case Kind::kBroadcast:
-      schedule = make_broadcast_schedule(size_, count, root);
-      break;
-    case Kind::kReduce:
-      schedule = make_reduce_schedule(size_, count, root);
-      break;
-  }
+  const Schedule schedule = make_schedule(kind, algorithm, size_, count, root, node_of_rank_);
   SYNC_CHECK(schedule.ranks == size_ && schedule.count == count,
              "schedule for " << schedule.ranks << " ranks / " << schedule.count
                              << " floats, wanted " << size_ << " / " << count);
-  std::vector<Step> mine;
+  std::vector<Step> mine = steps_of_rank(schedule, rank_);
   size_t scratch = 0;
-  for (const std::vector<Step>& round : schedule.rounds) {
-    const Step& step = round[static_cast<size_t>(rank_)];
-    if (step.send_to < 0 && step.recv_from < 0) continue;
-    SYNC_CHECK(step.send_to < 0 || step.send.offset + step.send.count <= count, "send segment");
-    SYNC_CHECK(step.recv_from < 0 || step.recv.offset + step.recv.count <= count, "recv segment");
+  for (const Step& step : mine)
     if (step.recv_from >= 0) scratch = std::max(scratch, step.recv.count);
-    mine.push_back(step);
-  }
   if (scratch > scratch_.size()) {
     synchronize("scratch");  // queued steps may still use the old scratch
     scratch_.resize(scratch);
@@ -433,7 +410,7 @@ void NcclCommunicator::enqueue_allreduce(float* data, size_t count,
   }
   const Algorithm algorithm =
       resolve_algorithm(options.algorithm, size_, count * sizeof(float), node_of_rank_);
-  enqueue_steps(steps_of(Kind::kAllreduce, algorithm, count, 0), data, options.op);
+  enqueue_steps(steps_of(CollectiveKind::kAllreduce, algorithm, count, 0), data, options.op);
 }
 
 void NcclCommunicator::staged(std::span<float> host, const char* what, bool upload, bool download,
@@ -503,8 +480,8 @@ void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
       if (rank_ != root) bytes_sent_ += bytes;
       if (rank_ == root) bytes_recv_ += bytes * static_cast<uint64_t>(size_ - 1);
     } else {
-      enqueue_steps(steps_of(Kind::kReduce, Algorithm::kBinomialTree, data.size(), root), device,
-                    op);
+      enqueue_steps(steps_of(CollectiveKind::kReduce, Algorithm::kBinomialTree, data.size(), root),
+                    device, op);
     }
   });
   if (rank_ == root) finish(op, size_, data);
@@ -517,7 +494,7 @@ void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> a
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   staged(all, "allgather", true, true, [&](float* device) {
-    enqueue_steps(steps_of(Kind::kAllgather, Algorithm::kRing, all.size(), 0), device,
+    enqueue_steps(steps_of(CollectiveKind::kAllgather, Algorithm::kRing, all.size(), 0), device,
                   ReduceOp::kSum);
   });
 }
@@ -529,7 +506,8 @@ void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float
              "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
   host_scratch_.assign(in.begin(), in.end());
   staged(host_scratch_, "reduce_scatter", true, true, [&](float* device) {
-    enqueue_steps(steps_of(Kind::kReduceScatter, Algorithm::kRing, in.size(), 0), device, op);
+    enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), device,
+                  op);
   });
   const std::span<float> reduced(host_scratch_.data() + block.offset, block.count);
   finish(op, size_, reduced);

@@ -114,12 +114,12 @@ class NcclCommunicator final : public Communicator {
 
  private:
   friend class NcclWork;
-  enum class Kind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
   void init(int device);
   void set_device() const;
   void check_open() const;
   // This rank's steps of a schedule, built on first use and cached.
-  const std::vector<Step>& steps_of(Kind kind, Algorithm algorithm, size_t count, int root);
+  const std::vector<Step>& steps_of(CollectiveKind kind, Algorithm algorithm, size_t count,
+                                    int root);
   // Queue NCCL operations and kernels on stream() (no finish()).
   void enqueue_allreduce(float* data, size_t count, const CollectiveOptions& options);
   void enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op);
@@ -147,7 +147,7 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t done_ = nullptr;
   DeviceBuffer<float> data_, scratch_;
   DeviceBuffer<uint64_t> header_;
-  std::map<std::tuple<Kind, Algorithm, size_t, int>, std::vector<Step>> cache_;
+  std::map<std::tuple<CollectiveKind, Algorithm, size_t, int>, std::vector<Step>> cache_;
   std::vector<float> host_scratch_;
   uint64_t bytes_sent_ = 0, bytes_recv_ = 0;
   ncclComm_t comm_ = nullptr;

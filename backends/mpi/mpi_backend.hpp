@@ -150,13 +150,12 @@ class CommHandle {
 // Used by one thread at a time.
 class ScheduleChannel {
  public:
-  enum class Kind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
   ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank, std::atomic<uint64_t>* bytes_sent,
                   std::atomic<uint64_t>* bytes_recv);
 
   MPI_Comm comm() const { return comm_.get(); }
   // This rank's steps of a schedule, built on first use and cached.
-  const std::vector<Step>& steps(Kind kind, Algorithm algorithm, size_t count, int root);
+  const std::vector<Step>& steps(CollectiveKind kind, Algorithm algorithm, size_t count, int root);
   // Runs `steps` on data (no finish()).
   void run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
            const PollPolicy& poll = {});
@@ -165,7 +164,7 @@ class ScheduleChannel {
   CommHandle comm_;
   int rank_, size_;
   std::vector<int> node_of_rank_;
-  std::map<std::tuple<Kind, Algorithm, size_t, int>, std::vector<Step>> cache_;
+  std::map<std::tuple<CollectiveKind, Algorithm, size_t, int>, std::vector<Step>> cache_;
   std::vector<float> scratch_;
   std::vector<MPI_Request> requests_;
   std::atomic<uint64_t>* bytes_sent_;

@@ -85,43 +85,18 @@ ScheduleChannel::ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank,
   SYNC_MPI(MPI_Comm_size(comm_.get(), &size_));
 }
 
-const std::vector<Step>& ScheduleChannel::steps(Kind kind, Algorithm algorithm, size_t count,
-                                                int root) {
+const std::vector<Step>& ScheduleChannel::steps(CollectiveKind kind, Algorithm algorithm,
+                                                size_t count, int root) {
   const auto key = std::make_tuple(kind, algorithm, count, root);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   if (cache_.size() >= 256) cache_.clear();  // bound the cache if sizes never repeat
-  Schedule schedule;
-  switch (kind) {
-    case Kind::kAllreduce:
-      schedule = make_allreduce_schedule(algorithm, size_, count, node_of_rank_);
-      break;
-    case Kind::kReduceScatter:
-      schedule = make_reduce_scatter_schedule(size_, count);
-      break;
-    case Kind::kAllgather:
-      schedule = make_allgather_schedule(size_, count);
-      break;
-    case Kind::kBroadcast:
-      schedule = make_broadcast_schedule(size_, count, root);
-      break;
-    case Kind::kReduce:
-      schedule = make_reduce_schedule(size_, count, root);
-      break;
-  }
+  const Schedule schedule = make_schedule(kind, algorithm, size_, count, root, node_of_rank_);
   SYNC_CHECK(schedule.ranks == size_ && schedule.count == count,
              "schedule for " << schedule.ranks << " ranks / " << schedule.count
                              << " floats, wanted " << size_ << " / " << count);
-  // Keep only this rank's steps (a schedule holds every rank's: O(p^2) for a ring).
-  std::vector<Step> mine;
-  for (const std::vector<Step>& round : schedule.rounds) {
-    SYNC_CHECK(round.size() == static_cast<size_t>(size_), "round of " << round.size());
-    const Step& step = round[static_cast<size_t>(rank_)];
-    if (step.send_to < 0 && step.recv_from < 0) continue;
-    SYNC_CHECK(step.send_to < 0 || step.send.offset + step.send.count <= count, "send segment");
-    SYNC_CHECK(step.recv_from < 0 || step.recv.offset + step.recv.count <= count, "recv segment");
+  std::vector<Step> mine = steps_of_rank(schedule, rank_);
+  for (const Step& step : mine)
     if (step.recv_from >= 0 && scratch_.size() < step.recv.count) scratch_.resize(step.recv.count);
-    mine.push_back(step);
-  }
   return cache_.emplace(key, std::move(mine)).first->second;
 }
 
@@ -232,7 +207,7 @@ void MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> d
                                     const CollectiveOptions& options, const PollPolicy& poll) {
   const Algorithm algorithm =
       resolve_algorithm(options.algorithm, size_, data.size() * sizeof(float), node_of_rank_);
-  channel.run(channel.steps(ScheduleChannel::Kind::kAllreduce, algorithm, data.size(), 0), data,
+  channel.run(channel.steps(CollectiveKind::kAllreduce, algorithm, data.size(), 0), data,
               options.op, poll);
   finish(options.op, size_, data);
 }
@@ -247,16 +222,14 @@ void MpiCommunicator::allreduce_blocking(std::span<float> data, const Collective
 
 void MpiCommunicator::broadcast(std::span<float> data, int root) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
-  main_->run(
-      main_->steps(ScheduleChannel::Kind::kBroadcast, Algorithm::kBinomialTree, data.size(), root),
-      data, ReduceOp::kSum);
+  main_->run(main_->steps(CollectiveKind::kBroadcast, Algorithm::kBinomialTree, data.size(), root),
+             data, ReduceOp::kSum);
 }
 
 void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
-  main_->run(
-      main_->steps(ScheduleChannel::Kind::kReduce, Algorithm::kBinomialTree, data.size(), root),
-      data, op);
+  main_->run(main_->steps(CollectiveKind::kReduce, Algorithm::kBinomialTree, data.size(), root),
+             data, op);
   if (rank_ == root) finish(op, size_, data);
 }
 
@@ -266,7 +239,7 @@ void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> al
              "allgather: mine has " << mine.size() << " floats, block " << block.count);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
-  main_->run(main_->steps(ScheduleChannel::Kind::kAllgather, Algorithm::kRing, all.size(), 0), all,
+  main_->run(main_->steps(CollectiveKind::kAllgather, Algorithm::kRing, all.size(), 0), all,
              ReduceOp::kSum);
 }
 
@@ -275,8 +248,8 @@ void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
   SYNC_CHECK(out.size() == block.count,
              "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
   work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
-  main_->run(main_->steps(ScheduleChannel::Kind::kReduceScatter, Algorithm::kRing, in.size(), 0),
-             work_, op);
+  main_->run(main_->steps(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), work_,
+             op);
   const std::span<float> reduced(work_.data() + block.offset, block.count);
   finish(op, size_, reduced);
   std::copy(reduced.begin(), reduced.end(), out.begin());

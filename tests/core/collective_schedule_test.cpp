@@ -391,4 +391,73 @@ TEST(CollectiveSchedule, ExecuteRejectsMalformedSchedules) {
 }
 
 }  // namespace
+// What a distributed backend executes: each rank's steps out of make_schedule, run rank by rank
+// with message passing in memory, must give what the whole schedule gives in memory.
+TEST(CollectiveSchedule, StepsOfEachRankReproduceTheWholeSchedule) {
+  const std::vector<int> nodes{0, 0, 1, 1, 2};
+  for (const CollectiveKind kind :
+       {CollectiveKind::kAllreduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllgather,
+        CollectiveKind::kBroadcast, CollectiveKind::kReduce})
+    for (const Algorithm algorithm : {Algorithm::kRing, Algorithm::kRabenseifner,
+                                      Algorithm::kHierarchical, Algorithm::kMaster}) {
+      const int p = 5;
+      const size_t n = 23;
+      const Schedule schedule = make_schedule(kind, algorithm, p, n, /*root=*/3, nodes);
+      ASSERT_EQ(schedule.ranks, p);
+      ASSERT_EQ(schedule.count, n);
+      // Run each rank's steps in lockstep (round by round), messages through mailboxes.
+      std::vector<std::vector<float>> buffers, reference;
+      for (int r = 0; r < p; ++r) {
+        std::vector<float> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>((r + 1) * 3 + int(i % 5));
+        buffers.push_back(v);
+      }
+      reference = buffers;
+      std::vector<std::span<float>> spans(reference.begin(), reference.end());
+      execute_in_memory(schedule, spans, ReduceOp::kSum);
+
+      std::vector<std::vector<Step>> mine;
+      size_t total = 0;
+      for (int r = 0; r < p; ++r) {
+        mine.push_back(steps_of_rank(schedule, r));
+        for (const Step& step : mine.back()) EXPECT_TRUE(step.send_to >= 0 || step.recv_from >= 0);
+        total += mine.back().size();
+      }
+      size_t busy = 0;
+      for (const auto& round : schedule.rounds)
+        for (const Step& step : round) busy += step.send_to >= 0 || step.recv_from >= 0;
+      EXPECT_EQ(total, busy);
+      // Lockstep over the original rounds: rank r's k-th own step is its k-th busy round.
+      std::vector<size_t> next(static_cast<size_t>(p), 0);
+      for (const auto& round : schedule.rounds) {
+        std::vector<std::vector<float>> sent(static_cast<size_t>(p));
+        std::vector<const Step*> steps(static_cast<size_t>(p), nullptr);
+        for (int r = 0; r < p; ++r) {
+          const Step& step = round[static_cast<size_t>(r)];
+          if (step.send_to < 0 && step.recv_from < 0) continue;
+          const Step& own = mine[static_cast<size_t>(r)][next[static_cast<size_t>(r)]++];
+          ASSERT_EQ(own.send_to, step.send_to);
+          ASSERT_EQ(own.recv_from, step.recv_from);
+          steps[static_cast<size_t>(r)] = &own;
+          if (own.send_to >= 0)
+            sent[static_cast<size_t>(r)].assign(
+                buffers[static_cast<size_t>(r)].begin() + static_cast<long>(own.send.offset),
+                buffers[static_cast<size_t>(r)].begin() +
+                    static_cast<long>(own.send.offset + own.send.count));
+        }
+        for (int r = 0; r < p; ++r) {
+          const Step* own = steps[static_cast<size_t>(r)];
+          if (own == nullptr || own->recv_from < 0) continue;
+          apply_action(
+              own->action, ReduceOp::kSum,
+              std::span(buffers[static_cast<size_t>(r)]).subspan(own->recv.offset, own->recv.count),
+              sent[static_cast<size_t>(own->recv_from)]);
+        }
+      }
+      for (int r = 0; r < p; ++r)
+        EXPECT_EQ(next[static_cast<size_t>(r)], mine[static_cast<size_t>(r)].size());
+      EXPECT_EQ(buffers, reference) << static_cast<int>(kind) << " " << to_string(algorithm);
+    }
+}
+
 }  // namespace syncopate
