@@ -75,15 +75,7 @@ TEST_F(CudaKernels, Conv2dForwardBackwardMatchReference) {
                              {8, 1, 28, 28, 6, 5, 1, 2},
                              {8, 6, 14, 14, 16, 5, 1, 0}};
   for (const ref::Conv& s : convs) {
-    const ConvGeometry g{.n = s.n,
-                         .c = s.c,
-                         .h = s.h,
-                         .w = s.w,
-                         .k = s.k,
-                         .stride = s.stride,
-                         .pad = s.pad,
-                         .oh = s.oh(),
-                         .ow = s.ow()};
+    const ConvGeometry g = s.geometry();
     const int64_t ckk = s.c * s.k * s.k, cols = s.n * g.oh * g.ow;
     const auto x = random_floats(s.n * s.c * s.h * s.w, 10), w = random_floats(s.oc * ckk, 11);
     const auto b = random_floats(s.oc, 12), dy = random_floats(s.oc * cols, 13);
@@ -108,14 +100,7 @@ TEST_F(CudaKernels, Conv2dForwardBackwardMatchReference) {
 TEST_F(CudaKernels, PoolingMatchesReference) {
   const ref::Pool pools[] = {{4, 6, 28, 28, 2, 2}, {2, 3, 9, 7, 3, 2}, {3, 2, 6, 6, 3, 1}};
   for (const ref::Pool& s : pools) {
-    const PoolGeometry g{.n = s.n,
-                         .c = s.c,
-                         .h = s.h,
-                         .w = s.w,
-                         .k = s.k,
-                         .stride = s.stride,
-                         .oh = s.oh(),
-                         .ow = s.ow()};
+    const PoolGeometry g = s.geometry();
     const auto x = random_floats(s.n * s.c * s.h * s.w, 14);
     const auto dy = random_floats(s.n * s.c * g.oh * g.ow, 15);
     auto dxin = upload(x), ddy = upload(dy);

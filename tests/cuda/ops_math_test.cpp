@@ -96,21 +96,9 @@ const ref::Conv kConvs[] = {
     {3, 2, 6, 6, 2, 1, 1, 0}, {2, 3, 9, 7, 2, 4, 3, 2},
 };
 
-math::ConvGeometry geometry(const ref::Conv& s) {
-  return {.n = s.n,
-          .c = s.c,
-          .h = s.h,
-          .w = s.w,
-          .k = s.k,
-          .stride = s.stride,
-          .pad = s.pad,
-          .oh = s.oh(),
-          .ow = s.ow()};
-}
-
 TEST(CudaHostMath, Col2imIsTheAdjointOfIm2col) {
   for (const ref::Conv& s : kConvs) {
-    const math::ConvGeometry g = geometry(s);
+    const math::ConvGeometry g = s.geometry();
     const auto x = random_floats(size_t(s.n * s.c * s.h * s.w), 4);
     const auto col = im2col_host(x, g);
     const auto dcol = random_floats(col.size(), 5);
@@ -124,7 +112,7 @@ TEST(CudaHostMath, Col2imIsTheAdjointOfIm2col) {
 
 TEST(CudaHostMath, ConvolutionRecipeMatchesDirectConvolution) {
   for (const ref::Conv& s : kConvs) {
-    const math::ConvGeometry g = geometry(s);
+    const math::ConvGeometry g = s.geometry();
     const int64_t ckk = s.c * s.k * s.k, plane = g.oh * g.ow, cols = s.n * plane;
     const auto x = random_floats(size_t(s.n * s.c * s.h * s.w), 6);
     const auto w = random_floats(size_t(s.oc * ckk), 7);
@@ -178,20 +166,9 @@ const ref::Pool kPools[] = {{2, 3, 8, 8, 2, 2},
                             {1, 2, 28, 28, 2, 2},
                             {1, 1, 9, 9, 2, 3}};
 
-math::PoolGeometry geometry(const ref::Pool& s) {
-  return {.n = s.n,
-          .c = s.c,
-          .h = s.h,
-          .w = s.w,
-          .k = s.k,
-          .stride = s.stride,
-          .oh = s.oh(),
-          .ow = s.ow()};
-}
-
 TEST(CudaHostMath, MaxPoolMatchesReference) {
   for (const ref::Pool& s : kPools) {
-    const math::PoolGeometry g = geometry(s);
+    const math::PoolGeometry g = s.geometry();
     const auto x = random_floats(size_t(s.n * s.c * s.h * s.w), 14);
     const auto dy = random_floats(size_t(s.n * s.c * g.oh * g.ow), 15);
     std::vector<float> y(dy.size()), dx(x.size());
@@ -209,7 +186,7 @@ TEST(CudaHostMath, MaxPoolMatchesReference) {
 
 TEST(CudaHostMath, AvgPoolMatchesReference) {
   for (const ref::Pool& s : kPools) {
-    const math::PoolGeometry g = geometry(s);
+    const math::PoolGeometry g = s.geometry();
     const auto x = random_floats(size_t(s.n * s.c * s.h * s.w), 16);
     const auto dy = random_floats(size_t(s.n * s.c * g.oh * g.ow), 17);
     std::vector<float> y(dy.size()), dx(x.size());

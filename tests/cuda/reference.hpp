@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/cuda/ops_math.hpp"
 #include "core/rng.hpp"
 
 namespace syncopate::cuda::reference {
@@ -73,6 +74,17 @@ struct Conv {
   int64_t n, c, h, w, oc, k, stride, pad;
   int64_t oh() const { return (h + 2 * pad - k) / stride + 1; }
   int64_t ow() const { return (w + 2 * pad - k) / stride + 1; }
+  cuda::math::ConvGeometry geometry() const {
+    return {.n = n,
+            .c = c,
+            .h = h,
+            .w = w,
+            .k = k,
+            .stride = stride,
+            .pad = pad,
+            .oh = oh(),
+            .ow = ow()};
+  }
 };
 
 // Direct convolution (cross-correlation, as PyTorch): y (n, oc, oh, ow).
@@ -126,6 +138,9 @@ struct Pool {
   int64_t n, c, h, w, k, stride;
   int64_t oh() const { return (h - k) / stride + 1; }
   int64_t ow() const { return (w - k) / stride + 1; }
+  cuda::math::PoolGeometry geometry() const {
+    return {.n = n, .c = c, .h = h, .w = w, .k = k, .stride = stride, .oh = oh(), .ow = ow()};
+  }
 };
 
 // Max pooling forward and backward (dx scattered to each window's first maximum).

@@ -16,17 +16,17 @@ class CudaTrainer : public CudaTest {};
 
 TEST_F(CudaTrainer, DeviceTrainingMatchesHostTraining) {
   for (const char* model : {"mlp", "cnn"}) {
-    const Scenario s = parse_scenario(
-        default_scenario_text(), "<test>",
-        {"data.dataset=synthetic", "data.train_samples=256", "data.test_samples=64", "epochs=2",
-         "batch_size=32", "schedule.lr=0.01", std::string("model.name=") + model,
-         "strategy.name=ddp"});
+    const Scenario s =
+        parse_scenario(default_scenario_text(), "<test>",
+                       {"data.dataset=synthetic", "data.train_samples=256", "data.test_samples=64",
+                        "epochs=2", "batch_size=32", "schedule.lr=0.01",
+                        std::string("model.name=") + model, "strategy.name=ddp"});
     const TrainData data = prepare_data(s, false);
     LocalCommunicator comm;
     WallClockExecutor exec;
     const WorkerReport host = train_worker(s, data, comm, exec);
-    const WorkerReport device = train_worker(
-        s, data, comm, exec, [](const Model& m) { return make_cuda_accelerator(m); });
+    const WorkerReport device =
+        train_worker(s, data, comm, exec, [](const Model& m) { return make_cuda_accelerator(m); });
     ASSERT_EQ(device.final_params.size(), host.final_params.size());
     double diff = 0, norm = 0;
     for (size_t i = 0; i < host.final_params.size(); ++i) {
