@@ -46,58 +46,52 @@ ncclUniqueId bootstrap_id(Communicator& control) {
   return id;
 }
 
-// What every rank of control learns about every other: its node and the PCI location of the
-// GPU it would use (-1s without one).
-struct RankPlacement {
-  int node = 0;
-  int pci_domain = -1, pci_bus = -1, pci_device = -1;
+// The PCI location of the GPU a rank would use (-1s without one).
+struct PciLocation {
+  int domain = -1, bus = -1, device = -1;
+  bool operator==(const PciLocation&) const = default;
 };
-constexpr size_t kPlacementFloats = 4;  // each field is exact in a float (< 2^24)
 
-std::vector<RankPlacement> gather_placements(Communicator& control, int device, bool has_device) {
-  RankPlacement mine{.node = control.node()};
+// Every rank's PCI location, through the control communicator (each field is exact in a float).
+std::vector<PciLocation> gather_gpus(Communicator& control, int device, bool has_device) {
+  PciLocation mine;
   if (has_device) {
-    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.pci_domain, cudaDevAttrPciDomainId, device));
-    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.pci_bus, cudaDevAttrPciBusId, device));
-    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.pci_device, cudaDevAttrPciDeviceId, device));
+    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.domain, cudaDevAttrPciDomainId, device));
+    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.bus, cudaDevAttrPciBusId, device));
+    SYNC_CUDA_CHECK(cudaDeviceGetAttribute(&mine.device, cudaDevAttrPciDeviceId, device));
   }
-  const std::array<float, kPlacementFloats> packed{
-      static_cast<float>(mine.node), static_cast<float>(mine.pci_domain),
-      static_cast<float>(mine.pci_bus), static_cast<float>(mine.pci_device)};
-  std::vector<float> all(kPlacementFloats * static_cast<size_t>(control.size()));
+  const std::array<float, 3> packed{static_cast<float>(mine.domain), static_cast<float>(mine.bus),
+                                    static_cast<float>(mine.device)};
+  std::vector<float> all(packed.size() * static_cast<size_t>(control.size()));
   control.allgather(packed, all);
-  std::vector<RankPlacement> placements(static_cast<size_t>(control.size()));
-  for (size_t r = 0; r < placements.size(); ++r) {
-    const float* f = all.data() + kPlacementFloats * r;
-    placements[r] = {static_cast<int>(f[0]), static_cast<int>(f[1]), static_cast<int>(f[2]),
-                     static_cast<int>(f[3])};
-  }
-  return placements;
+  std::vector<PciLocation> gpus(static_cast<size_t>(control.size()));
+  for (size_t r = 0; r < gpus.size(); ++r)
+    gpus[r] = {static_cast<int>(all[3 * r]), static_cast<int>(all[3 * r + 1]),
+               static_cast<int>(all[3 * r + 2])};
+  return gpus;
 }
 
-// Every rank computes the same verdict from the same placements: empty when each rank has a
-// GPU of its own, else why not.
-std::string placement_problem(const std::vector<RankPlacement>& placements) {
+// Every rank computes the same verdict from the same data: empty when each rank has a GPU of
+// its own, else why not.
+std::string placement_problem(const std::vector<int>& node_of_rank,
+                              const std::vector<PciLocation>& gpus) {
   std::ostringstream problem;
-  for (size_t a = 0; a < placements.size(); ++a) {
-    const RankPlacement& pa = placements[a];
-    if (pa.pci_domain < 0) {
-      int on_node = 0;
-      for (const RankPlacement& p : placements) on_node += p.node == pa.node ? 1 : 0;
-      problem << "rank " << a << " (node " << pa.node << ", which runs " << on_node
+  for (size_t a = 0; a < gpus.size(); ++a) {
+    const int node = node_of_rank[a];
+    if (gpus[a].domain < 0) {
+      const auto on_node = std::count(node_of_rank.begin(), node_of_rank.end(), node);
+      problem << "rank " << a << " (node " << node << ", which runs " << on_node
               << " ranks) sees no CUDA device";
       return problem.str();
     }
-    for (size_t b = a + 1; b < placements.size(); ++b) {
-      const RankPlacement& pb = placements[b];
-      if (pb.node == pa.node && pb.pci_domain == pa.pci_domain && pb.pci_bus == pa.pci_bus &&
-          pb.pci_device == pa.pci_device) {
-        problem << "ranks " << a << " and " << b << " on node " << pa.node
-                << " would share the GPU at PCI " << std::hex << pa.pci_domain << ":" << pa.pci_bus
-                << ":" << pa.pci_device << " (more ranks on the node than GPUs they can see)";
+    for (size_t b = a + 1; b < gpus.size(); ++b)
+      if (node_of_rank[b] == node && gpus[b] == gpus[a]) {
+        problem << "ranks " << a << " and " << b << " on node " << node
+                << " would share the GPU at PCI " << std::hex << gpus[a].domain << ":"
+                << gpus[a].bus << ":" << gpus[a].device
+                << " (more ranks on the node than GPUs they can see)";
         return problem.str();
       }
-    }
   }
   return "";
 }
@@ -244,7 +238,8 @@ void NcclCommunicator::init(int device) {
   device_ = device >= 0 ? device : devices > 0 ? local % devices : 0;
   // Every rank sees every rank's GPU and reaches the same verdict, so all fail alike instead of
   // leaving the others blocked in the NCCL set-up.
-  const std::string problem = placement_problem(gather_placements(*control_, device_, devices > 0));
+  const std::string problem =
+      placement_problem(node_of_rank_, gather_gpus(*control_, device_, devices > 0));
   if (!problem.empty())
     throw UserError("NCCL needs one CUDA device per rank: " + problem +
                     "; allowed: at most as many ranks per node as GPUs");

@@ -88,7 +88,6 @@ class NcclCommunicator final : public Communicator {
   int node() const override { return control_->node(); }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_->get(); }
-  const NcclOptions& options() const { return options_; }
 
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
   void broadcast(std::span<float> data, int root) override;
@@ -109,12 +108,11 @@ class NcclCommunicator final : public Communicator {
   void allreduce_device(float* data, size_t count, const CollectiveOptions& options);
   void broadcast_device(float* data, size_t count, int root);
 
-  // Blocks until every operation queued so far has completed (watchdog applies).
-  void synchronize(const char* what);
-
  private:
   friend class NcclWork;
   void init(int device);
+  // Blocks until every operation queued so far has completed (watchdog applies).
+  void synchronize(const char* what);
   void set_device() const;
   void check_open() const;
   // This rank's steps of a schedule, built on first use and cached.
