@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
-#include "core/accelerator.hpp"
-#include "core/recorder.hpp"
-#include "core/scenario.hpp"
+#include "core/nn/accelerator.hpp"
+#include "core/train/recorder.hpp"
+#include "core/scenario/scenario.hpp"
 
 namespace syncopate::app {
 

@@ -1,6 +1,6 @@
 #include "app/commands.hpp"
-#include "core/check.hpp"
-#include "core/model.hpp"
+#include "core/base/check.hpp"
+#include "core/nn/model.hpp"
 #ifdef SYNCOPATE_HAVE_CUDA
 #include "backends/cuda/cuda_accelerator.hpp"
 #include "backends/cuda/device.hpp"

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "app/commands.hpp"
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 
 namespace syncopate::app {
 namespace {

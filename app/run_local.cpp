@@ -1,9 +1,9 @@
 #include <chrono>
 
 #include "app/commands.hpp"
-#include "core/check.hpp"
-#include "core/local_backend.hpp"
-#include "core/trainer.hpp"
+#include "core/base/check.hpp"
+#include "core/comm/local_backend.hpp"
+#include "core/train/trainer.hpp"
 
 namespace syncopate::app {
 

@@ -2,9 +2,13 @@
 #include <sstream>
 
 #include "app/commands.hpp"
-#include "backends/mpi/mpi_backend.hpp"
-#include "core/check.hpp"
-#include "core/trainer.hpp"
+#include "backends/mpi/deadline.hpp"
+#include "backends/mpi/mpi_communicator.hpp"
+#include "backends/mpi/mpi_executor.hpp"
+#include "backends/mpi/runtime.hpp"
+#include "backends/mpi/startup_check.hpp"
+#include "core/base/check.hpp"
+#include "core/train/trainer.hpp"
 
 namespace syncopate::app {
 namespace {

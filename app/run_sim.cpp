@@ -2,8 +2,8 @@
 
 #include "app/commands.hpp"
 #include "backends/sim/sim_backend.hpp"
-#include "core/check.hpp"
-#include "core/trainer.hpp"
+#include "core/base/check.hpp"
+#include "core/train/trainer.hpp"
 
 namespace syncopate::app {
 

@@ -26,7 +26,11 @@
 #include <thread>
 #include <vector>
 
-#include "backends/mpi/mpi_backend.hpp"
+#include "backends/mpi/deadline.hpp"
+#include "backends/mpi/mpi_communicator.hpp"
+#include "backends/mpi/mpi_executor.hpp"
+#include "backends/mpi/runtime.hpp"
+#include "backends/mpi/startup_check.hpp"
 #if defined(SYNCOPATE_HAVE_NCCL)
 #include "backends/cuda/nccl_comm.hpp"
 #endif

@@ -12,7 +12,7 @@
 #include "backends/cuda/cuda_model.hpp"
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/kernels.hpp"
-#include "core/rng.hpp"
+#include "core/base/rng.hpp"
 
 namespace syncopate::cuda {
 namespace {

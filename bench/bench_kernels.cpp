@@ -12,10 +12,10 @@
 #include <random>
 #include <vector>
 
-#include "core/gemm.hpp"
-#include "core/layer.hpp"
-#include "core/loss.hpp"
-#include "core/model.hpp"
+#include "core/tensor/gemm.hpp"
+#include "core/nn/layer.hpp"
+#include "core/nn/loss.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate {
 namespace {

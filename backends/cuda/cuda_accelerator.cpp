@@ -2,7 +2,7 @@
 
 #include "backends/cuda/cuda_model.hpp"
 #include "backends/cuda/device.hpp"
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 
 namespace syncopate::cuda {
 namespace {

@@ -2,8 +2,8 @@
 // The CUDA implementation of core's Accelerator (model.device = "cuda").
 #include <memory>
 
-#include "core/accelerator.hpp"
-#include "core/model.hpp"
+#include "core/nn/accelerator.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate::cuda {
 

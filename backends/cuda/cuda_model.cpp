@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/check.hpp"
-#include "core/model.hpp"
+#include "core/base/check.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate::cuda {
 

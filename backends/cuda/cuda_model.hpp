@@ -22,11 +22,11 @@
 
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/kernels.hpp"
-#include "core/comm.hpp"
-#include "core/layer.hpp"
-#include "core/loss.hpp"
-#include "core/optim.hpp"
-#include "core/tensor.hpp"
+#include "core/comm/comm.hpp"
+#include "core/nn/layer.hpp"
+#include "core/nn/loss.hpp"
+#include "core/optim/optim.hpp"
+#include "core/tensor/tensor.hpp"
 
 namespace syncopate {
 class Model;
@@ -56,7 +56,7 @@ struct LayerSpec {
   float rate = 0.0f;  // dropout
 };
 
-// Same arguments as the CPU factories in core/layer.hpp.
+// Same arguments as the CPU factories in core/nn/layer.hpp.
 LayerSpec dense_spec(int64_t in, int64_t out);
 LayerSpec conv2d_spec(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1,
                       int64_t padding = 0);

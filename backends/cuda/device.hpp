@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 
 namespace syncopate::cuda {
 

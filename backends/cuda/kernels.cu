@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "backends/cuda/kernels.hpp"
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 
 namespace syncopate::cuda {
 namespace {

@@ -99,7 +99,7 @@ void softmax_xent(const float* logits, const float* labels, float* dlogits, floa
 void mse(const float* y, const float* target, float* dy, float* loss, int64_t n,
          cudaStream_t stream);
 
-// ---- optimizers: one step over n parameters, PyTorch semantics (as core/optim.cpp) -------
+// ---- optimizers: one step over n parameters, PyTorch semantics (as core/optim/optim.cpp) -------
 struct SgdOptions {
   float lr = 0.01f;
   float momentum = 0.0f;

@@ -2,7 +2,7 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_model.hpp"
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 
 namespace syncopate::cuda {
 namespace {
@@ -141,7 +141,7 @@ ModelSpec cuda_zoo_spec(const std::string& name) {
             {flatten_spec(), dense_spec(784, 256), relu_spec(), dense_spec(256, 128), relu_spec(),
              dense_spec(128, 10)}};
   }
-  if (name == "cnn") {  // LeNet-style, as core/zoo.cpp
+  if (name == "cnn") {  // LeNet-style, as core/nn/zoo.cpp
     return {"cnn",
             {1, 28, 28},
             {conv2d_spec(1, 32, 3, 1, 1), relu_spec(), maxpool2d_spec(2, 2),

@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "backends/cuda/kernels.hpp"
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 
 namespace syncopate::cuda {
 namespace {

@@ -15,7 +15,7 @@
 // through NCCL on this rank's device.
 //
 // Same arithmetic as every other backend: by default each collective runs the core's schedule
-// (core/collective_schedule.hpp) as NCCL point-to-point rounds (one ncclGroup of send and recv
+// (core/comm/collective_schedule.hpp) as NCCL point-to-point rounds (one ncclGroup of send and recv
 // per step), with the step's reduction done by a device kernel that adds in the same order as
 // the host's apply_action, and finish() (the division of kAvg) on the host. The results are
 // therefore bit-identical to the MPI backend and to the simulator's emulation. With
@@ -50,9 +50,9 @@
 #include <vector>
 
 #include "backends/cuda/device.hpp"
-#include "core/collective_schedule.hpp"
-#include "core/comm.hpp"
-#include "core/function_ref.hpp"
+#include "core/comm/collective_schedule.hpp"
+#include "core/comm/comm.hpp"
+#include "core/base/function_ref.hpp"
 
 namespace syncopate::cuda {
 

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/rng.hpp"
+#include "core/base/rng.hpp"
 
 #if defined(__CUDACC__)
 #define SYNC_HD __host__ __device__ inline
@@ -82,7 +82,7 @@ inline PhiloxStream dropout_stream(uint64_t seed, uint32_t worker, uint32_t epoc
           (static_cast<uint32_t>(RngPurpose::kDropout) << 24) ^ extra};
 }
 
-// The i-th 32-bit draw of the stream (same rounds and constants as core/rng.cpp).
+// The i-th 32-bit draw of the stream (same rounds and constants as core/base/rng.cpp).
 SYNC_HD uint32_t philox_draw(const PhiloxStream& s, int64_t i) {
   uint32_t c0 = static_cast<uint32_t>(i >> 2), c1 = s.c1, c2 = s.c2, c3 = s.c3;
   uint32_t k0 = s.k0, k1 = s.k1;
@@ -318,7 +318,7 @@ SYNC_HD void sgd_at(float* p, const float* g, float* buf, float lr, float moment
   p[i] -= lr * d;
 }
 
-// Adam / AdamW with the scalars formed on the host as torch.optim (and core/optim.cpp) form
+// Adam / AdamW with the scalars formed on the host as torch.optim (and core/optim/optim.cpp) form
 // them, in double: c1 = 1 - beta1, c2 = 1 - beta2, step_size = lr / (1 - beta1^t),
 // bc2_sqrt = sqrt(1 - beta2^t); Adam: coupled_wd = wd, shrink = 1; AdamW: coupled_wd = 0,
 // shrink = 1 - lr wd.

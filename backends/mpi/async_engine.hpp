@@ -11,8 +11,8 @@
 #include <span>
 #include <thread>
 
-#include "backends/mpi/mpi_backend.hpp"
-#include "core/comm.hpp"
+#include "backends/mpi/mpi_communicator.hpp"
+#include "core/comm/comm.hpp"
 
 namespace syncopate::mpi {
 

@@ -24,7 +24,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "backends/mpi/mpi_backend.hpp"
+#include "backends/mpi/deadline.hpp"
+#include "backends/mpi/mpi_communicator.hpp"
 #include "backends/mpi/mpi_detail.hpp"
 
 namespace syncopate::mpi {

@@ -1,6 +1,6 @@
 #pragma once
 // Internals of the MPI backend shared by its .cpp files: error checking, the process-wide fault
-// state and the watchdog wait.
+// state, the world rank for messages, and the watchdog wait.
 #include <mpi.h>
 
 #include <atomic>
@@ -8,8 +8,20 @@
 #include <cstddef>
 #include <span>
 
-#include "backends/mpi/mpi_backend.hpp"
-#include "core/check.hpp"
+#include "backends/mpi/runtime.hpp"
+#include "core/base/check.hpp"
+
+namespace syncopate::mpi {
+
+// How a thread waits for its messages: spinning (a caller with nothing else to do), or on the
+// helper thread gently, sleeping between polls, unless some thread is blocked on the result.
+struct PollPolicy {
+  bool background = false;
+  const std::atomic<bool>* cancel = nullptr;  // abandon the wait (error unwinding) when true
+  const std::atomic<int>* waiters = nullptr;  // threads blocked on the result: spin while > 0
+};
+
+}  // namespace syncopate::mpi
 
 namespace syncopate::mpi::detail {
 
@@ -27,6 +39,8 @@ void reset_failed_for_tests();
 // True when MPI is initialised and not finalised (handles may be freed).
 bool mpi_active();
 bool thread_multiple();
+// This process's rank in MPI_COMM_WORLD, readable from any thread (-1 before MPI_Init).
+int world_rank();
 
 // What a wait is for, for the watchdog's message.
 struct WaitContext {

@@ -1,4 +1,6 @@
-// Runtime (MPI init/finalize, fault policy), the watchdog wait, MpiExecutor and small helpers.
+// Runtime (MPI init/finalize, fault policy), the process-wide fault state and the watchdog wait.
+#include "backends/mpi/runtime.hpp"
+
 #include <dlfcn.h>
 
 #include <chrono>
@@ -13,7 +15,6 @@
 #include <string>
 #include <thread>
 
-#include "backends/mpi/mpi_backend.hpp"
 #include "backends/mpi/mpi_detail.hpp"
 
 namespace syncopate::mpi {
@@ -53,107 +54,7 @@ void check_mpi_is_not_smpi() {
                         " (SimGrid's SMPI), not Open MPI: link libmpi before libsimgrid");
 }
 
-// The thread behind Deadline: sleeps until the earliest armed deadline, and if that one is still
-// armed then, reports it and runs the expiry action (default: end the process).
-class DeadlineWatcher {
- public:
-  static DeadlineWatcher& instance() {
-    static DeadlineWatcher watcher;
-    return watcher;
-  }
-  ~DeadlineWatcher() {
-    {
-      const std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  uint64_t arm(const char* operation, double seconds) {
-    const auto due = std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(seconds));
-    const std::lock_guard lock(mutex_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-    const uint64_t id = ++next_id_;
-    armed_.emplace(id, Entry{due, operation, seconds});
-    wake_.notify_all();
-    return id;
-  }
-  void disarm(uint64_t id) {
-    const std::lock_guard lock(mutex_);
-    armed_.erase(id);
-  }
-  void set_action(Deadline::Action action) {
-    const std::lock_guard lock(mutex_);
-    action_ = action;
-  }
-
- private:
-  struct Entry {
-    std::chrono::steady_clock::time_point due;
-    const char* operation;
-    double seconds;
-  };
-
-  void run() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-      if (armed_.empty()) {
-        wake_.wait(lock);
-        continue;
-      }
-      auto earliest = armed_.begin();
-      for (auto it = armed_.begin(); it != armed_.end(); ++it)
-        if (it->second.due < earliest->second.due) earliest = it;
-      if (const auto due = earliest->second.due; std::chrono::steady_clock::now() < due) {
-        wake_.wait_until(lock, due);  // a copy: the entry may be erased while this thread waits
-        continue;
-      }
-      std::ostringstream message;
-      message << "syncopate mpi: rank " << g_world_rank << " spent more than "
-              << earliest->second.seconds << " s in " << earliest->second.operation
-              << ": a peer died or hangs (watchdog SYNCOPATE_MPI_WATCHDOG_S); ending the job";
-      armed_.erase(earliest);
-      const Deadline::Action action = action_;
-      lock.unlock();
-      if (action != nullptr) {
-        action(message.str());
-      } else {
-        std::fprintf(stderr, "%s\n", message.str().c_str());
-        std::fflush(stderr);
-        // Not MPI_Abort: this thread may not call MPI (MPI_THREAD_FUNNELED). mpirun ends the
-        // whole job when a rank exits without MPI_Finalize.
-        std::_Exit(1);
-      }
-      lock.lock();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::map<uint64_t, Entry> armed_;
-  uint64_t next_id_ = 0;
-  Deadline::Action action_ = nullptr;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
 }  // namespace
-
-Deadline::Deadline(const char* operation) {
-  const double seconds = g_watchdog_seconds.load(std::memory_order_relaxed);
-  if (seconds > 0) id_ = DeadlineWatcher::instance().arm(operation, seconds);
-}
-
-Deadline::~Deadline() {
-  if (id_ != 0) DeadlineWatcher::instance().disarm(id_);
-}
-
-void Deadline::set_action_for_tests(Action action) {
-  DeadlineWatcher::instance().set_action(action);
-}
 
 namespace detail {
 
@@ -171,6 +72,7 @@ void mark_failed() { g_failed.store(true); }
 void reset_failed_for_tests() { g_failed.store(false); }
 bool failed() { return g_failed.load(); }
 bool thread_multiple() { return g_thread_multiple; }
+int world_rank() { return g_world_rank.load(); }
 
 bool mpi_active() {
   int initialized = 0, finalized = 0;
@@ -278,71 +180,6 @@ void Runtime::abort(int code, std::string_view message) {
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::abort();  // MPI_Abort does not return; this satisfies [[noreturn]]
-}
-
-MpiExecutor::MpiExecutor() : start_(MPI_Wtime()) {}
-
-void MpiExecutor::compute(const Cost& /*cost*/, FunctionRef<void()> math) {
-  math();
-  if (progress_comm_ != MPI_COMM_NULL) {
-    int flag = 0;
-    SYNC_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress_comm_, &flag, MPI_STATUS_IGNORE));
-  }
-}
-
-CommHandle::~CommHandle() {
-  // Freeing is skipped while the process fails: it is about to be aborted anyway.
-  if (comm_ != MPI_COMM_NULL && detail::mpi_active() && !detail::failed() &&
-      std::uncaught_exceptions() == 0)
-    MPI_Comm_free(&comm_);
-}
-
-CommHandle& CommHandle::operator=(CommHandle&& other) noexcept {
-  if (this != &other) {
-    CommHandle old(release());
-    comm_ = other.release();
-  }
-  return *this;
-}
-
-void native_allreduce(MpiCommunicator& comm, std::span<float> data, ReduceOp op) {
-  SYNC_MPI(MPI_Allreduce(MPI_IN_PLACE, data.data(), detail::to_count(data.size()), MPI_FLOAT,
-                         op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm.handle()));
-  finish(op, comm.size(), data);
-}
-
-uint64_t fnv1a64(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (const char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
-void check_same_everywhere(MpiCommunicator& comm, const std::string& scenario_text,
-                           int expected_workers) {
-  const Deadline deadline("the start-up check of the scenario (MPI_Allgather)");
-  const uint64_t mine = fnv1a64(scenario_text);
-  std::vector<uint64_t> all(static_cast<size_t>(comm.size()));
-  SYNC_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm.handle()));
-  std::ostringstream differing;
-  for (size_t r = 0; r < all.size(); ++r)
-    if (all[r] != all[0]) differing << " " << r;
-  if (!differing.str().empty()) {
-    std::ostringstream message;
-    message << "scenario: ranks were given different scenarios (FNV-1a 64 of the text differs "
-               "from rank 0's on rank(s)"
-            << differing.str() << "); every rank must read the same scenario file";
-    throw UserError(message.str());
-  }
-  if (comm.size() != expected_workers) {
-    std::ostringstream message;
-    message << "scenario: workers: the scenario asks for " << expected_workers
-            << " workers but MPI started " << comm.size() << " ranks; allowed: run with mpirun -np "
-            << expected_workers;
-    throw UserError(message.str());
-  }
 }
 
 }  // namespace syncopate::mpi

@@ -7,7 +7,7 @@
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
-#include "backends/sim/platform.hpp"
+#include "backends/sim/platform/platform.hpp"
 #include "backends/sim/sim_communicator.hpp"
 #include "backends/sim/sim_executor.hpp"
 #include "backends/sim/sim_group.hpp"

@@ -5,7 +5,7 @@
 // Time model (see sim_executor.hpp and sim_communicator.hpp for details):
 //   - compute advances the worker's simulated clock by max(flops / speed, bytes / memory bw)
 //     times its straggler slowdown; kOptimizer costs also pay the profile's step overhead;
-//   - collectives run the core schedules (core/collective_schedule.hpp) at one of three
+//   - collectives run the core schedules (core/comm/collective_schedule.hpp) at one of three
 //     fidelities: kMessage (every message is a SimGrid comm between the ranks' actors), kFlow
 //     (every round of the schedule is a set of concurrent host-to-host flows), kAnalytic (every
 //     round costs max over its messages of alpha + bytes / B of its route, no flows);
@@ -26,8 +26,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/check.hpp"
-#include "core/comm.hpp"
+#include "core/base/check.hpp"
+#include "core/comm/comm.hpp"
 
 namespace syncopate::sim {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The simulator's Communicator: one per worker actor (and per split group it belongs to).
 //
-// Every collective builds the core schedule (core/collective_schedule.hpp; cached per group by
+// Every collective builds the core schedule (core/comm/collective_schedule.hpp; cached per group by
 // kind, algorithm, count and root) and runs it at the world's fidelity:
 //   kMessage  - each rank's actor performs its own steps with mailbox comms (payload: a snapshot
 //               of the sent segment in emulation, nothing in cost-only; simulated size: bytes);
@@ -29,7 +29,7 @@
 #include <memory>
 
 #include "backends/sim/sim_group.hpp"
-#include "core/comm.hpp"
+#include "core/comm/comm.hpp"
 
 namespace syncopate::sim {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "backends/sim/platform.hpp"
+#include "backends/sim/platform/platform.hpp"
 
 namespace syncopate::sim {
 

@@ -13,7 +13,7 @@
 // all_agree(vote) is a consensus of all workers that leaves every worker's clock where it was
 // (zero simulated time); advance(seconds) adds skipped time (steady-state fast-forward).
 #include "backends/sim/sim_world.hpp"
-#include "core/comm.hpp"
+#include "core/comm/comm.hpp"
 
 namespace syncopate::sim {
 

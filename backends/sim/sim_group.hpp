@@ -12,10 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/sim/platform.hpp"
+#include "backends/sim/platform/platform.hpp"
 #include "backends/sim/sim_world.hpp"
-#include "core/collective_schedule.hpp"
-#include "core/function_ref.hpp"
+#include "core/comm/collective_schedule.hpp"
+#include "core/base/function_ref.hpp"
 
 namespace syncopate::sim {
 

@@ -5,7 +5,7 @@
 #include <simgrid/s4u/Host.hpp>
 #include <sstream>
 
-#include "backends/sim/platform.hpp"
+#include "backends/sim/platform/platform.hpp"
 
 namespace syncopate::sim {
 

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/peer/fmnist_torch.py --model mlp|cnn --epochs 1 --batch 64
 
-Same architectures as core/zoo.cpp, SGD lr 0.05 momentum 0.9, softmax cross-entropy. The data
+Same architectures as core/nn/zoo.cpp, SGD lr 0.05 momentum 0.9, softmax cross-entropy. The data
 (Debian's dataset-fashion-mnist gz files) is read with gzip + numpy and kept in memory as
 tensors; each epoch draws a random permutation and slices batches from it (the last batch is
 partial, so an epoch is ceil(60000 / batch) steps). Only the training loop is timed. Prints JSON:

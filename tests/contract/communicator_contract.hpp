@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.hpp"
+#include "core/comm/comm.hpp"
 
 namespace syncopate::contract {
 

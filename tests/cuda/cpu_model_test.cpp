@@ -1,4 +1,4 @@
-// CudaModel against the CPU Model (core/model.hpp): same layer lists (checked without a
+// CudaModel against the CPU Model (core/nn/model.hpp): same layer lists (checked without a
 // device), and on the device the same outputs, loss, gradients and parameters after several
 // optimizer steps, dropout included (the device draws the CPU layer's mask).
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "backends/cuda/cuda_model.hpp"
-#include "core/loss.hpp"
-#include "core/model.hpp"
-#include "core/optim.hpp"
+#include "core/nn/loss.hpp"
+#include "core/nn/model.hpp"
+#include "core/optim/optim.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/reference_model.hpp"

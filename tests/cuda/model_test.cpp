@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_model.hpp"
-#include "core/check.hpp"
+#include "core/base/check.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/reference_model.hpp"

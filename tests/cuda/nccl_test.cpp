@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/cuda/nccl_comm.hpp"
-#include "core/local_backend.hpp"
+#include "core/comm/local_backend.hpp"
 #include "tests/contract/communicator_contract.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"

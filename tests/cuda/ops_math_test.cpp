@@ -11,10 +11,10 @@
 #include <limits>
 #include <vector>
 
-#include "core/collective_schedule.hpp"
-#include "core/layer.hpp"
-#include "core/rng.hpp"
-#include "core/tensor.hpp"
+#include "core/comm/collective_schedule.hpp"
+#include "core/nn/layer.hpp"
+#include "core/base/rng.hpp"
+#include "core/tensor/tensor.hpp"
 #include "tests/cuda/reference.hpp"
 
 namespace syncopate::cuda {

@@ -7,7 +7,7 @@
 
 #include "backends/cuda/cuda_model.hpp"
 #include "backends/cuda/kernels.hpp"
-#include "core/optim.hpp"
+#include "core/optim/optim.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backends/cuda/ops_math.hpp"
-#include "core/rng.hpp"
+#include "core/base/rng.hpp"
 
 namespace syncopate::cuda::reference {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "backends/cuda/cuda_accelerator.hpp"
-#include "core/local_backend.hpp"
-#include "core/trainer.hpp"
+#include "core/comm/local_backend.hpp"
+#include "core/train/trainer.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 
 namespace syncopate::cuda {

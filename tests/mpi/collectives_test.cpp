@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/collective_schedule.hpp"
+#include "core/comm/collective_schedule.hpp"
 #include "tests/mpi/mpi_test_env.hpp"
 
 namespace syncopate::mpi::testing {

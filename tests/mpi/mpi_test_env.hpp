@@ -3,8 +3,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/mpi/mpi_backend.hpp"
-#include "core/rng.hpp"
+#include "backends/mpi/deadline.hpp"
+#include "backends/mpi/mpi_communicator.hpp"
+#include "backends/mpi/mpi_executor.hpp"
+#include "backends/mpi/runtime.hpp"
+#include "backends/mpi/startup_check.hpp"
+#include "core/base/rng.hpp"
 
 namespace syncopate::mpi::testing {
 

@@ -1,7 +1,7 @@
-// Tests of the modelled platforms (backends/sim/platform.hpp). Every test that creates a SimGrid
+// Tests of the modelled platforms (backends/sim/platform/platform.hpp). Every test that creates a SimGrid
 // engine runs in a forked child (tests/sim/fork_util.hpp): an engine exists once per process.
 // Expected figures come from the recipe texts and REFERENCE.md, computed by hand here.
-#include "backends/sim/platform.hpp"
+#include "backends/sim/platform/platform.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 #include <sstream>
 #include <xbt/config.hpp>
 
-#include "backends/sim/platform_recipe.hpp"
-#include "core/check.hpp"
+#include "backends/sim/platform/platform_recipe.hpp"
+#include "core/base/check.hpp"
 #include "tests/sim/fork_util.hpp"
 
 namespace syncopate::sim {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/sim/platform.hpp"
+#include "backends/sim/platform/platform.hpp"
 #include "backends/sim/sim_backend.hpp"
 #include "tests/sim/fork_util.hpp"
 

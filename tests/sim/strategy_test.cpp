@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "backends/sim/sim_backend.hpp"
-#include "core/local_backend.hpp"
-#include "core/trainer.hpp"
+#include "core/comm/local_backend.hpp"
+#include "core/train/trainer.hpp"
 #include "tests/sim/fork_util.hpp"
 
 namespace syncopate {

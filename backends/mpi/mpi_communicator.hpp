@@ -1,0 +1,102 @@
+#pragma once
+// MpiCommunicator: the core's Communicator over MPI, and MPI's own allreduce for benchmarks.
+//
+// Every collective runs the core's schedules (core/comm/collective_schedule.hpp) with
+// point-to-point messages, so an MPI run performs the same additions in the same order as the
+// simulator and the two agree bit for bit. MPI's own allreduce is offered separately
+// (native_allreduce) for benchmarks.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backends/mpi/comm_handle.hpp"
+#include "backends/mpi/schedule_channel.hpp"
+#include "core/comm/comm.hpp"
+
+namespace syncopate::mpi {
+
+class AsyncEngine;
+
+// A Communicator over an MPI communicator.
+//
+// allreduce_async: Debian's Open MPI has no asynchronous progress ("OMPI progress: no" in
+// ompi_info), so a nonblocking request only moves while some thread is inside MPI, and a
+// multi-round schedule needs arithmetic between rounds. Progressing in Work::wait() would thus
+// overlap nothing with backward. Instead the schedule runs on a helper thread, on a communicator
+// of its own (a dup: MPI matching is per communicator, so it cannot mix with the caller's
+// collectives); the helper polls MPI_Testall and sleeps between polls rather than spinning, so
+// it leaves the core to the computing thread (it spins while a thread is blocked in wait()).
+// Jobs run in submission order, which is the same on every rank. A wait() on a job nobody has
+// started yet runs it on the waiting thread. Without MPI_THREAD_MULTIPLE there is no helper and
+// jobs run in wait(). Measured with bench_allreduce_mpi (2 ranks, 16 MiB ring): 90-100% of the
+// allreduce hides behind work that leaves the core idle (a GPU kernel), ~1% without the helper;
+// behind CPU arithmetic nothing hides when ranks already fill the cores (2 ranks on 2 cores
+// here). The hand-off costs ~10 us per call for small messages; allreduce_blocking avoids it.
+//
+// All other calls are blocking, on the calling thread. One thread calls this object.
+// Tags: collectives and point-to-point messages use different tags, so they never match each
+// other. A Work must not outlive its communicator.
+class MpiCommunicator final : public Communicator {
+  struct Key {};
+
+ public:
+  static std::unique_ptr<MpiCommunicator> world();  // dups MPI_COMM_WORLD
+  MpiCommunicator(Key, CommHandle comm);            // adopts comm (use world() / split())
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int node() const override { return node_of_rank_[static_cast<size_t>(rank_)]; }
+  int num_nodes() const { return num_nodes_; }
+  std::span<const int> node_of_rank() const { return node_of_rank_; }
+  MPI_Comm handle() const { return main_->comm(); }
+
+  WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
+  // The same allreduce, run on the calling thread without the asynchronous machinery (no helper
+  // hand-off): for callers that know they wait at once. Ordered like every blocking collective,
+  // i.e. independently of allreduce_async jobs in flight (those use another communicator).
+  void allreduce_blocking(std::span<float> data, const CollectiveOptions& options);
+  void broadcast(std::span<float> data, int root) override;
+  void reduce(std::span<float> data, int root, ReduceOp op) override;
+  void allgather(std::span<const float> mine, std::span<float> all) override;
+  void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  void barrier() override;
+  void send(std::span<const float> data, int peer) override;
+  void recv(std::span<float> data, int peer) override;
+  std::unique_ptr<Communicator> split(int color, int key) override;
+  // Typed split (same collective), for callers that want MPI-specific calls on the group.
+  std::unique_ptr<MpiCommunicator> split_mpi(int color, int key);
+
+  void create_global(std::span<const float> initial) override;
+  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+
+  CommCounters counters() const override;
+
+ private:
+  void run_allreduce(ScheduleChannel& channel, std::span<float> data,
+                     const CollectiveOptions& options, const PollPolicy& poll);
+  void add_bytes(uint64_t sent, uint64_t received);
+  void free_window();
+
+  int rank_ = 0, size_ = 1, num_nodes_ = 1;
+  std::vector<int> node_of_rank_;
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_recv_{0};
+  std::unique_ptr<ScheduleChannel> main_;   // calling thread
+  std::unique_ptr<ScheduleChannel> async_;  // allreduce_async (helper thread or wait())
+  std::unique_ptr<AsyncEngine> engine_;
+  std::vector<float> work_;  // reduce_scatter's in-place copy
+
+  // The global model of epoch_async (see global_model.cpp).
+  MPI_Win window_ = MPI_WIN_NULL;
+  size_t global_count_ = 0;
+  std::vector<float> merge_scratch_;
+};
+
+// MPI's own allreduce (MPI_Allreduce; kAvg = sum then divide by size) on the communicator.
+void native_allreduce(MpiCommunicator& comm, std::span<float> data, ReduceOp op);
+
+}  // namespace syncopate::mpi

@@ -1,0 +1,272 @@
+#include "backends/sim/platform/platform.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+
+#include "backends/sim/platform/platform_builders.hpp"
+#include "backends/sim/platform/platform_recipe.hpp"
+#include "core/base/check.hpp"
+
+namespace syncopate::sim {
+namespace {
+
+namespace fs = std::filesystem;
+namespace sg4 = simgrid::s4u;
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A path if it looks like one (has a folder or an extension), else a name in platforms_dir().
+std::string resolve_platform(const std::string& name_or_path) {
+  const fs::path given(name_or_path);
+  if (given.has_parent_path() || given.has_extension()) {
+    if (!fs::exists(given)) throw UserError(name_or_path + ": platform file not found");
+    return given.string();
+  }
+  for (const char* extension : {".toml", ".xml"}) {
+    const fs::path candidate = fs::path(platforms_dir()) / (name_or_path + extension);
+    if (fs::exists(candidate)) return candidate.string();
+  }
+  std::string list;
+  for (const std::string& name : platform_names()) detail::append_item(list, name, ", ");
+  throw UserError("unknown platform '" + name_or_path + "'; available in " + platforms_dir() +
+                  ": " + (list.empty() ? "(none)" : list) +
+                  " (or give a path to a .toml recipe or SimGrid .xml file)");
+}
+
+// "node2-gpu10" after "node2-gpu9": digit runs compare as numbers.
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) &&
+        std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      const std::string_view da = std::string_view(a).substr(i, ei - i);
+      const std::string_view db = std::string_view(b).substr(j, ej - j);
+      const size_t za = da.find_first_not_of('0'), zb = db.find_first_not_of('0');
+      const std::string_view na = za == std::string_view::npos ? "" : da.substr(za);
+      const std::string_view nb = zb == std::string_view::npos ? "" : db.substr(zb);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+int int_property(const sg4::Host* host, const char* key, const std::string& file) {
+  const char* text = host->get_property(key);
+  if (text == nullptr) return 0;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > (1 << 20)) {
+    throw UserError(file + ": host " + host->get_name() + ": property " + key + "=\"" + text +
+                    "\": expected an integer >= 0");
+  }
+  return static_cast<int>(value);
+}
+
+// A SimGrid XML platform: GPUs are its hosts in natural name order, except the master (property
+// role="master", or the host named "master"); property "node" gives a host's node (default 0);
+// property "profile" on the first GPU names a host profile (default: every speed = host speed).
+Platform load_xml(sg4::Engine& engine, const std::string& path) {
+  try {
+    engine.load_platform(path);
+  } catch (const std::exception& error) {
+    throw UserError(path + ": SimGrid could not load this platform: " + error.what());
+  }
+  Platform platform;
+  platform.name = fs::path(path).stem().string();
+  platform.source = path;
+  for (sg4::Host* host : engine.get_all_hosts()) {
+    const char* role = host->get_property("role");
+    const bool is_master =
+        role != nullptr ? std::string(role) == "master" : host->get_name() == "master";
+    if (!is_master) {
+      platform.gpus.push_back(host);
+    } else if (platform.master != nullptr) {
+      throw UserError(path + ": two master hosts: " + platform.master->get_name() + " and " +
+                      host->get_name());
+    } else {
+      platform.master = host;
+    }
+  }
+  if (platform.gpus.empty()) throw UserError(path + ": the platform has no worker hosts");
+  std::sort(platform.gpus.begin(), platform.gpus.end(), [](const sg4::Host* a, const sg4::Host* b) {
+    return natural_less(a->get_name(), b->get_name());
+  });
+  std::map<int, int> per_node;
+  for (const sg4::Host* gpu : platform.gpus) {
+    platform.node_of_gpu.push_back(int_property(gpu, "node", path));
+    ++per_node[platform.node_of_gpu.back()];
+  }
+  platform.num_nodes = per_node.rbegin()->first + 1;
+  for (const auto& [node, count] : per_node) {
+    platform.gpus_per_node = std::max(platform.gpus_per_node, count);
+  }
+  const sg4::Host* first = platform.gpus.front();
+  if (const char* profile = first->get_property("profile")) {
+    try {
+      platform.profile = detail::parse_profile_file(detail::profile_path(profile, path));
+    } catch (const UserError& error) {
+      throw UserError(path + ": host " + first->get_name() + ": property profile: " + error.what());
+    }
+  } else {
+    platform.profile.name = "host-speed";
+    platform.profile.flops_per_s.fill(first->get_speed());
+    platform.profile.memory_bandwidth = kInfinity;
+  }
+  return platform;
+}
+
+Platform load_recipe(const std::string& path, const std::map<std::string, std::string>& overrides) {
+  const detail::Recipe recipe = detail::parse_recipe(path, overrides);
+  detail::BuiltCluster built = detail::build_recipe(recipe);
+  Platform platform;
+  platform.name = recipe.name;
+  platform.description = recipe.description;
+  platform.source = path;
+  platform.gpus = std::move(built.gpus);
+  platform.node_of_gpu = std::move(built.node_of_gpu);
+  platform.gpus_per_node = recipe.gpus_per_node;
+  platform.num_nodes = recipe.nodes;
+  platform.master = built.master;
+  platform.profile = recipe.profile;
+  return platform;
+}
+
+LinkModel zero_if_empty(const LinkModel& model) {
+  return model.bandwidth_Bps == kInfinity ? LinkModel{} : model;
+}
+
+// The route figures of Platform, measured on the built platform.
+void measure_routes(Platform& platform) {
+  const sg4::Host* first = platform.gpus.front();
+  for (size_t i = 1; i < platform.gpus.size(); ++i) {
+    if (platform.node_of_gpu[i] == platform.node_of_gpu[0]) {
+      platform.intra_node = zero_if_empty(route_model(first, platform.gpus[i]));
+      break;
+    }
+  }
+  std::vector<bool> seen(static_cast<size_t>(platform.num_nodes), false);
+  seen[static_cast<size_t>(platform.node_of_gpu[0])] = true;
+  for (size_t i = 1; i < platform.gpus.size(); ++i) {
+    const auto node = static_cast<size_t>(platform.node_of_gpu[i]);
+    if (seen[node]) continue;
+    seen[node] = true;
+    const LinkModel route = route_model(first, platform.gpus[i]);
+    if (platform.inter_node.bandwidth_Bps == 0) {
+      platform.inter_node = route;
+    } else {
+      platform.inter_node.latency_s = std::max(platform.inter_node.latency_s, route.latency_s);
+      platform.inter_node.bandwidth_Bps =
+          std::min(platform.inter_node.bandwidth_Bps, route.bandwidth_Bps);
+    }
+  }
+  platform.inter_node = zero_if_empty(platform.inter_node);
+  if (platform.master != nullptr) {
+    platform.master_link = zero_if_empty(route_model(first, platform.master));
+  }
+}
+
+}  // namespace
+
+EngineArgs::EngineArgs(std::string program, const std::string& log_threshold)
+    : args_{std::move(program), "--log=root.thresh:" + log_threshold,
+            "--log=ker_engine.thresh:" + log_threshold} {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer follows the stack switches of system threads, not those of SimGrid's own
+  // (raw/ucontext) actor contexts: it would report every actor that unwinds as an overflow.
+  args_.push_back("--cfg=contexts/factory:thread");
+#endif
+  for (std::string& arg : args_) argv_.push_back(arg.data());
+  argv_.push_back(nullptr);
+  argc_ = static_cast<int>(args_.size());
+}
+
+void configure_engine(sg4::Engine& /*engine*/, const std::vector<std::string>& extra) {
+  // Engine::set_config is static in SimGrid 3.32; the engine argument documents the ordering.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:1e12");
+  for (const std::string& entry : extra) {
+    if (entry.find(':') == std::string::npos) {
+      throw UserError("simulator setting '" + entry + "': expected key:value");
+    }
+    try {
+      sg4::Engine::set_config(entry);
+    } catch (const std::exception& error) {
+      throw UserError("simulator setting '" + entry + "': " + error.what());
+    }
+  }
+}
+
+Platform load_platform(sg4::Engine& engine, const std::string& name_or_path,
+                       const std::map<std::string, std::string>& overrides, int min_gpus) {
+  SYNC_CHECK(engine.get_host_count() == 0, "a platform is already loaded in this engine");
+  const std::string path = resolve_platform(name_or_path);
+  Platform platform;
+  if (fs::path(path).extension() == ".xml") {
+    if (!overrides.empty()) {
+      throw UserError(path + ": override " + overrides.begin()->first +
+                      ": a SimGrid XML platform takes no parameters (only .toml recipes do)");
+    }
+    platform = load_xml(engine, path);
+  } else {
+    platform = load_recipe(path, overrides);
+  }
+  if (static_cast<int64_t>(platform.gpus.size()) < min_gpus) {
+    throw UserError("platform " + platform.name + " has " + std::to_string(platform.gpus.size()) +
+                    " GPUs, the scenario asks for " + std::to_string(min_gpus) + " workers (" +
+                    path + ")");
+  }
+  measure_routes(platform);
+  return platform;
+}
+
+std::string platforms_dir() {
+  if (const char* dir = std::getenv("SYNCOPATE_PLATFORMS"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  return SYNCOPATE_SOURCE_DIR "/platforms";
+}
+
+std::vector<std::string> platform_names() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(platforms_dir(), error)) {
+    const fs::path& path = entry.path();
+    if (entry.is_regular_file() && (path.extension() == ".toml" || path.extension() == ".xml")) {
+      names.push_back(path.stem().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+LinkModel route_model(const sg4::Host* a, const sg4::Host* b) {
+  std::vector<sg4::Link*> links;
+  double latency = 0;
+  a->route_to(b, links, &latency);
+  LinkModel model{latency, kInfinity};
+  for (const sg4::Link* link : links) {
+    model.bandwidth_Bps = std::min(model.bandwidth_Bps, link->get_bandwidth());
+  }
+  return model;
+}
+
+HostProfile load_host_profile(const std::string& name_or_path) {
+  return detail::parse_profile_file(detail::profile_path(name_or_path, ""));
+}
+
+}  // namespace syncopate::sim

@@ -1,0 +1,93 @@
+#pragma once
+// Modelled clusters for the SimGrid backend: load a platform (a compact TOML recipe from
+// platforms/, or a SimGrid XML file), build it into SimGrid zones, and describe it to the runtime.
+//
+// A recipe builds: one zone per node (its GPU hosts joined by per-GPU NVLink/PCIe port links, and
+// its NICs), the nodes joined by an inter-node fabric (star, fat tree, torus or dragonfly), and an
+// optional master host on its own Ethernet link. platforms/README.md documents the format.
+//
+// SimGrid allows one Engine per process and cannot be reset: load one platform per process.
+#include <array>
+#include <map>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <vector>
+
+#include "core/nn/cost.hpp"
+
+namespace syncopate::sim {
+
+struct HostProfile {  // effective compute speeds of one GPU (or CPU) for the cost model
+  std::string name;
+  std::array<double, kNumOpKinds> flops_per_s{};  // indexed by static_cast<int>(OpKind)
+  // bytes/s; a compute step takes max(flops/speed, bytes/bandwidth). Always > 0; +infinity when
+  // memory traffic is not modelled (an XML platform without a profile).
+  double memory_bandwidth = 0;
+  double step_overhead_s = 0;  // fixed cost per training step (launches, framework)
+};
+
+struct LinkModel {  // per direction
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+};
+
+struct Platform {
+  std::string name;
+  std::string source;                     // file it came from
+  std::vector<simgrid::s4u::Host*> gpus;  // worker i runs on gpus[i] (i < gpus.size())
+  std::vector<int> node_of_gpu;           // node index of gpus[i]
+  int gpus_per_node = 1;
+  simgrid::s4u::Host* master = nullptr;  // host of the paper's master process, if any
+  HostProfile profile;
+  // Route figures (sum of link latencies, bottleneck bandwidth), measured on the built platform:
+  LinkModel intra_node;   // route gpus[0] -> the next GPU of its node ({0, 0} if none)
+  LinkModel inter_node;   // worst route from gpus[0] to another node: the largest latency and the
+                          // smallest bandwidth over those routes ({0, 0} if one node)
+  LinkModel master_link;  // route gpus[0] -> master ({0, 0} if no master)
+  // Additions to the agreed interface:
+  std::string description;
+  int num_nodes = 1;  // node indices are 0 .. num_nodes-1
+};
+
+// The command line a SimGrid Engine is built from: log thresholds and, under AddressSanitizer,
+// system-thread actor contexts (the only ones ASan can follow). Must outlive the Engine.
+class EngineArgs {
+ public:
+  EngineArgs(std::string program, const std::string& log_threshold);
+  int* argc() { return &argc_; }
+  char** argv() { return argv_.data(); }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<char*> argv_;
+  int argc_ = 0;
+};
+
+// Sets the engine configuration the platforms are calibrated for: network/model:CM02,
+// network/crosstraffic:0, network/TCP-gamma raised to 1e12 (so that no flow is capped at
+// gamma / (2 x latency)), and any extra "key:value" entries (applied last, so they win).
+// Must be called after the Engine is created and before load_platform.
+void configure_engine(simgrid::s4u::Engine& engine, const std::vector<std::string>& extra = {});
+
+// Builds the platform: `name_or_path` is a platform name (platforms/<name>.toml recipe, or
+// platforms/<name>.xml) or a path to a .toml recipe or SimGrid .xml file. `overrides` set recipe
+// parameters by their dotted key (e.g. {"nodes","256"}, {"nic.bandwidth","10Gbps"}); an XML
+// platform accepts none. `min_gpus`: throw UserError if the platform has fewer GPUs than workers
+// ("platform mn5-acc has 1024 GPUs, the scenario asks for 2000 workers").
+// Errors (UserError) name the file, line and field.
+Platform load_platform(simgrid::s4u::Engine& engine, const std::string& name_or_path,
+                       const std::map<std::string, std::string>& overrides, int min_gpus);
+
+// $SYNCOPATE_PLATFORMS if set, else SYNCOPATE_SOURCE_DIR "/platforms".
+std::string platforms_dir();
+// Names of the platforms in platforms_dir() (recipes and XML files), sorted.
+std::vector<std::string> platform_names();
+
+// Additions to the agreed interface:
+// The figures of the route a -> b: sum of its link latencies, smallest link bandwidth
+// (bandwidth +infinity for an empty route, e.g. a host to itself).
+LinkModel route_model(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b);
+// Loads a host profile: a name (platforms_dir()/profiles/<name>.toml) or a path to a .toml file.
+HostProfile load_host_profile(const std::string& name_or_path);
+
+}  // namespace syncopate::sim

@@ -1,0 +1,218 @@
+#include "backends/sim/platform/platform_builders.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "core/base/check.hpp"
+
+namespace syncopate::sim::detail {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+using simgrid::kernel::routing::NetPoint;
+using Direction = sg4::LinkInRoute::Direction;
+
+// SimGrid host speeds are informational (the cost model uses the profile): the GEMM speed.
+constexpr int kGemm = static_cast<int>(OpKind::kGemm);
+
+// ---- The adapter: the only calls of SimGrid's zone builders (SimGrid 4 renames them to
+// NetZone::add_netzone_* and changes the callbacks' signature). ------------------------------
+
+// Builds the leaf (a node zone) number `id` of a structured fabric: returns the leaf's netpoint
+// and its gateway (the router through which the fabric reaches it).
+using LeafFactory = std::function<std::pair<NetPoint*, NetPoint*>(sg4::NetZone*, unsigned long)>;
+
+sg4::NetZone* new_full_zone(const std::string& name, sg4::NetZone* parent) {
+  sg4::NetZone* zone = sg4::create_full_zone(name);
+  if (parent != nullptr) zone->set_parent(parent);
+  return zone;
+}
+
+sg4::NetZone* new_star_zone(const std::string& name, sg4::NetZone* parent) {
+  sg4::NetZone* zone = sg4::create_star_zone(name);
+  zone->set_parent(parent);
+  return zone;
+}
+
+sg4::ClusterCallbacks leaf_callbacks(const LeafFactory& leaf) {
+  return sg4::ClusterCallbacks([leaf](sg4::NetZone* zone,
+                                      const std::vector<unsigned long>& /*coordinates*/,
+                                      unsigned long id) { return leaf(zone, id); });
+}
+
+sg4::NetZone* new_fat_tree_zone(const std::string& name, sg4::NetZone* parent,
+                                const FatTreeShape& shape, const LeafFactory& leaf,
+                                const LinkSpec& link) {
+  return sg4::create_fatTree_zone(
+      name, parent, sg4::FatTreeParams(shape.levels, shape.down, shape.up, shape.count),
+      leaf_callbacks(leaf), link.bandwidth, link.latency, sg4::Link::SharingPolicy::SPLITDUPLEX);
+}
+
+sg4::NetZone* new_torus_zone(const std::string& name, sg4::NetZone* parent,
+                             const std::vector<unsigned long>& dims, const LeafFactory& leaf,
+                             const LinkSpec& link) {
+  return sg4::create_torus_zone(name, parent, dims, leaf_callbacks(leaf), link.bandwidth,
+                                link.latency, sg4::Link::SharingPolicy::SPLITDUPLEX);
+}
+
+sg4::NetZone* new_dragonfly_zone(const std::string& name, sg4::NetZone* parent,
+                                 const DragonflyShape& fly, const LeafFactory& leaf,
+                                 const LinkSpec& link) {
+  // Checked by the recipe parser: SimGrid 3.32 crashes when groups > routers per chassis.
+  SYNC_CHECK(fly.groups <= fly.routers, "groups " << fly.groups << " routers " << fly.routers);
+  const sg4::DragonflyParams params({fly.groups, fly.blue_links}, {fly.chassis, fly.black_links},
+                                    {fly.routers, fly.green_links}, fly.nodes_per_router);
+  return sg4::create_dragonfly_zone(name, parent, params, leaf_callbacks(leaf), link.bandwidth,
+                                    link.latency, sg4::Link::SharingPolicy::SPLITDUPLEX);
+}
+
+// ---- Nodes -------------------------------------------------------------------------------------
+
+struct Node {
+  sg4::NetZone* zone = nullptr;
+  NetPoint* nic = nullptr;  // gateway to the fabric (if several nodes)
+  NetPoint* eth = nullptr;  // gateway to the master (if any)
+  std::vector<sg4::Host*> gpus;
+};
+
+sg4::Link* split_duplex(sg4::NetZone* zone, const std::string& name, const LinkSpec& spec) {
+  return zone->create_split_duplex_link(name, spec.bandwidth)->set_latency(spec.latency)->seal();
+}
+
+// A node: a Full zone (a handful of netpoints) holding its GPUs, one port link per GPU (NVLink or
+// PCIe: GPU a -> GPU b crosses a's port up and b's port down), its NICs (GPU i uses NIC
+// i % nics) behind the router `nic`, and its Ethernet link behind the router `eth`.
+Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index) {
+  const std::string name = "node" + std::to_string(index);
+  Node node;
+  node.zone = new_full_zone(name, parent);
+  const int gpus = recipe.gpus_per_node;
+  std::vector<sg4::Link*> ports;
+  for (int i = 0; i < gpus; ++i) {
+    const std::string gpu = name + "-gpu" + std::to_string(i);
+    sg4::Host* host = node.zone->create_host(gpu, recipe.profile.flops_per_s[kGemm]);
+    host->set_property("node", std::to_string(index));
+    node.gpus.push_back(host->seal());
+    if (gpus > 1) {
+      ports.push_back(
+          split_duplex(node.zone, gpu, {recipe.gpu_link.bandwidth, recipe.gpu_link.latency / 2}));
+    }
+  }
+  for (int i = 0; i < gpus; ++i) {
+    for (int j = i + 1; j < gpus; ++j) {
+      node.zone->add_route(node.gpus[i]->get_netpoint(), node.gpus[j]->get_netpoint(), nullptr,
+                           nullptr, {{ports[i], Direction::UP}, {ports[j], Direction::DOWN}}, true);
+    }
+  }
+  if (recipe.nodes > 1) {
+    node.nic = node.zone->create_router(name + "-nic");
+    std::vector<sg4::Link*> nics;
+    for (int j = 0; j < std::min(recipe.nics_per_node, gpus); ++j) {
+      nics.push_back(split_duplex(node.zone, name + "-nic" + std::to_string(j), recipe.nic));
+    }
+    for (int i = 0; i < gpus; ++i) {
+      node.zone->add_route(node.gpus[i]->get_netpoint(), node.nic, nullptr, nullptr,
+                           {{nics[i % nics.size()], Direction::UP}}, true);
+    }
+  }
+  if (recipe.has_master) {
+    node.eth = node.zone->create_router(name + "-eth");
+    sg4::Link* eth = split_duplex(node.zone, name + "-eth", {recipe.node_eth_bandwidth, 0});
+    for (sg4::Host* host : node.gpus) {
+      node.zone->add_route(host->get_netpoint(), node.eth, nullptr, nullptr, {{eth, Direction::UP}},
+                           true);
+    }
+  }
+  node.zone->seal();
+  return node;
+}
+
+// ---- Fabrics -----------------------------------------------------------------------------------
+
+// A star: one non-blocking switch; each node hangs on its own port link (2 hops node to node).
+sg4::NetZone* build_star(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes) {
+  sg4::NetZone* fabric = new_star_zone(recipe.name + "-fabric", root);
+  for (int k = 0; k < recipe.nodes; ++k) {
+    nodes[k] = build_node(recipe, fabric, k);
+    sg4::Link* port = split_duplex(fabric, "port" + std::to_string(k), recipe.fabric);
+    fabric->add_route(nodes[k].zone->get_netpoint(), nullptr, nodes[k].nic, nullptr,
+                      {{port, Direction::UP}}, true);
+  }
+  return fabric;
+}
+
+sg4::NetZone* build_fabric(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes) {
+  if (recipe.topology == Topology::kStar) return build_star(recipe, root, nodes);
+  LeafFactory leaf = [&](sg4::NetZone* zone, unsigned long id) {
+    SYNC_CHECK(id < nodes.size() && nodes[id].zone == nullptr, "leaf " << id);
+    nodes[id] = build_node(recipe, zone, static_cast<int>(id));
+    return std::make_pair(nodes[id].zone->get_netpoint(), nodes[id].nic);
+  };
+  const std::string name = recipe.name + "-fabric";
+  switch (recipe.topology) {
+    case Topology::kFatTree:
+      return new_fat_tree_zone(name, root, recipe.fat_tree, leaf, recipe.fabric);
+    case Topology::kTorus:
+      return new_torus_zone(name, root, recipe.torus_dims, leaf, recipe.fabric);
+    case Topology::kDragonfly:
+      return new_dragonfly_zone(name, root, recipe.dragonfly, leaf, recipe.fabric);
+    case Topology::kStar:
+      break;
+  }
+  SYNC_CHECK(false, "unhandled topology");
+  return nullptr;
+}
+
+// The master: its own zone (the host behind a router, on its Ethernet link), reached from every
+// node through bypass routes node Ethernet -> switch -> master link, so that master traffic does
+// not cross the GPU fabric. The switch is a FATPIPE link (no sharing) carrying the latency.
+sg4::Host* build_master(const Recipe& recipe, sg4::NetZone* root, const std::vector<Node>& nodes) {
+  sg4::NetZone* zone = new_full_zone("master-zone", root);
+  sg4::Host* master = zone->create_host("master", recipe.profile.flops_per_s[kGemm]);
+  master->set_property("role", "master");
+  master->seal();
+  NetPoint* gateway = zone->create_router("master-gw");
+  sg4::Link* link = split_duplex(zone, "master", {recipe.master.bandwidth, 0});
+  zone->add_route(gateway, master->get_netpoint(), nullptr, nullptr, {{link, Direction::DOWN}},
+                  true);
+  zone->seal();
+  sg4::Link* ethernet = root->create_link("ethernet-switch", std::max(recipe.master.bandwidth,
+                                                                      recipe.node_eth_bandwidth))
+                            ->set_latency(recipe.master.latency)
+                            ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                            ->seal();
+  for (const Node& node : nodes) {
+    root->add_bypass_route(node.zone->get_netpoint(), zone->get_netpoint(), node.eth, gateway,
+                           {sg4::LinkInRoute(ethernet)});
+    root->add_bypass_route(zone->get_netpoint(), node.zone->get_netpoint(), gateway, node.eth,
+                           {sg4::LinkInRoute(ethernet)});
+  }
+  return master;
+}
+
+}  // namespace
+
+BuiltCluster build_recipe(const Recipe& recipe) {
+  sg4::NetZone* root = new_full_zone(recipe.name, nullptr);
+  std::vector<Node> nodes(static_cast<size_t>(recipe.nodes));
+  if (recipe.nodes == 1) {
+    nodes[0] = build_node(recipe, root, 0);
+  } else {
+    build_fabric(recipe, root, nodes)->seal();
+  }
+  BuiltCluster built;
+  if (recipe.has_master) built.master = build_master(recipe, root, nodes);
+  root->seal();
+  for (int k = 0; k < recipe.nodes; ++k) {
+    SYNC_CHECK(nodes[k].zone != nullptr, "node " << k << " was not built");
+    for (sg4::Host* gpu : nodes[k].gpus) {
+      built.gpus.push_back(gpu);
+      built.node_of_gpu.push_back(k);
+    }
+  }
+  return built;
+}
+
+}  // namespace syncopate::sim::detail

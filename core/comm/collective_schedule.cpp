@@ -1,0 +1,419 @@
+#include "core/comm/collective_schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "core/base/check.hpp"
+
+namespace syncopate {
+namespace {
+
+// kAuto picks recursive doubling (latency-bound) below this many bytes.
+constexpr size_t kSmallMessageBytes = 64 * 1024;
+
+bool is_power_of_two(int p) { return p > 0 && (p & (p - 1)) == 0; }
+
+int floor_power_of_two(int p) {
+  int q = 1;
+  while (q <= p / 2) q *= 2;
+  return q;
+}
+
+Schedule empty_schedule(Algorithm algorithm, int p, size_t count) {
+  SYNC_CHECK(p >= 1, "p=" << p);
+  Schedule s;
+  s.ranks = p;
+  s.count = count;
+  s.algorithm = algorithm;
+  return s;
+}
+
+// One message in `round`: `from` sends data[seg] to `to`, which applies `action` to its own
+// data[seg] (every algorithm here sends and receives the same range).
+void add_message(Schedule& s, size_t round, int from, int to, Segment seg, RecvAction action) {
+  while (s.rounds.size() <= round) s.rounds.emplace_back(static_cast<size_t>(s.ranks));
+  Step& out = s.rounds[round][static_cast<size_t>(from)];
+  Step& in = s.rounds[round][static_cast<size_t>(to)];
+  SYNC_CHECK(from != to && out.send_to < 0 && in.recv_from < 0,
+             "round " << round << " from " << from << " to " << to);
+  out.send_to = to;
+  out.send = seg;
+  in.recv_from = from;
+  in.recv = seg;
+  in.action = action;
+}
+
+// Block i of `parts` even blocks of seg (block_of within the segment).
+Segment sub_block(Segment seg, int parts, int i) {
+  const BlockRange b = block_of(seg.count, parts, i);
+  return {seg.offset + b.offset, b.count};
+}
+
+int mod(int a, int m) { return ((a % m) + m) % m; }
+
+// Ring reduce-scatter over the ranks `ring` (in ring order) on segment `seg`, starting at round
+// `round0`: in round k, ring[i] sends block (i-k-1) mod m to ring[i+1], which reduces it; after
+// m-1 rounds ring[i] holds block i of seg fully reduced. Returns the first round after it.
+size_t append_ring_reduce_scatter(Schedule& s, size_t round0, std::span<const int> ring,
+                                  Segment seg) {
+  const int m = static_cast<int>(ring.size());
+  for (int k = 0; k < m - 1; ++k)
+    for (int i = 0; i < m; ++i)
+      add_message(s, round0 + static_cast<size_t>(k), ring[static_cast<size_t>(i)],
+                  ring[static_cast<size_t>((i + 1) % m)], sub_block(seg, m, mod(i - k - 1, m)),
+                  RecvAction::kReduce);
+  return round0 + static_cast<size_t>(std::max(m - 1, 0));
+}
+
+// Ring allgather: ring[i] starts with block i of seg; in round k it forwards block (i-k) mod m.
+size_t append_ring_allgather(Schedule& s, size_t round0, std::span<const int> ring, Segment seg) {
+  const int m = static_cast<int>(ring.size());
+  for (int k = 0; k < m - 1; ++k)
+    for (int i = 0; i < m; ++i)
+      add_message(s, round0 + static_cast<size_t>(k), ring[static_cast<size_t>(i)],
+                  ring[static_cast<size_t>((i + 1) % m)], sub_block(seg, m, mod(i - k, m)),
+                  RecvAction::kCopy);
+  return round0 + static_cast<size_t>(std::max(m - 1, 0));
+}
+
+std::vector<int> identity_ring(int p) {
+  std::vector<int> ring(static_cast<size_t>(p));
+  for (int i = 0; i < p; ++i) ring[static_cast<size_t>(i)] = i;
+  return ring;
+}
+
+// The fold of Thakur, Rabenseifner & Gropp (2005) for non-power-of-two p: with p2 the largest
+// power of two <= p and r = p - p2, rank 2i (i < r) hands its data to rank 2i+1 and sits out.
+// The p2 remaining ranks get new ids: 2i+1 -> i for i < r, and x -> x - r for x >= 2r.
+struct Fold {
+  int p = 1;
+  int p2 = 1;
+  int extra() const { return p - p2; }
+  int old_rank(int new_rank) const {
+    return new_rank < extra() ? 2 * new_rank + 1 : new_rank + extra();
+  }
+};
+
+size_t append_fold_in(Schedule& s, size_t round, const Fold& fold) {
+  if (fold.extra() == 0) return round;
+  for (int i = 0; i < fold.extra(); ++i)
+    add_message(s, round, 2 * i, 2 * i + 1, {0, s.count}, RecvAction::kReduce);
+  return round + 1;
+}
+
+size_t append_fold_out(Schedule& s, size_t round, const Fold& fold) {
+  if (fold.extra() == 0) return round;
+  for (int i = 0; i < fold.extra(); ++i)
+    add_message(s, round, 2 * i + 1, 2 * i, {0, s.count}, RecvAction::kCopy);
+  return round + 1;
+}
+
+Schedule make_ring(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kRing, p, count);
+  const std::vector<int> ring = identity_ring(p);
+  const size_t next = append_ring_reduce_scatter(s, 0, ring, {0, count});
+  append_ring_allgather(s, next, ring, {0, count});
+  return s;
+}
+
+// Full-buffer exchange and reduce with partner i ^ mask. Rank a computes a (op) b and rank b
+// computes b (op) a; both ops are commutative bit for bit (see apply_action), so the partners
+// hold identical bits after every round, and by induction all ranks do at the end.
+Schedule make_recursive_doubling(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kRecursiveDoubling, p, count);
+  const Fold fold{p, floor_power_of_two(p)};
+  size_t round = append_fold_in(s, 0, fold);
+  for (int mask = 1; mask < fold.p2; mask *= 2, ++round)
+    for (int i = 0; i < fold.p2; ++i)
+      add_message(s, round, fold.old_rank(i), fold.old_rank(i ^ mask), {0, count},
+                  RecvAction::kReduce);
+  append_fold_out(s, round, fold);
+  return s;
+}
+
+// Reduce-scatter by recursive halving (distance p2/2 down to 1, new rank i keeps the half of its
+// current range that holds block i, so it ends with block i of p2), then allgather by recursive
+// doubling (distance 1 up to p2/2). Ranges are always contiguous runs of blocks.
+Schedule make_rabenseifner(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kRabenseifner, p, count);
+  const Fold fold{p, floor_power_of_two(p)};
+  const auto blocks = [&](int lo, int hi) {  // blocks [lo, hi) of p2 as one segment
+    const size_t begin = block_of(count, fold.p2, lo).offset;
+    const size_t end = hi == fold.p2 ? count : block_of(count, fold.p2, hi).offset;
+    return Segment{begin, end - begin};
+  };
+  size_t round = append_fold_in(s, 0, fold);
+  for (int mask = fold.p2 / 2; mask >= 1; mask /= 2, ++round)
+    for (int i = 0; i < fold.p2; ++i) {
+      const int lo = i & ~(2 * mask - 1);
+      const Segment give = (i & mask) ? blocks(lo, lo + mask) : blocks(lo + mask, lo + 2 * mask);
+      add_message(s, round, fold.old_rank(i), fold.old_rank(i ^ mask), give, RecvAction::kReduce);
+    }
+  for (int mask = 1; mask < fold.p2; mask *= 2, ++round)
+    for (int i = 0; i < fold.p2; ++i) {
+      const int lo = i & ~(mask - 1);
+      add_message(s, round, fold.old_rank(i), fold.old_rank(i ^ mask), blocks(lo, lo + mask),
+                  RecvAction::kCopy);
+    }
+  append_fold_out(s, round, fold);
+  return s;
+}
+
+// Binomial tree over virtual ranks v = (r - root) mod p. Reduce: in round k (mask 2^k), every v
+// whose lowest set bit is mask sends to v - mask. Returns the first round after it.
+size_t append_binomial_reduce(Schedule& s, size_t round, int root) {
+  const int p = s.ranks;
+  for (int mask = 1; mask < p; mask *= 2, ++round)
+    for (int v = mask; v < p; v += 2 * mask)
+      add_message(s, round, (v + root) % p, (v - mask + root) % p, {0, s.count},
+                  RecvAction::kReduce);
+  return round;
+}
+
+// Broadcast: the reduce tree run backwards, largest distance first.
+size_t append_binomial_broadcast(Schedule& s, size_t round, int root) {
+  const int p = s.ranks;
+  int top = 1;
+  while (top < p) top *= 2;
+  for (int mask = top / 2; mask >= 1; mask /= 2, ++round)
+    for (int v = mask; v < p; v += 2 * mask)
+      add_message(s, round, (v - mask + root) % p, (v + root) % p, {0, s.count}, RecvAction::kCopy);
+  return round;
+}
+
+Schedule make_binomial(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kBinomialTree, p, count);
+  append_binomial_broadcast(s, append_binomial_reduce(s, 0, 0), 0);
+  return s;
+}
+
+Schedule make_master(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kMaster, p, count);
+  for (int k = 1; k < p; ++k)
+    add_message(s, static_cast<size_t>(k - 1), k, 0, {0, count}, RecvAction::kReduce);
+  for (int k = 1; k < p; ++k)
+    add_message(s, static_cast<size_t>(p - 2 + k), 0, k, {0, count}, RecvAction::kCopy);
+  return s;
+}
+
+// Ring reduce-scatter inside every node (local rank j ends with shard j of L), ring allreduce
+// of shard j across nodes among the ranks of local index j, ring allgather inside every node.
+// Ranks of a node are ordered by global rank; nodes by their id. Needs the same number L of
+// ranks in every node; otherwise this falls back to a flat ring (schedule.algorithm = kRing).
+Schedule make_hierarchical(int p, size_t count, std::span<const int> node_of_rank) {
+  if (node_of_rank.size() != static_cast<size_t>(p))
+    throw UserError("collective_schedule.cpp: node_of_rank: has " +
+                    std::to_string(node_of_rank.size()) + " entries for " + std::to_string(p) +
+                    " ranks; allowed: exactly one node id per rank");
+  std::map<int, std::vector<int>> by_node;
+  for (int r = 0; r < p; ++r) by_node[node_of_rank[static_cast<size_t>(r)]].push_back(r);
+  std::vector<std::vector<int>> nodes;
+  for (auto& [id, ranks] : by_node) nodes.push_back(std::move(ranks));
+  const size_t local = nodes.front().size();
+  for (const auto& n : nodes)
+    if (n.size() != local) return make_ring(p, count);
+
+  Schedule s = empty_schedule(Algorithm::kHierarchical, p, count);
+  const int num_local = static_cast<int>(local);
+  const size_t cross_start = static_cast<size_t>(num_local - 1);
+  for (const auto& n : nodes) append_ring_reduce_scatter(s, 0, n, {0, count});
+  size_t after_cross = cross_start;
+  for (size_t j = 0; j < local; ++j) {
+    std::vector<int> ring;
+    for (const auto& n : nodes) ring.push_back(n[j]);
+    const Segment shard = sub_block({0, count}, num_local, static_cast<int>(j));
+    const size_t mid = append_ring_reduce_scatter(s, cross_start, ring, shard);
+    after_cross = append_ring_allgather(s, mid, ring, shard);
+  }
+  for (const auto& n : nodes) append_ring_allgather(s, after_cross, n, {0, count});
+  return s;
+}
+
+void check_segment(Segment seg, size_t count, size_t round, size_t rank) {
+  SYNC_CHECK(seg.offset <= count && seg.count <= count - seg.offset,
+             "round " << round << " rank " << rank << " segment [" << seg.offset << ", +"
+                      << seg.count << ") of " << count);
+}
+
+// max that is commutative bit for bit: +0 beats -0, and any NaN gives the canonical quiet NaN.
+float commutative_max(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+}  // namespace
+
+Algorithm resolve_algorithm(Algorithm requested, int p, size_t bytes,
+                            std::span<const int> node_of_rank) {
+  if (requested != Algorithm::kAuto) return requested;
+  const bool multi_node = std::any_of(node_of_rank.begin(), node_of_rank.end(),
+                                      [&](int node) { return node != node_of_rank.front(); });
+  if (multi_node) return Algorithm::kHierarchical;
+  if (bytes < kSmallMessageBytes) return Algorithm::kRecursiveDoubling;
+  if (is_power_of_two(p)) return Algorithm::kRabenseifner;
+  return Algorithm::kRing;
+}
+
+Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
+                                 std::span<const int> node_of_rank) {
+  SYNC_CHECK(p >= 1, "p=" << p);
+  switch (resolve_algorithm(algorithm, p, count * sizeof(float), node_of_rank)) {
+    case Algorithm::kRing:
+      return make_ring(p, count);
+    case Algorithm::kRabenseifner:
+      return make_rabenseifner(p, count);
+    case Algorithm::kRecursiveDoubling:
+      return make_recursive_doubling(p, count);
+    case Algorithm::kBinomialTree:
+      return make_binomial(p, count);
+    case Algorithm::kHierarchical:
+      return make_hierarchical(p, count, node_of_rank);
+    case Algorithm::kMaster:
+      return make_master(p, count);
+    case Algorithm::kAuto:
+      break;
+  }
+  SYNC_CHECK(false, "unresolved algorithm " << static_cast<int>(algorithm));
+  return {};
+}
+
+Schedule make_reduce_scatter_schedule(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kRing, p, count);
+  append_ring_reduce_scatter(s, 0, identity_ring(p), {0, count});
+  return s;
+}
+
+Schedule make_allgather_schedule(int p, size_t count) {
+  Schedule s = empty_schedule(Algorithm::kRing, p, count);
+  append_ring_allgather(s, 0, identity_ring(p), {0, count});
+  return s;
+}
+
+Schedule make_broadcast_schedule(int p, size_t count, int root) {
+  Schedule s = empty_schedule(Algorithm::kBinomialTree, p, count);
+  SYNC_CHECK(root >= 0 && root < p, "root=" << root << " p=" << p);
+  append_binomial_broadcast(s, 0, root);
+  return s;
+}
+
+Schedule make_reduce_schedule(int p, size_t count, int root) {
+  Schedule s = empty_schedule(Algorithm::kBinomialTree, p, count);
+  SYNC_CHECK(root >= 0 && root < p, "root=" << root << " p=" << p);
+  append_binomial_reduce(s, 0, root);
+  return s;
+}
+
+Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
+                       std::span<const int> node_of_rank) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce:
+      return make_allreduce_schedule(algorithm, p, count, node_of_rank);
+    case CollectiveKind::kReduceScatter:
+      return make_reduce_scatter_schedule(p, count);
+    case CollectiveKind::kAllgather:
+      return make_allgather_schedule(p, count);
+    case CollectiveKind::kBroadcast:
+      return make_broadcast_schedule(p, count, root);
+    case CollectiveKind::kReduce:
+      return make_reduce_schedule(p, count, root);
+  }
+  SYNC_CHECK(false, "unknown collective kind " << static_cast<int>(kind));
+  return {};
+}
+
+std::vector<Step> steps_of_rank(const Schedule& schedule, int rank) {
+  SYNC_CHECK(rank >= 0 && rank < schedule.ranks, "rank " << rank << " of " << schedule.ranks);
+  std::vector<Step> mine;
+  for (const std::vector<Step>& round : schedule.rounds) {
+    SYNC_CHECK(round.size() == static_cast<size_t>(schedule.ranks), "round of " << round.size());
+    const Step& step = round[static_cast<size_t>(rank)];
+    if (step.send_to < 0 && step.recv_from < 0) continue;
+    SYNC_CHECK(step.send_to < 0 || step.send.offset + step.send.count <= schedule.count,
+               "send segment");
+    SYNC_CHECK(step.recv_from < 0 || step.recv.offset + step.recv.count <= schedule.count,
+               "recv segment");
+    mine.push_back(step);
+  }
+  return mine;
+}
+
+void apply_action(RecvAction action, ReduceOp op, std::span<float> dst,
+                  std::span<const float> src) {
+  SYNC_CHECK(dst.size() == src.size(), "dst " << dst.size() << " src " << src.size());
+  if (action == RecvAction::kCopy) {
+    std::copy(src.begin(), src.end(), dst.begin());
+    return;
+  }
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      for (size_t i = 0; i < dst.size(); ++i) dst[i] += src[i];
+      return;
+    case ReduceOp::kMax:
+      for (size_t i = 0; i < dst.size(); ++i) dst[i] = commutative_max(dst[i], src[i]);
+      return;
+  }
+  SYNC_CHECK(false, "unknown op " << static_cast<int>(op));
+}
+
+void finish(ReduceOp op, int p, std::span<float> data) {
+  if (op != ReduceOp::kAvg) return;
+  SYNC_CHECK(p >= 1, "p=" << p);
+  // Division, not multiplication by 1.0f/p: x/p is correctly rounded, x*(1/p) rounds twice and
+  // can differ in the last bit (and then from what a reference mean computes).
+  const float divisor = static_cast<float>(p);
+  for (float& x : data) x /= divisor;
+}
+
+void execute_in_memory(const Schedule& schedule, std::span<const std::span<float>> buffers,
+                       ReduceOp op) {
+  const size_t p = static_cast<size_t>(schedule.ranks);
+  SYNC_CHECK(buffers.size() == p, "buffers " << buffers.size() << " ranks " << p);
+  for (size_t r = 0; r < p; ++r)
+    SYNC_CHECK(buffers[r].size() == schedule.count,
+               "rank " << r << " buffer " << buffers[r].size() << " count " << schedule.count);
+  std::vector<std::vector<float>> in_flight(p);  // in_flight[r]: what rank r sends this round
+  for (size_t k = 0; k < schedule.rounds.size(); ++k) {
+    const std::vector<Step>& round = schedule.rounds[k];
+    SYNC_CHECK(round.size() == p, "round " << k << " has " << round.size() << " steps");
+    for (size_t r = 0; r < p; ++r) {
+      const Step& step = round[r];
+      if (step.send_to < 0) continue;
+      SYNC_CHECK(static_cast<size_t>(step.send_to) < p &&
+                     round[static_cast<size_t>(step.send_to)].recv_from == static_cast<int>(r),
+                 "round " << k << ": rank " << r << " sends to " << step.send_to
+                          << " which does not receive from it");
+      check_segment(step.send, schedule.count, k, r);
+      const auto first = buffers[r].begin() + static_cast<std::ptrdiff_t>(step.send.offset);
+      in_flight[r].assign(first, first + static_cast<std::ptrdiff_t>(step.send.count));
+    }
+    for (size_t r = 0; r < p; ++r) {
+      const Step& step = round[r];
+      if (step.recv_from < 0) continue;
+      const size_t from = static_cast<size_t>(step.recv_from);
+      SYNC_CHECK(from < p && round[from].send_to == static_cast<int>(r) &&
+                     round[from].send.count == step.recv.count,
+                 "round " << k << ": rank " << r << " receives " << step.recv.count << " from "
+                          << step.recv_from << " which does not send that to it");
+      check_segment(step.recv, schedule.count, k, r);
+      apply_action(step.action, op, buffers[r].subspan(step.recv.offset, step.recv.count),
+                   in_flight[from]);
+    }
+  }
+}
+
+size_t bytes_sent(const Schedule& schedule, int rank) {
+  SYNC_CHECK(rank >= 0 && rank < schedule.ranks, "rank=" << rank << " p=" << schedule.ranks);
+  size_t bytes = 0;
+  for (const auto& round : schedule.rounds) {
+    const Step& step = round[static_cast<size_t>(rank)];
+    if (step.send_to >= 0 && step.send_to != rank) bytes += step.send.count * sizeof(float);
+  }
+  return bytes;
+}
+
+}  // namespace syncopate

@@ -1,0 +1,87 @@
+#pragma once
+// Collective algorithms as data: for every rank, a list of steps, round by round.
+//
+// Every backend runs the same schedules: the MPI backend with point-to-point messages, the
+// simulator with SimGrid comms (message fidelity) or by executing the arithmetic in memory and
+// timing the rounds as flows or closed forms (coarser fidelities). All of them therefore perform
+// the same additions in the same order, so an emulated simulation and an MPI run agree bit for
+// bit, and every rank ends with bit-identical results.
+//
+// Semantics of one step of rank r: send data[send.offset, +send.count) to send_to (if >= 0);
+// receive recv.count floats from recv_from (if >= 0) into scratch; then, after both completed,
+// apply `action` to data[recv.offset, +recv.count) with the scratch. Sends read the buffer as it
+// was before this round's actions. A rank's round k+1 starts after its round k completed; the
+// messages of one round may all be in flight at once.
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "core/comm/comm.hpp"
+
+namespace syncopate {
+
+struct Segment {
+  size_t offset = 0;
+  size_t count = 0;
+};
+
+enum class RecvAction { kReduce, kCopy };
+
+struct Step {
+  int send_to = -1;
+  Segment send;
+  int recv_from = -1;
+  Segment recv;
+  RecvAction action = RecvAction::kCopy;
+};
+
+struct Schedule {
+  int ranks = 0;
+  size_t count = 0;                        // elements in each rank's buffer
+  Algorithm algorithm = Algorithm::kRing;  // resolved (never kAuto)
+  std::vector<std::vector<Step>> rounds;   // rounds[k][r]: rank r's step in round k
+};
+
+// Picks a concrete algorithm for kAuto from the rank count, message size and whether the ranks
+// span several nodes (node_of_rank has more than one distinct value).
+Algorithm resolve_algorithm(Algorithm requested, int p, size_t bytes,
+                            std::span<const int> node_of_rank);
+
+// Allreduce (sum; ReduceOp::kAvg is a sum followed by finish()). node_of_rank (size p) is used by
+// kHierarchical; for the others it may be empty. kMaster: p-1 rounds in which rank k sends to
+// rank 0, which reduces in rank order, then p-1 rounds in which rank 0 sends back.
+Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
+                                 std::span<const int> node_of_rank = {});
+// Ring reduce-scatter: rank i ends with block_of(count, p, i) reduced, in place.
+Schedule make_reduce_scatter_schedule(int p, size_t count);
+// Ring allgather: rank i starts with block_of(count, p, i) in place; all end with every block.
+Schedule make_allgather_schedule(int p, size_t count);
+// Binomial trees rooted at `root`.
+Schedule make_broadcast_schedule(int p, size_t count, int root);
+Schedule make_reduce_schedule(int p, size_t count, int root);
+
+// The collectives that have schedules, and one entry point for all of them: `algorithm` matters
+// for kAllreduce only (the others are rings or binomial trees), `root` for kBroadcast and
+// kReduce, node_of_rank for kAllreduce's kHierarchical.
+enum class CollectiveKind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
+Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
+                       std::span<const int> node_of_rank = {});
+// What one rank of a distributed run executes: its steps that send or receive, in round order
+// (a schedule holds every rank's: O(p^2) for a ring). Checks each segment against the count.
+std::vector<Step> steps_of_rank(const Schedule& schedule, int rank);
+
+// dst = dst (op) src, or dst = src for kCopy.
+void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src);
+// Completes a reduction: for kAvg divides by p; nothing for kSum/kMax.
+void finish(ReduceOp op, int p, std::span<float> data);
+
+// Runs a schedule over all ranks' buffers in one address space (buffers[r] is rank r's), with
+// exactly the arithmetic a distributed run performs. Used by tests and by the simulator's coarse
+// fidelity levels in emulation mode. Does not call finish().
+void execute_in_memory(const Schedule& schedule, std::span<const std::span<float>> buffers,
+                       ReduceOp op);
+
+// Bytes rank r sends over the whole schedule (for counters and cost models).
+size_t bytes_sent(const Schedule& schedule, int rank);
+
+}  // namespace syncopate

@@ -1,0 +1,142 @@
+#pragma once
+// The two interfaces the training core targets. Strategies and the Trainer only ever see these;
+// each backend (simulated, MPI, in-process) implements them, and one contract suite tests them.
+//
+// Data is always float, one span per call. In the simulator's cost-only mode the spans point at
+// scratch memory whose contents are meaningless and the backend moves no data, only time.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/nn/cost.hpp"
+#include "core/base/function_ref.hpp"
+
+namespace syncopate {
+
+enum class ReduceOp { kSum, kAvg, kMax };
+
+enum class Algorithm {
+  kAuto,
+  kRing,
+  kRabenseifner,  // reduce-scatter by recursive halving + allgather by recursive doubling
+  kRecursiveDoubling,
+  kBinomialTree,  // binomial-tree reduce to rank 0, then binomial-tree broadcast
+  kHierarchical,  // inside each node, then across nodes, then inside each node
+  kMaster,        // every rank to one master, reduced there, sent back (the paper's runtime)
+};
+
+std::string_view to_string(ReduceOp op);
+std::string_view to_string(Algorithm algorithm);
+std::optional<ReduceOp> parse_reduce_op(std::string_view name);
+std::optional<Algorithm> parse_algorithm(std::string_view name);
+
+struct CollectiveOptions {
+  ReduceOp op = ReduceOp::kSum;
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+// Handle of an asynchronous operation. wait() blocks until it completes and rethrows any error
+// raised while it ran. Destroying a Work that was not waited for waits for it.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+};
+using WorkPtr = std::unique_ptr<Work>;
+
+// A Work that is already complete (for backends whose operation finished in the call).
+class CompletedWork final : public Work {
+ public:
+  void wait() override {}
+};
+
+// The exclusive merge of epoch_async: global = global_weight*global + local_weight*local.
+struct MergeRule {
+  float global_weight = 0.5f;
+  float local_weight = 0.5f;
+};
+
+// global = global_weight*global + local_weight*local, element by element, written as one fma so
+// that every backend rounds it identically.
+void apply_merge_rule(const MergeRule& rule, std::span<float> global, std::span<const float> local);
+
+// Bytes this worker put on / took off the network since creation (not counting self-copies).
+struct CommCounters {
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_recv = 0;
+};
+
+// The block of an n-element buffer that rank i owns in reduce_scatter/allgather: blocks are as
+// even as possible, the first n % p ranks get one extra element.
+struct BlockRange {
+  size_t offset = 0;
+  size_t count = 0;
+};
+constexpr BlockRange block_of(size_t n, int p, int i) {
+  const size_t base = n / static_cast<size_t>(p), extra = n % static_cast<size_t>(p);
+  const size_t ui = static_cast<size_t>(i);
+  return {ui * base + (ui < extra ? ui : extra), base + (ui < extra ? 1 : 0)};
+}
+
+// One per worker. Collectives are over all workers of this communicator (or of a split group)
+// and every member must call them in the same order. All reductions are deterministic: the same
+// inputs give bit-identical outputs on every rank and every run.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // The node (shared-memory / NVLink domain) this worker sits in; 0..num_nodes-1.
+  virtual int node() const = 0;
+
+  virtual WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) = 0;
+  void allreduce(std::span<float> data, const CollectiveOptions& options = {}) {
+    allreduce_async(data, options)->wait();
+  }
+  virtual void broadcast(std::span<float> data, int root) = 0;
+  // Result on root only; other ranks' buffers are left unspecified.
+  virtual void reduce(std::span<float> data, int root, ReduceOp op) = 0;
+  // mine.size() == block_of(all.size(), size(), rank()).count; `all` receives every block.
+  virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
+  // out.size() == block_of(in.size(), size(), rank()).count; out receives the reduced block.
+  virtual void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) = 0;
+  virtual void barrier() = 0;
+  virtual void send(std::span<const float> data, int peer) = 0;
+  virtual void recv(std::span<float> data, int peer) = 0;
+  // Collective: members with the same color form a group, ranked by (key, old rank).
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+
+  // The shared global model of epoch_async. create_global is collective and called once with
+  // the same initial model on every rank. merge_into_global is not collective: it runs under
+  // mutual exclusion, in arrival order, global = rule(global, local), then copies the new global
+  // into `local` (the worker's snapshot).
+  virtual void create_global(std::span<const float> initial) = 0;
+  virtual void merge_into_global(std::span<float> local, const MergeRule& rule) = 0;
+
+  virtual CommCounters counters() const = 0;
+};
+
+// Where math runs and what time it is.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Simulated seconds (simulator) or wall seconds since the run began (real backends).
+  virtual double now() const = 0;
+  // Accounts `cost` and runs `math` unless cost_only(): the simulator advances this worker's
+  // clock by the modelled time of `cost`; a real backend runs and measures.
+  virtual void compute(const Cost& cost, FunctionRef<void()> math) = 0;
+  // True when tensors are shape-only and no arithmetic happens (simulated time only).
+  virtual bool cost_only() const { return false; }
+
+  // Steady-state fast-forward (simulator, cost-only). Every worker calls all_agree() at the same
+  // point with its own vote; it returns true iff every worker voted yes and takes no simulated
+  // time. advance() then moves this worker's clock forward by `seconds` of skipped, identical
+  // steps. Real backends never fast-forward.
+  virtual bool all_agree(bool /*vote*/) { return false; }
+  virtual void advance(double /*seconds*/) {}
+};
+
+}  // namespace syncopate

@@ -1,0 +1,64 @@
+#pragma once
+// A layer: forward/backward over a batch, with its parameters as views into the model's flat
+// buffers, and the FLOPs/bytes its passes cost (for the simulator's cost model).
+//
+// Shapes always include the batch as the first dimension; images are NCHW.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/nn/cost.hpp"
+#include "core/base/rng.hpp"
+#include "core/tensor/tensor.hpp"
+
+namespace syncopate {
+
+enum class Mode { kTrain, kEval };
+
+// Everything a forward pass may need besides its input (dropout draws its mask from it).
+struct StepContext {
+  Mode mode = Mode::kTrain;
+  uint64_t seed = 0;
+  uint32_t worker = 0;
+  uint32_t epoch = 0;
+  uint32_t step = 0;
+  uint32_t layer = 0;  // index of the layer being run; Model::forward_layer fills it in
+};
+
+enum class InitScheme { kHe, kXavier };
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string_view kind() const = 0;  // "dense", "conv2d", "maxpool2d", ...
+  virtual Shape output_shape(const Shape& input) const = 0;
+  virtual int64_t num_params() const { return 0; }
+  // Points this layer's weights and gradients at its slices of the model's flat buffers
+  // (both num_params() long; empty in cost-only models).
+  virtual void bind(std::span<float> /*params*/, std::span<float> /*grads*/) {}
+  virtual void init_params(Rng& /*rng*/, InitScheme /*scheme*/) {}
+  // y is already sized to output_shape(x.shape()). Caches whatever backward needs.
+  virtual void forward(const Tensor& x, Tensor& y, const StepContext& ctx) = 0;
+  // Accumulates parameter gradients (+=) and, when dx is not null, writes the input gradient.
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) = 0;
+  virtual Cost forward_cost(const Shape& input) const = 0;
+  virtual Cost backward_cost(const Shape& input, bool input_grad) const = 0;
+};
+
+enum class Bias { kYes, kNo };
+
+std::unique_ptr<Layer> dense(int64_t in, int64_t out);
+// Square kernel; padding is symmetric (zeros). Parameters: weights (out, in, k, k), then bias.
+std::unique_ptr<Layer> conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel,
+                              int64_t stride = 1, int64_t padding = 0, Bias bias = Bias::kYes);
+// Padding never wins the max (it acts as -infinity).
+std::unique_ptr<Layer> maxpool2d(int64_t kernel, int64_t stride, int64_t padding = 0);
+std::unique_ptr<Layer> avgpool2d(int64_t kernel, int64_t stride);
+std::unique_ptr<Layer> global_avgpool();
+std::unique_ptr<Layer> relu();
+std::unique_ptr<Layer> flatten();
+std::unique_ptr<Layer> dropout(float rate);
+
+}  // namespace syncopate

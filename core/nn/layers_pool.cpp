@@ -1,0 +1,252 @@
+// MaxPool2D, AvgPool2D and GlobalAvgPool over NCHW images.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/tensor/gemm.hpp"
+#include "core/nn/layer.hpp"
+#include "core/nn/layers_common.hpp"
+
+namespace syncopate {
+namespace {
+
+using layers::cost;
+
+// Shared by the windowed pools: geometry and shape checks.
+class WindowPool : public Layer {
+ public:
+  WindowPool(std::string_view name, int64_t kernel, int64_t stride, int64_t padding)
+      : name_(name), k_(kernel), stride_(stride), pad_(padding) {
+    layers::require_arg(k_ > 0, name_, "kernel", k_, "> 0");
+    layers::require_arg(stride_ > 0, name_, "stride", stride_, "> 0");
+    layers::require_arg(pad_ >= 0 && 2 * pad_ <= k_, name_, "padding", pad_,
+                        "0 <= padding <= kernel / 2");
+  }
+  std::string_view kind() const override { return name_; }
+  Shape output_shape(const Shape& input) const override {
+    const bool ok =
+        input.size() == 4 && input[1] > 0 && input[2] + 2 * pad_ >= k_ && input[3] + 2 * pad_ >= k_;
+    layers::require_shape(ok, name_, input,
+                          "(batch, C, H, W) with H, W + 2 * padding >= " + std::to_string(k_));
+    const ConvGeometry g = geometry(input);
+    return {input[0], input[1], g.out_height(), g.out_width()};
+  }
+
+ protected:
+  ConvGeometry geometry(const Shape& input) const {
+    return {1, input[2], input[3], k_, stride_, pad_};
+  }
+  double windows(const Shape& input) const {
+    const ConvGeometry g = geometry(input);
+    return static_cast<double>(input[0] * input[1] * g.out_height() * g.out_width());
+  }
+  std::string_view name_;
+  int64_t k_, stride_, pad_;
+};
+
+// Max over each window; the first maximum (in row-major window order) wins ties and takes the
+// whole gradient. Padding never wins.
+class MaxPool2D final : public WindowPool {
+ public:
+  MaxPool2D(int64_t kernel, int64_t stride, int64_t padding)
+      : WindowPool("maxpool2d", kernel, stride, padding) {}
+  void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
+    const ConvGeometry g = geometry(x.shape());
+    const int64_t planes = x.dim(0) * x.dim(1), in_plane = g.height * g.width;
+    const int64_t out_plane = g.out_height() * g.out_width();
+    argmax_.resize(static_cast<size_t>(planes * out_plane));
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* in = x.data() + p * in_plane;
+      float* out = y.data() + p * out_plane;
+      int32_t* at = argmax_.data() + p * out_plane;
+      if (k_ == 2 && stride_ == 2 && pad_ == 0) {
+        forward_plane_2x2(in, g, out, at);
+      } else {
+        forward_plane(in, g, out, at);
+      }
+    }
+  }
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override {
+    if (!dx) return;
+    const int64_t in_plane = x.dim(2) * x.dim(3), out_plane = y.dim(2) * y.dim(3);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const int32_t* best_at = argmax_.data();
+    const float* g = dy.data();
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      float* d = dx->data() + plane * in_plane;
+      // Zeroed plane by plane, so the scatter below finds it in cache.
+      std::fill(d, d + in_plane, 0.0f);
+      for (int64_t i = 0; i < out_plane; ++i) d[*best_at++] += *g++;
+    }
+  }
+  Cost forward_cost(const Shape& input) const override {
+    const double out = windows(input);
+    return cost(out * static_cast<double>(k_ * k_), static_cast<double>(numel(input)) + 2 * out,
+                OpKind::kPool);
+  }
+  Cost backward_cost(const Shape& input, bool input_grad) const override {
+    if (!input_grad) return cost(0, 0, OpKind::kPool);
+    const double out = windows(input);
+    return cost(out, static_cast<double>(numel(input)) + 2 * out, OpKind::kPool);
+  }
+
+ private:
+  void forward_plane(const float* in, const ConvGeometry& g, float* out, int32_t* best_at) const {
+    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      const int64_t y0 = std::max<int64_t>(oy * stride_ - pad_, 0);
+      const int64_t y1 = std::min(oy * stride_ - pad_ + k_, h);
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const int64_t x0 = std::max<int64_t>(ox * stride_ - pad_, 0);
+        const int64_t x1 = std::min(ox * stride_ - pad_ + k_, w);
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t at = y0 * w + x0;
+        for (int64_t iy = y0; iy < y1; ++iy) {
+          for (int64_t ix = x0; ix < x1; ++ix) {
+            const float v = in[iy * w + ix];
+            if (v > best) {
+              best = v;
+              at = iy * w + ix;
+            }
+          }
+        }
+        *out++ = best;
+        *best_at++ = static_cast<int32_t>(at);
+      }
+    }
+  }
+  // The common 2x2 / stride 2 case, written with selects only (no branches to mispredict on
+  // random data). Ties go to the first of a, b, c, d: a pair's second wins only when strictly
+  // greater, and the lower pair only when strictly greater than the upper one.
+  static void forward_plane_2x2(const float* in, const ConvGeometry& g, float* out,
+                                int32_t* best_at) {
+    const int64_t w = g.width, ho = g.out_height(), wo = g.out_width();
+    const int32_t row = static_cast<int32_t>(w);
+    for (int64_t oy = 0; oy < ho; ++oy) {
+      const float* r0 = in + 2 * oy * w;
+      const float* r1 = r0 + w;
+      float* o = out + oy * wo;
+      int32_t* at = best_at + oy * wo;
+      const int32_t base = static_cast<int32_t>(2 * oy * w);
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
+        // Comparison results as integers keep the compiler from emitting branches.
+        const int32_t right_top = b > a, right_bottom = d > c;
+        const float top = std::max(a, b), bottom = std::max(c, d);
+        const int32_t lower = bottom > top;
+        const int32_t top_at = right_top, bottom_at = row + right_bottom;
+        o[ox] = std::max(top, bottom);
+        at[ox] = base + static_cast<int32_t>(2 * ox) + top_at + lower * (bottom_at - top_at);
+      }
+    }
+  }
+
+  std::vector<int32_t> argmax_;  // per output: the winning input's index inside its plane
+};
+
+// Mean over each k x k window (no padding: every window is full).
+class AvgPool2D final : public WindowPool {
+ public:
+  AvgPool2D(int64_t kernel, int64_t stride) : WindowPool("avgpool2d", kernel, stride, 0) {}
+  void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
+    const ConvGeometry g = geometry(x.shape());
+    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const float scale = 1.0f / static_cast<float>(k_ * k_);
+    float* out = y.data();
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      const float* in = x.data() + plane * h * w;
+      for (int64_t oy = 0; oy < ho; ++oy) {
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          float sum = 0.0f;
+          for (int64_t ky = 0; ky < k_; ++ky) {
+            const float* row = in + (oy * stride_ + ky) * w + ox * stride_;
+            for (int64_t kx = 0; kx < k_; ++kx) sum += row[kx];
+          }
+          *out++ = sum * scale;
+        }
+      }
+    }
+  }
+  void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
+    if (!dx) return;
+    const ConvGeometry g = geometry(x.shape());
+    const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const float scale = 1.0f / static_cast<float>(k_ * k_);
+    dx->fill(0.0f);
+    const float* gy = dy.data();
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      float* d = dx->data() + plane * h * w;
+      for (int64_t oy = 0; oy < ho; ++oy) {
+        for (int64_t ox = 0; ox < wo; ++ox) {
+          const float share = *gy++ * scale;
+          for (int64_t ky = 0; ky < k_; ++ky) {
+            float* row = d + (oy * stride_ + ky) * w + ox * stride_;
+            for (int64_t kx = 0; kx < k_; ++kx) row[kx] += share;
+          }
+        }
+      }
+    }
+  }
+  Cost forward_cost(const Shape& input) const override {
+    const double out = windows(input);
+    return cost(out * static_cast<double>(k_ * k_), static_cast<double>(numel(input)) + out,
+                OpKind::kPool);
+  }
+  Cost backward_cost(const Shape& input, bool input_grad) const override {
+    if (!input_grad) return cost(0, 0, OpKind::kPool);
+    const double out = windows(input);
+    return cost(out * static_cast<double>(k_ * k_), static_cast<double>(numel(input)) + out,
+                OpKind::kPool);
+  }
+};
+
+// (B, C, H, W) -> (B, C): the mean of each channel's plane.
+class GlobalAvgPool final : public Layer {
+ public:
+  std::string_view kind() const override { return "global_avgpool"; }
+  Shape output_shape(const Shape& input) const override {
+    layers::require_shape(input.size() == 4 && input[2] > 0 && input[3] > 0, "global_avgpool",
+                          input, "(batch, C, H, W)");
+    return {input[0], input[1]};
+  }
+  void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
+    const int64_t plane = x.dim(2) * x.dim(3), planes = x.dim(0) * x.dim(1);
+    const float scale = 1.0f / static_cast<float>(plane);
+    y.fill(0.0f);
+    add_row_sums({x.data(), planes, plane, plane}, y.span());
+    for (int64_t i = 0; i < planes; ++i) y[i] *= scale;
+  }
+  void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
+    if (!dx) return;
+    const int64_t plane = x.dim(2) * x.dim(3), planes = x.dim(0) * x.dim(1);
+    const float scale = 1.0f / static_cast<float>(plane);
+    for (int64_t i = 0; i < planes; ++i) {
+      float* d = dx->data() + i * plane;
+      std::fill(d, d + plane, dy[i] * scale);
+    }
+  }
+  Cost forward_cost(const Shape& input) const override {
+    const double n = static_cast<double>(numel(input));
+    return cost(n, n + static_cast<double>(input[0] * input[1]), OpKind::kPool);
+  }
+  Cost backward_cost(const Shape& input, bool input_grad) const override {
+    if (!input_grad) return cost(0, 0, OpKind::kPool);
+    const double n = static_cast<double>(numel(input));
+    return cost(n, n + static_cast<double>(input[0] * input[1]), OpKind::kPool);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> maxpool2d(int64_t kernel, int64_t stride, int64_t padding) {
+  return std::make_unique<MaxPool2D>(kernel, stride, padding);
+}
+std::unique_ptr<Layer> avgpool2d(int64_t kernel, int64_t stride) {
+  return std::make_unique<AvgPool2D>(kernel, stride);
+}
+std::unique_ptr<Layer> global_avgpool() { return std::make_unique<GlobalAvgPool>(); }
+
+}  // namespace syncopate

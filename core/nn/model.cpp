@@ -1,0 +1,165 @@
+#include "core/nn/model.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/base/check.hpp"
+
+namespace syncopate {
+
+Model::Model(std::string name, Shape sample_shape, std::vector<std::unique_ptr<Layer>> layers,
+             Storage storage)
+    : name_(std::move(name)),
+      sample_shape_(std::move(sample_shape)),
+      layers_(std::move(layers)),
+      storage_(storage) {
+  SYNC_CHECK(!layers_.empty(), "model " << name_ << " has no layers");
+  output_shape(1);  // validates every layer's input shape (throws UserError on a mismatch)
+  ranges_.reserve(layers_.size());
+  size_t offset = 0;
+  for (const auto& layer : layers_) {
+    const size_t count = static_cast<size_t>(layer->num_params());
+    ranges_.push_back({offset, count});
+    offset += count;
+  }
+  num_params_ = static_cast<int64_t>(offset);
+  if (storage_ == Storage::kReal) {
+    param_storage_.assign(offset, 0.0f);
+    grad_storage_.assign(offset, 0.0f);
+    params_ = param_storage_;
+    grads_ = grad_storage_;
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (storage_ == Storage::kReal) {
+      layers_[i]->bind(params_.subspan(ranges_[i].offset, ranges_[i].count),
+                       grads_.subspan(ranges_[i].offset, ranges_[i].count));
+    } else {
+      layers_[i]->bind({}, {});
+    }
+  }
+  // Input gradients are needed only behind the first layer with parameters.
+  first_param_layer_ = num_layers();
+  for (int i = 0; i < num_layers(); ++i) {
+    if (layers_[static_cast<size_t>(i)]->num_params() > 0) {
+      first_param_layer_ = i;
+      break;
+    }
+  }
+  set_batch(1);
+}
+
+Shape Model::output_shape(int64_t batch) const {
+  Shape shape{batch};
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  for (const auto& layer : layers_) shape = layer->output_shape(shape);
+  return shape;
+}
+
+void Model::init(uint64_t seed) {
+  if (storage_ != Storage::kReal) return;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (layers_[i]->num_params() == 0) continue;
+    // He when a ReLU follows (possibly behind a BatchNorm, as in ResNets), Xavier otherwise.
+    size_t next = i + 1;
+    if (next < layers_.size() && layers_[next]->kind() == "batchnorm2d") ++next;
+    const bool before_relu = next < layers_.size() && layers_[next]->kind() == "relu";
+    Rng rng({seed, 0, 0, RngPurpose::kInit, static_cast<uint32_t>(i)});
+    layers_[i]->init_params(rng, before_relu ? InitScheme::kHe : InitScheme::kXavier);
+  }
+}
+
+void Model::zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+
+void Model::set_batch(int64_t batch) {
+  SYNC_CHECK(batch > 0, "batch " << batch);
+  if (batch == batch_) return;
+  batch_ = batch;
+  const size_t n = layers_.size();
+  activations_.resize(n + 1);
+  grads_of_activations_.resize(n + 1);
+  Shape shape{batch};
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  for (size_t i = 0; i <= n; ++i) {
+    if (i > 0) shape = layers_[i - 1]->output_shape(shape);
+    // No gradient is ever written for the inputs of layers up to the first one with parameters.
+    const bool needs_grad = static_cast<int>(i) > first_param_layer_;
+    if (storage_ == Storage::kShapeOnly) {
+      activations_[i] = Tensor::shape_only(shape);
+      grads_of_activations_[i] = Tensor::shape_only(needs_grad ? shape : Shape{0});
+    } else {
+      activations_[i].resize(shape);
+      grads_of_activations_[i].resize(needs_grad ? shape : Shape{0});
+    }
+  }
+}
+
+bool Model::needs_input_grad(int i) const { return i > first_param_layer_; }
+
+void Model::forward_layer(int i, const StepContext& ctx) {
+  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  if (storage_ == Storage::kShapeOnly) return;
+  StepContext layer_ctx = ctx;
+  layer_ctx.layer = static_cast<uint32_t>(i);
+  const size_t u = static_cast<size_t>(i);
+  layers_[u]->forward(activations_[u], activations_[u + 1], layer_ctx);
+}
+
+void Model::backward_layer(int i) {
+  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  if (storage_ == Storage::kShapeOnly || i < first_param_layer_) return;
+  const size_t u = static_cast<size_t>(i);
+  layers_[u]->backward(activations_[u], activations_[u + 1], grads_of_activations_[u + 1],
+                       needs_input_grad(i) ? &grads_of_activations_[u] : nullptr);
+}
+
+Cost Model::forward_cost(int i) const {
+  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  return layers_[static_cast<size_t>(i)]->forward_cost(
+      activations_[static_cast<size_t>(i)].shape());
+}
+
+Cost Model::backward_cost(int i) const {
+  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  const size_t u = static_cast<size_t>(i);
+  Cost cost = layers_[u]->backward_cost(activations_[u].shape(), needs_input_grad(i));
+  if (i < first_param_layer_) cost.flops = cost.bytes = 0;  // backward_layer skips it
+  return cost;
+}
+
+const Tensor& Model::forward(const Tensor& x, const StepContext& ctx) {
+  SYNC_CHECK(x.rank() == static_cast<int>(sample_shape_.size()) + 1,
+             "input " << to_string(x.shape()) << " for samples " << to_string(sample_shape_));
+  set_batch(x.dim(0));
+  SYNC_CHECK(x.shape() == input().shape(),
+             "input " << to_string(x.shape()) << " for samples " << to_string(sample_shape_));
+  if (storage_ == Storage::kReal) {
+    std::memcpy(input().data(), x.data(), static_cast<size_t>(x.numel()) * sizeof(float));
+  }
+  for (int i = 0; i < num_layers(); ++i) forward_layer(i, ctx);
+  return output();
+}
+
+double Model::forward_flops(int64_t batch) const {
+  Shape shape{batch};
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  double flops = 0;
+  for (const auto& layer : layers_) {
+    flops += layer->forward_cost(shape).flops;
+    shape = layer->output_shape(shape);
+  }
+  return flops;
+}
+
+double Model::backward_flops(int64_t batch) const {
+  Shape shape{batch};
+  shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+  double flops = 0;
+  for (int i = 0; i < num_layers(); ++i) {
+    const Layer& layer = *layers_[static_cast<size_t>(i)];
+    if (i >= first_param_layer_) flops += layer.backward_cost(shape, needs_input_grad(i)).flops;
+    shape = layer.output_shape(shape);
+  }
+  return flops;
+}
+
+}  // namespace syncopate

@@ -1,0 +1,85 @@
+#pragma once
+// What a run records, and the run directory it writes:
+//   metrics.csv   one row per worker and epoch
+//   summary.json  the resolved scenario, backend, platform, totals, time-to-accuracy
+//   trace.json    Chrome trace events (open in Perfetto / chrome://tracing)
+//   scenario.toml the resolved scenario
+//   model.bin     worker 0's final model, raw float32 in the flat-buffer layout (real runs)
+// The directory is built as DIR.partial and renamed to DIR only when every file is written, so a
+// run directory that exists is complete; a failed run leaves DIR.partial with an ERROR file.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scenario/scenario.hpp"
+
+namespace syncopate {
+
+struct EpochMetrics {
+  int worker = 0;
+  int epoch = 0;
+  double start_s = 0, end_s = 0;  // training part of the epoch (evaluation excluded)
+  double compute_s = 0, comm_s = 0, idle_s = 0;
+  uint64_t bytes_sent = 0, bytes_recv = 0;
+  double train_loss = 0, train_accuracy = 0;
+  double test_accuracy = -1;  // -1: not evaluated
+  double lr = 0;
+};
+
+struct TraceEvent {
+  std::string name;
+  std::string category;  // "compute", "comm", "sync", "epoch"
+  int worker = 0;
+  double start_s = 0, duration_s = 0;
+};
+
+struct WorkerReport {
+  int worker = 0;
+  std::vector<EpochMetrics> epochs;
+  std::vector<TraceEvent> trace;
+  double final_test_accuracy = -1;  // of the final (consensus) model; worker 0 evaluates it
+  double final_test_loss = 0;
+  uint64_t steps = 0;
+  std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
+};
+
+// Backend-specific figures for the summary (simulator statistics, MPI details).
+struct RunInfo {
+  std::string platform;  // "" for real backends
+  double wall_seconds = 0;
+  std::vector<std::pair<std::string, double>>
+      extra;  // name -> value, written under "backend_stats"
+};
+
+struct RunSummary {
+  std::string backend, strategy, platform;
+  int workers = 0, epochs = 0;
+  uint64_t seed = 0;
+  double final_test_accuracy = -1;
+  double total_time_s = 0;    // end of the last worker's last epoch
+  double compute_time_s = 0;  // summed over workers
+  double comm_time_s = 0;
+  double idle_time_s = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_recv = 0;
+  std::vector<std::pair<double, double>>
+      time_to_accuracy;  // (accuracy target, seconds); -1 if never
+};
+
+RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& reports,
+                     const RunInfo& info);
+
+std::string metrics_csv(const std::vector<WorkerReport>& reports);
+std::string summary_json(const Scenario& scenario, const RunSummary& summary, const RunInfo& info);
+std::string trace_json(const std::vector<WorkerReport>& reports);
+
+// Picks DIR (or DIR-2, DIR-3, ... if DIR exists: never overwrites a previous run).
+std::string unique_run_dir(const std::string& dir);
+
+// Writes the three files into `dir` (atomically, see above). Returns the directory written.
+std::string write_run_dir(const std::string& dir, const Scenario& scenario,
+                          const std::vector<WorkerReport>& reports, const RunInfo& info);
+// Leaves DIR.partial/ERROR describing a failure (keeps anything already there).
+void write_failure(const std::string& dir, const std::string& message);
+
+}  // namespace syncopate

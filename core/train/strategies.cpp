@@ -1,0 +1,232 @@
+#include <numeric>
+
+#include "core/base/check.hpp"
+#include "core/train/strategy.hpp"
+
+namespace syncopate {
+namespace {
+
+// Records a synchronisation span in the trace.
+template <typename F>
+void traced(WorkerContext& ctx, const char* name, F&& f) {
+  const double start = ctx.exec.now();
+  f();
+  ctx.trace.push_back({name, "sync", ctx.comm.rank(), start, ctx.exec.now() - start});
+}
+
+void reset_optimizer(WorkerContext& ctx) {
+  ctx.optimizer.reset();
+  ctx.optimizer_steps = 0;
+}
+
+void average_params(WorkerContext& ctx, Communicator& comm, Algorithm algorithm) {
+  comm.allreduce(ctx.params, {ReduceOp::kAvg, algorithm});
+  if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kAverage &&
+      !ctx.exec.cost_only())
+    comm.allreduce(ctx.optimizer.state(), {ReduceOp::kAvg, algorithm});
+}
+
+// Gradient buckets: contiguous slices of the gradient buffer, formed from the last layer
+// backwards so that each fills as backward proceeds; a bucket is complete once backward has
+// passed its lowest layer. Every worker builds the same buckets, so collectives match.
+class Buckets {
+ public:
+  void build(const Model& model, double bucket_mb) {
+    buckets_.clear();
+    const double limit = bucket_mb * 1024 * 1024;
+    size_t end = static_cast<size_t>(model.num_params());
+    double bytes = 0;
+    for (int i = model.num_layers() - 1; i >= 0; --i) {
+      const BlockRange range = model.param_range(i);
+      if (range.count == 0) continue;
+      bytes += 4.0 * static_cast<double>(range.count);
+      if (bytes >= limit || i == first_layer_with_params(model)) {
+        buckets_.push_back({range.offset, end - range.offset, i});
+        end = range.offset;
+        bytes = 0;
+      }
+    }
+  }
+  // Starts the allreduce of every bucket completed by layer `layer`'s backward.
+  void launch(int layer, std::span<float> grads, Communicator& comm, Algorithm algorithm) {
+    for (const Bucket& b : buckets_)
+      if (b.first_layer == layer)
+        inflight_.push_back(
+            comm.allreduce_async(grads.subspan(b.offset, b.count), {ReduceOp::kSum, algorithm}));
+  }
+  void wait_all() {
+    for (auto& work : inflight_) work->wait();
+    inflight_.clear();
+  }
+  size_t size() const { return buckets_.size(); }
+
+ private:
+  static int first_layer_with_params(const Model& model) {
+    for (int i = 0; i < model.num_layers(); ++i)
+      if (model.param_range(i).count > 0) return i;
+    return 0;
+  }
+  struct Bucket {
+    size_t offset, count;
+    int first_layer;
+  };
+  std::vector<Bucket> buckets_;
+  std::vector<WorkPtr> inflight_;
+};
+
+// Fraction of a step's global batch this worker holds among `members`: the scale that turns
+// its mean-loss gradient into its share of their mean gradient (exact for uneven last batches).
+float share(const GlobalBatch& batch, int rank, std::span<const int> members) {
+  int64_t total = 0;
+  for (int member : members) total += batch.count_of(member);
+  return total == 0 ? 0.0f
+                    : static_cast<float>(static_cast<double>(batch.count_of(rank)) /
+                                         static_cast<double>(total));
+}
+
+class Serial final : public Strategy {};
+
+class Ddp final : public Strategy {
+ public:
+  void on_train_begin(WorkerContext& ctx) override {
+    buckets_.build(ctx.model, ctx.scenario.strategy.bucket_mb);
+    all_.resize(static_cast<size_t>(ctx.comm.size()));
+    std::iota(all_.begin(), all_.end(), 0);
+  }
+  float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    return share(batch, ctx.comm.rank(), all_);
+  }
+  void after_backward_layer(WorkerContext& ctx, int layer) override {
+    buckets_.launch(layer, ctx.grads, ctx.comm, ctx.scenario.strategy.algorithm);
+  }
+  void before_step(WorkerContext&) override { buckets_.wait_all(); }
+  int64_t sync_period(const WorkerContext&) const override { return 1; }
+
+ private:
+  Buckets buckets_;
+  std::vector<int> all_;
+};
+
+class EpochSync final : public Strategy {
+ public:
+  void on_block_begin(WorkerContext& ctx) override {
+    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
+  }
+  void on_epoch_end(WorkerContext& ctx) override {
+    const int every = ctx.scenario.strategy.every;
+    const bool last = ctx.epoch + 1 == ctx.scenario.epochs;
+    if ((ctx.epoch + 1) % every != 0 && !last) return;
+    const Algorithm algorithm = ctx.scenario.strategy.aggregation == "master"
+                                    ? Algorithm::kMaster
+                                    : ctx.scenario.strategy.algorithm;
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm); });
+  }
+};
+
+class EpochAsync final : public Strategy {
+ public:
+  void on_train_begin(WorkerContext& ctx) override { ctx.comm.create_global(ctx.params); }
+  void on_block_begin(WorkerContext& ctx) override {
+    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
+  }
+  void on_epoch_end(WorkerContext& ctx) override {
+    traced(ctx, "merge", [&] {
+      const double w = ctx.scenario.strategy.merge_local_weight;
+      ctx.comm.merge_into_global(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
+    });
+  }
+  // The final model is the mean of the workers' last snapshots.
+  void on_train_end(WorkerContext& ctx) override {
+    traced(ctx, "average", [&] {
+      ctx.comm.allreduce(ctx.params, {ReduceOp::kAvg, ctx.scenario.strategy.algorithm});
+    });
+  }
+};
+
+// Local SGD (Lin et al. 2020): weights averaged every H steps; the first k epochs may run as
+// ddp (post-local SGD).
+class LocalSgd final : public Strategy {
+ public:
+  void on_train_begin(WorkerContext& ctx) override { warmup_.on_train_begin(ctx); }
+  float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    return warming_up(ctx) ? warmup_.gradient_scale(ctx, batch) : 1.0f;
+  }
+  void after_backward_layer(WorkerContext& ctx, int layer) override {
+    if (warming_up(ctx)) warmup_.after_backward_layer(ctx, layer);
+  }
+  void before_step(WorkerContext& ctx) override { warmup_.before_step(ctx); }
+  void after_step(WorkerContext& ctx, int64_t) override {
+    if (warming_up(ctx)) return;
+    if (++local_steps_ % ctx.scenario.strategy.every == 0)
+      average_params(ctx, ctx.comm, ctx.scenario.strategy.algorithm);
+  }
+  void on_train_end(WorkerContext& ctx) override {
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, ctx.scenario.strategy.algorithm); });
+  }
+  int64_t sync_period(const WorkerContext& ctx) const override {
+    return warming_up(ctx) ? 1 : ctx.scenario.strategy.every;
+  }
+
+ private:
+  bool warming_up(const WorkerContext& ctx) const {
+    return ctx.epoch < ctx.scenario.strategy.warmup_epochs;
+  }
+  Ddp warmup_;
+  int64_t local_steps_ = 0;
+};
+
+// Gradients every step inside a node (fast links), weights every epoch across nodes.
+class Hierarchical final : public Strategy {
+ public:
+  void on_train_begin(WorkerContext& ctx) override {
+    node_comm_ = ctx.comm.split(ctx.comm.node(), ctx.comm.rank());
+    buckets_.build(ctx.model, ctx.scenario.strategy.bucket_mb);
+    // Which world ranks share my node: gather every rank's node id.
+    const int p = ctx.comm.size();
+    std::vector<float> mine(block_of(static_cast<size_t>(p), p, ctx.comm.rank()).count,
+                            static_cast<float>(ctx.comm.node()));
+    std::vector<float> nodes(static_cast<size_t>(p));
+    ctx.comm.allgather(mine, nodes);
+    for (int r = 0; r < p; ++r)
+      if (static_cast<int>(nodes[static_cast<size_t>(r)]) == ctx.comm.node())
+        node_members_.push_back(r);
+  }
+  float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    return share(batch, ctx.comm.rank(), node_members_);
+  }
+  void after_backward_layer(WorkerContext& ctx, int layer) override {
+    buckets_.launch(layer, ctx.grads, *node_comm_, ctx.scenario.strategy.algorithm);
+  }
+  void before_step(WorkerContext&) override { buckets_.wait_all(); }
+  void on_epoch_end(WorkerContext& ctx) override {
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, Algorithm::kAuto); });
+  }
+  int64_t sync_period(const WorkerContext&) const override { return 1; }
+
+ private:
+  std::unique_ptr<Communicator> node_comm_;
+  Buckets buckets_;
+  std::vector<int> node_members_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
+  switch (scenario.strategy.kind) {
+    case StrategyKind::kSerial:
+      return std::make_unique<Serial>();
+    case StrategyKind::kDdp:
+      return std::make_unique<Ddp>();
+    case StrategyKind::kEpochSync:
+      return std::make_unique<EpochSync>();
+    case StrategyKind::kEpochAsync:
+      return std::make_unique<EpochAsync>();
+    case StrategyKind::kLocalSgd:
+      return std::make_unique<LocalSgd>();
+    case StrategyKind::kHierarchical:
+      return std::make_unique<Hierarchical>();
+  }
+  SYNC_CHECK(false, "unknown strategy");
+}
+
+}  // namespace syncopate

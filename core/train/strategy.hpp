@@ -1,0 +1,64 @@
+#pragma once
+// Strategies: which collectives run when. A strategy hooks the worker loop and only ever talks
+// to the Communicator and Executor interfaces, so the same code runs on every backend.
+#include <memory>
+
+#include "core/comm/comm.hpp"
+#include "core/nn/model.hpp"
+#include "core/optim/optim.hpp"
+#include "core/train/recorder.hpp"
+#include "core/scenario/scenario.hpp"
+
+namespace syncopate {
+
+// One step's global batch in the global data order: `size` samples dealt to `workers` workers
+// strided (worker w holds positions w, w + W, ...). size 0 in the block order.
+struct GlobalBatch {
+  int64_t size = 0;
+  int workers = 1;
+  int64_t count_of(int worker) const { return (size - worker + workers - 1) / workers; }
+};
+
+// What a strategy may touch. The communicator is already timed (see timed_comm.hpp).
+struct WorkerContext {
+  const Scenario& scenario;
+  Model& model;
+  Optimizer& optimizer;
+  Communicator& comm;
+  Executor& exec;
+  std::vector<TraceEvent>& trace;
+  int epoch = 0;
+  // Optimizer steps since the optimizer state was last reset (Adam's bias correction counts
+  // from 1 after a reset). Strategies that reset the optimizer set it to 0.
+  int64_t optimizer_steps = 0;
+  // Cost-only runs have no parameter storage: collectives then use this scratch buffer.
+  std::span<float> params, grads;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual void on_train_begin(WorkerContext&) {}
+  virtual void on_epoch_begin(WorkerContext&) {}
+  // A new ds-tensor block starts (block data order only).
+  virtual void on_block_begin(WorkerContext&) {}
+  // Backward has just produced layer `layer`'s gradients (layers run last to first).
+  virtual void after_backward_layer(WorkerContext&, int /*layer*/) {}
+  // The factor applied to this worker's mean-loss gradient before backward.
+  virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }
+  // Between backward and the optimizer step: gradients must be final when this returns.
+  virtual void before_step(WorkerContext&) {}
+  // After the optimizer step; `step` counts this worker's steps from 1 over the whole run.
+  virtual void after_step(WorkerContext&, int64_t /*step*/) {}
+  virtual void on_epoch_end(WorkerContext&) {}
+  // Leaves every worker holding the final model (a consensus of the replicas).
+  virtual void on_train_end(WorkerContext&) {}
+  // Steps between synchronisations that involve all workers: 1 for per-step gradient
+  // averaging, H for local SGD, 0 when steps never synchronise (epoch-level strategies).
+  // Used by the steady-state fast-forward.
+  virtual int64_t sync_period(const WorkerContext&) const { return 0; }
+};
+
+std::unique_ptr<Strategy> make_strategy(const Scenario& scenario);
+
+}  // namespace syncopate

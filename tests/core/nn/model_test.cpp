@@ -1,0 +1,200 @@
+#include "core/nn/model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/base/check.hpp"
+#include "core/nn/loss.hpp"
+#include "tests/core/nn/layers_testing.hpp"
+
+namespace syncopate {
+namespace {
+
+using testing::random_floats;
+
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+std::vector<float> run_forward(Model& model, const Tensor& x) {
+  return copy(model.forward(x, {}).span());
+}
+
+TEST(Model, ParameterViewsAliasTheFlatBuffer) {
+  auto model = make_model("cnn");
+  model->init(3);
+  const Tensor x({2, 1, 28, 28}, random_floats(2 * 784, 1));
+  const auto before = run_forward(*model, x);
+  // A weight of the first dense layer (layer 7), changed through params().
+  const BlockRange r = model->param_range(7);
+  model->params()[r.offset + 100] += 5.0f;
+  EXPECT_NE(run_forward(*model, x), before);
+  model->params()[r.offset + 100] -= 5.0f;
+  EXPECT_EQ(run_forward(*model, x), before);
+  // A bias of the last layer shifts that logit by exactly the change.
+  const BlockRange last = model->param_range(model->num_layers() - 1);
+  model->params()[last.offset + last.count - 1] += 1.0f;  // bias of class 9
+  const auto after = run_forward(*model, x);
+  EXPECT_NEAR(after[9], before[9] + 1.0f, 1e-5);
+  EXPECT_EQ(after[8], before[8]);
+}
+
+TEST(Model, ParamRangesCoverTheBufferContiguously) {
+  for (const std::string& name : model_names()) {
+    auto model = make_model(name, Storage::kShapeOnly);
+    size_t offset = 0;
+    for (int i = 0; i < model->num_layers(); ++i) {
+      const BlockRange r = model->param_range(i);
+      EXPECT_EQ(r.offset, offset) << name << " layer " << i;
+      EXPECT_EQ(static_cast<int64_t>(r.count), model->layer(i).num_params());
+      offset += r.count;
+    }
+    EXPECT_EQ(static_cast<int64_t>(offset), model->num_params()) << name;
+    EXPECT_TRUE(model->params().empty());
+    EXPECT_TRUE(model->grads().empty());
+  }
+  auto real = make_model("mlp");
+  EXPECT_EQ(static_cast<int64_t>(real->params().size()), real->num_params());
+  EXPECT_EQ(static_cast<int64_t>(real->grads().size()), real->num_params());
+}
+
+// Drives the per-layer API and compares the flat gradient buffer with central differences of the
+// float loss (a smooth model: conv -> flatten -> dense, softmax cross-entropy).
+TEST(Model, LayerByLayerBackwardMatchesFiniteDifferences) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(conv2d(1, 2, 3, 1, 1));
+  layers.push_back(flatten());
+  layers.push_back(dense(2 * 5 * 5, 3));
+  Model model("tiny", {1, 5, 5}, std::move(layers));
+  model.init(9);
+  const Tensor x({2, 1, 5, 5}, random_floats(50, 2));
+  const Tensor labels({2}, {1.0f, 2.0f});
+  auto loss = [&] { return softmax_cross_entropy(model.forward(x, {}), labels, nullptr).loss; };
+  model.set_batch(2);
+  std::memcpy(model.input().data(), x.data(), 50 * sizeof(float));
+  for (int i = 0; i < model.num_layers(); ++i) model.forward_layer(i, {});
+  softmax_cross_entropy(model.output(), labels, &model.output_grad());
+  model.zero_grads();
+  for (int i = model.num_layers() - 1; i >= 0; --i) model.backward_layer(i);
+  const std::vector<float> grads = copy(model.grads());
+  std::vector<double> fd(grads.size());
+  const float eps = 1e-2f;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const float saved = model.params()[i];
+    model.params()[i] = saved + eps;
+    const double plus = loss();
+    model.params()[i] = saved - eps;
+    const double minus = loss();
+    model.params()[i] = saved;
+    fd[i] = (plus - minus) / (2 * eps);
+  }
+  EXPECT_LT(testing::normalised_error(testing::to_double(grads), fd), 1e-3);
+  // A second backward accumulates: the gradients double.
+  for (int i = model.num_layers() - 1; i >= 0; --i) model.backward_layer(i);
+  for (size_t i = 0; i < grads.size(); ++i) EXPECT_FLOAT_EQ(model.grads()[i], 2 * grads[i]);
+  model.zero_grads();
+  for (float g : model.grads()) EXPECT_EQ(g, 0.0f);
+}
+
+TEST(Model, InputGradientsOnlyBehindTheFirstParameterLayer) {
+  auto model = make_model("mlp");  // flatten, dense, relu, dense, relu, dense
+  EXPECT_FALSE(model->needs_input_grad(0));
+  EXPECT_FALSE(model->needs_input_grad(1));
+  EXPECT_TRUE(model->needs_input_grad(2));
+  model->set_batch(64);
+  EXPECT_EQ(model->backward_cost(0).flops, 0);
+  EXPECT_EQ(model->backward_cost(1).flops, 2.0 * 64 * 784 * 256 + 64 * 256);  // dW and db only
+  EXPECT_EQ(model->backward_cost(3).flops, 4.0 * 64 * 256 * 128 + 64 * 128);
+}
+
+TEST(Model, ShapeOnlyGivesTheSameShapesAndCostsAsReal) {
+  // nfnet (20 M parameters) only at a small batch, to keep the test fast.
+  for (const char* name : {"mlp", "cnn", "nfnet"}) {
+    auto real = make_model(name, Storage::kReal);
+    auto shape_only = make_model(name, Storage::kShapeOnly);
+    EXPECT_EQ(real->num_params(), shape_only->num_params());
+    for (int64_t batch : {int64_t{2}, std::string(name) == "nfnet" ? int64_t{2} : int64_t{16}}) {
+      real->set_batch(batch);
+      shape_only->set_batch(batch);
+      EXPECT_TRUE(shape_only->input().shape_only());
+      EXPECT_EQ(shape_only->output().shape(), real->output().shape());
+      EXPECT_EQ(real->output_shape(batch), real->output().shape());
+      double forward = 0, backward = 0;
+      for (int i = 0; i < real->num_layers(); ++i) {
+        const Cost a = real->forward_cost(i), b = shape_only->forward_cost(i);
+        EXPECT_EQ(a.flops, b.flops);
+        EXPECT_EQ(a.bytes, b.bytes);
+        EXPECT_EQ(a.kind, b.kind);
+        const Cost c = real->backward_cost(i), d = shape_only->backward_cost(i);
+        EXPECT_EQ(c.flops, d.flops);
+        EXPECT_EQ(c.bytes, d.bytes);
+        forward += a.flops;
+        backward += c.flops;
+        // The driving code runs on a shape-only model without doing math.
+        shape_only->forward_layer(i, {});
+      }
+      for (int i = shape_only->num_layers() - 1; i >= 0; --i) shape_only->backward_layer(i);
+      EXPECT_DOUBLE_EQ(real->forward_flops(batch), forward) << name;
+      EXPECT_DOUBLE_EQ(real->backward_flops(batch), backward) << name;
+    }
+  }
+}
+
+TEST(Model, InitIsDeterministicPerSeedWithHeAndXavierScales) {
+  auto a = make_model("cnn"), b = make_model("cnn");
+  a->init(5);
+  b->init(5);
+  EXPECT_EQ(copy(a->params()), copy(b->params()));
+  b->init(6);
+  EXPECT_NE(copy(a->params()), copy(b->params()));
+  // Layer 7 is dense(3136, 128) followed by ReLU: He, std sqrt(2/3136); its bias is zero.
+  // Layer 9 is dense(128, 10), the last: Xavier, std sqrt(2/(128+10)).
+  auto sample_std = [&](int layer, size_t count) {
+    const BlockRange r = a->param_range(layer);
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const double v = a->params()[r.offset + i];
+      sum += v;
+      sq += v * v;
+    }
+    const double mean = sum / static_cast<double>(count);
+    return std::sqrt(sq / static_cast<double>(count) - mean * mean);
+  };
+  EXPECT_NEAR(sample_std(7, 3136 * 128), std::sqrt(2.0 / 3136), 0.01 * std::sqrt(2.0 / 3136));
+  EXPECT_NEAR(sample_std(9, 1280), std::sqrt(2.0 / 138), 0.08 * std::sqrt(2.0 / 138));
+  // Conv layer 0 (followed by ReLU): He over fan_in 9.
+  EXPECT_NEAR(sample_std(0, 288), std::sqrt(2.0 / 9), 0.15 * std::sqrt(2.0 / 9));
+  for (int layer : {0, 3, 7, 9}) {
+    const BlockRange r = a->param_range(layer);
+    const int64_t outputs = layer == 0 ? 32 : layer == 3 ? 64 : layer == 7 ? 128 : 10;
+    for (int64_t i = 0; i < outputs; ++i) {
+      EXPECT_EQ(a->params()[r.offset + r.count - 1 - static_cast<size_t>(i)], 0.0f);
+    }
+  }
+}
+
+// Samples do not interact: a batch of 2 gives the first two outputs of a batch of 5, whether the
+// batch shrinks or grows (the activations are resized, not reallocated, on the way down).
+TEST(Model, OutputsDoNotDependOnTheBatch) {
+  auto model = make_model("cnn");
+  model->init(4);
+  const auto values = random_floats(5 * 784, 8);
+  const Tensor five({5, 1, 28, 28}, values);
+  const Tensor two({2, 1, 28, 28}, std::vector<float>(values.begin(), values.begin() + 2 * 784));
+  const auto out5 = run_forward(*model, five);
+  const auto out2 = run_forward(*model, two);
+  ASSERT_EQ(out5.size(), 50u);
+  ASSERT_EQ(out2.size(), 20u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_NEAR(out2[i], out5[i], 1e-5f * (1 + std::abs(out5[i])));
+  EXPECT_EQ(run_forward(*model, five), out5);
+}
+
+TEST(Model, RejectsLayersThatDoNotFitTogether) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.push_back(flatten());
+  layers.push_back(dense(100, 10));
+  EXPECT_THROW(Model("bad", {1, 28, 28}, std::move(layers)), UserError);
+}
+
+}  // namespace
+}  // namespace syncopate
