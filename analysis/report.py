@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""syncopate report: report.md and PNG plots for a run directory or a sweep directory.
+
+    python3 analysis/report.py RUN_OR_SWEEP_DIR [--out DIR]
+
+Writes report.md and its plots into the directory itself (or --out). Exit 2 on bad arguments or
+a directory that is neither a run nor a sweep.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import plots  # noqa: E402
+import rundir  # noqa: E402
+
+
+def fmt(value):
+    """Numbers as the report prints them: 6 significant digits; absent values as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def save(fig, out_dir, name):
+    fig.savefig(os.path.join(out_dir, name), dpi=110)
+    plots.plt.close(fig)
+    return name
+
+
+def mean_phases(run):
+    n = max(1, len(run.metrics))
+    compute, comm, idle = run.phase_totals()
+    return {"compute_s": compute / n, "comm_s": comm / n, "idle_s": idle / n}
+
+
+def run_report(run, out_dir):
+    s = run.summary
+    kind = run.time_kind
+    md = [f"# Run report: {s.get('name', os.path.basename(run.path))}", ""]
+    md.append(table(["figure", "value"], [
+        ("backend", s.get("backend")), ("strategy", s.get("strategy")),
+        ("platform", s.get("platform") or "-"), ("workers", s.get("workers")),
+        ("epochs", s.get("epochs")), ("seed", s.get("seed")),
+        ("final test accuracy", s.get("final_test_accuracy")),
+        (f"training time ({kind} s)", s.get("total_time_s")),
+        ("compute time (s, summed over workers)", s.get("compute_time_s")),
+        ("communication time (s, summed over workers)", s.get("comm_time_s")),
+        ("idle time (s, summed over workers)", s.get("idle_time_s")),
+        ("bytes sent (all workers)", s.get("bytes_sent")),
+        ("bytes received (all workers)", s.get("bytes_recv")),
+    ]))
+    tta = run.time_to_accuracy()
+    if tta:
+        md += ["", "## Time to accuracy", "",
+               table(["target", f"first reached ({kind} s)"], sorted(tta.items()))]
+    md += ["", "## Epochs (worker 0)", "",
+           table(["epoch", f"end ({kind} s)", "compute s", "comm s", "idle s", "bytes sent",
+                  "train loss", "test accuracy"],
+                 [(r["epoch"], r["end_s"], r["compute_s"], r["comm_s"], r["idle_s"],
+                   r["bytes_sent"], r.get("train_loss"), r.get("test_accuracy"))
+                  for r in run.worker_rows(0)])]
+    images = []
+    if any(r.get("test_accuracy") is not None or r.get("train_loss") for r in run.metrics):
+        images.append(("Accuracy and loss",
+                       save(plots.plot_accuracy({s.get("strategy", "run"): run}, kind), out_dir,
+                            "accuracy.png")))
+    labels = [f"worker {w}" for w in range(run.workers)]
+    rows = []
+    for w in range(run.workers):
+        wr = run.worker_rows(w)
+        n = max(1, len(wr))
+        rows.append({k: sum(r[k] for r in wr) / n for _, k, _ in plots.PHASES})
+    images.append(("Compute, communication and idle per worker",
+                   save(plots.plot_phases(labels, rows, "Time per epoch by phase", "worker"), out_dir,
+                        "phases.png")))
+    images.append(("Bytes per worker per epoch",
+                   save(plots.plot_bytes_per_epoch(run), out_dir, "bytes.png")))
+    if run.trace:
+        images.append(("Timeline", save(plots.plot_timeline(run, kind), out_dir,
+                                        "timeline.png")))
+    for title, name in images:
+        md += ["", f"## {title}", "", f"![{title}]({name})"]
+    return "\n".join(md) + "\n"
+
+
+def sweep_report(sweep, out_dir):
+    grid = plots.grid_columns(sweep)
+    kinds = {run.time_kind for run in sweep.runs.values()}
+    kind = kinds.pop() if len(kinds) == 1 else "measured or simulated"
+    done = [p for p in sweep.points if p.get("total_time_s") is not None]
+    md = [f"# Sweep report: {os.path.basename(os.path.abspath(sweep.path))}", "",
+          f"{len(done)} of {len(sweep.points)} points finished.", ""]
+    speed = {}
+    for label, values in plots.scaling_groups(sweep).items():
+        for w, s, e in plots.speedup_efficiency(values):
+            speed[(label, w)] = (s, e)
+    labels_of = {}
+    for label, values in plots.scaling_groups(sweep).items():
+        for w, t in values:
+            labels_of.setdefault((w, t), label)
+    rows = []
+    for i, p in enumerate(sweep.points):
+        t = p.get("total_time_s")
+        label = labels_of.get((int(p["workers"]), float(t))) if t is not None else None
+        s, e = speed.get((label, int(p["workers"])), (None, None))
+        run = sweep.runs.get(i)
+        bpw = run.bytes_per_worker_per_epoch() if run else None
+        comm_share = None
+        if run:
+            c, m, idle = run.phase_totals()
+            comm_share = m / (c + m + idle) if c + m + idle > 0 else None
+        rows.append([p.get(c) for c in grid] +
+                    [t, s, e, comm_share, bpw, p.get("final_test_accuracy")])
+    md.append(table(grid + [f"time ({kind} s)", "speedup", "efficiency", "comm share",
+                            "bytes/worker/epoch", "final accuracy"], rows))
+    images = [("Speedup and efficiency",
+               save(plots.plot_scaling(sweep, kind), out_dir, "scaling.png"))]
+    point_labels, phase_rows = [], []
+    for i, p in enumerate(sweep.points):
+        if i in sweep.runs:
+            point_labels.append(" ".join(f"{p.get(c)}" for c in grid))
+            phase_rows.append(mean_phases(sweep.runs[i]))
+    if phase_rows:
+        images.append(("Compute, communication and idle",
+                       save(plots.plot_phases(point_labels, phase_rows,
+                                              "Time per worker per epoch by phase",
+                                              "sweep point (" + ", ".join(grid) + ")"),
+                            out_dir, "phases.png")))
+    bytes_groups = {}
+    for label, values in plots.scaling_groups(sweep).items():
+        bytes_groups[label] = []
+    for i, p in enumerate(sweep.points):
+        if i not in sweep.runs or p.get("total_time_s") is None:
+            continue
+        label = labels_of.get((int(p["workers"]), float(p["total_time_s"])))
+        bytes_groups.setdefault(label, []).append(
+            (int(p["workers"]), sweep.runs[i].bytes_per_worker_per_epoch()))
+    images.append(("Bytes per worker per epoch",
+                   save(plots.plot_bytes_vs_workers(
+                       {k: sorted(v) for k, v in bytes_groups.items() if v}),
+                       out_dir, "bytes.png")))
+    curves = {point_labels[j]: sweep.runs[i] for j, i in enumerate(sorted(sweep.runs))
+              if any(r.get("test_accuracy") is not None for r in sweep.runs[i].metrics)}
+    if curves:
+        images.append(("Accuracy and loss",
+                       save(plots.plot_accuracy(curves, kind), out_dir, "accuracy.png")))
+    for title, name in images:
+        md += ["", f"## {title}", "", f"![{title}]({name})"]
+    return "\n".join(md) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="syncopate report", description=__doc__.splitlines()[0])
+    parser.add_argument("dir", help="a run directory or a sweep directory")
+    parser.add_argument("--out", help="where report.md and the plots go (default: DIR)")
+    args = parser.parse_args(argv)
+    out_dir = args.out or args.dir
+    try:
+        if rundir.is_sweep(args.dir):
+            text = None
+            os.makedirs(out_dir, exist_ok=True)
+            text = sweep_report(rundir.read_sweep(args.dir), out_dir)
+        else:
+            run = rundir.read_run(args.dir)
+            os.makedirs(out_dir, exist_ok=True)
+            text = run_report(run, out_dir)
+    except rundir.RunDirError as e:
+        print(f"syncopate report: {e}", file=sys.stderr)
+        return 2
+    path = os.path.join(out_dir, "report.md")
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+    print(f"report written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
