@@ -8,7 +8,10 @@ compared by the ratio of their medians of seconds per epoch.
   bench/peer/compare.py ddp --epochs 2 --reps 3           # 2 ranks, ours on MPI, theirs gloo
   bench/peer/compare.py epoch_sync --epochs 2 --reps 3
 
-Prints one JSON object: per-side medians, the ratio ours/theirs, and final accuracies.
+Prints one JSON object: per-side medians, the ratio ours/theirs, final accuracies, and which
+BLAS and versions the peer ran with. The peer must run with an optimised BLAS (OpenBLAS: run
+bench/peer/setup.sh once): with the reference BLAS it refuses, since that peer is not one a user
+would run.
 """
 import argparse
 import csv
@@ -23,6 +26,24 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SYNCOPATE = os.path.join(ROOT, "build", "bin", "syncopate")
 PYTHON = "/usr/bin/python3"  # Debian's torch is installed for the system interpreter
+
+
+def peer_blas():
+    """The libblas.so.3 that the peer's torch loads (Debian's alternatives), and versions."""
+    arch = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
+                          text=True).stdout.strip() or "x86_64-linux-gnu"
+    target = os.path.realpath(f"/usr/lib/{arch}/libblas.so.3")
+    probe = subprocess.run(
+        [PYTHON, "-c", "import torch, numpy; print(torch.__version__, numpy.__version__)"],
+        capture_output=True, text=True)
+    torch_version, numpy_version = (probe.stdout.split() + ["?", "?"])[:2]
+    versions = {}
+    for package in ("python3-torch", "libopenblas0-pthread", "libblas3"):
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package],
+                             capture_output=True, text=True)
+        versions[package] = out.stdout.strip() if out.returncode == 0 else None
+    return {"libblas.so.3": target, "torch": torch_version, "numpy": numpy_version,
+            "packages": versions}
 
 
 def one_thread_env():
@@ -89,9 +110,15 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--allow-reference-blas", action="store_true",
+                   help="measure even if the peer's torch would load the reference BLAS")
     args = p.parse_args()
     if not os.path.exists(SYNCOPATE):
         sys.exit(f"{SYNCOPATE} not found: build first (scripts/setup.sh)")
+    blas = peer_blas()
+    if "openblas" not in blas["libblas.so.3"] and not args.allow_reference_blas:
+        sys.exit(f"the peer's libblas.so.3 is {blas['libblas.so.3']}, not OpenBLAS: run "
+                 "bench/peer/setup.sh first (or pass --allow-reference-blas)")
     ours, theirs, acc_ours, acc_theirs = [], [], None, None
     with tempfile.TemporaryDirectory() as workdir:
         for _ in range(args.reps):
@@ -106,7 +133,7 @@ def main():
         "peer_seconds_per_epoch_median": round(m_theirs, 4),
         "ratio_ours_over_peer": round(m_ours / m_theirs, 3),
         "ours_final_test_accuracy": acc_ours, "peer_final_test_accuracy": acc_theirs,
-        "ours_samples": ours, "peer_samples": theirs}))
+        "ours_samples": ours, "peer_samples": theirs, "peer_blas": blas}))
 
 
 if __name__ == "__main__":
