@@ -4,11 +4,19 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/check.hpp"
 #include "core/nn/accelerator.hpp"
-#include "core/train/recorder.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/recorder.hpp"
 
 namespace syncopate::app {
+
+// A bad command line (an unknown value in a list, an empty grid, a directory that holds no
+// sweep): the program prints the message and exits with 2.
+class UsageError : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 struct RunResult {
   std::vector<WorkerReport> reports;

@@ -1,9 +1,11 @@
 // syncopate: train a scenario on one of the backends and write its run directory.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "app/commands.hpp"
+#include "app/sweep.hpp"
 #include "core/base/check.hpp"
 
 namespace syncopate::app {
@@ -79,6 +81,44 @@ int run(RunOptions& o, int* argc, char*** argv) {
   return 0;
 }
 
+// The sweep's grid from its options: --strategy, --workers, then each --set key=v1,v2 in order.
+struct SweepCli {
+  SweepOptions options;
+  std::string strategies, workers;
+  std::vector<std::string> grid_sets;
+  std::string emit;
+};
+
+std::string self_executable(const char* argv0) {
+  std::error_code error;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? std::string(argv0) : path.string();
+}
+
+int sweep(SweepCli& c, const char* argv0) {
+  SweepOptions& o = c.options;
+  o.self_exe = self_executable(argv0);
+  if (!c.emit.empty() && c.emit != "slurm")
+    throw UsageError("sweep: --emit " + c.emit + ": unknown; allowed: slurm");
+  o.emit_slurm = c.emit == "slurm";
+  if (!c.strategies.empty())
+    o.axes.push_back({"strategy.name", "strategy", split_values(c.strategies, "--strategy")});
+  if (!c.workers.empty())
+    o.axes.push_back({"workers", "workers", split_values(c.workers, "--workers")});
+  for (const std::string& set : c.grid_sets) {
+    const size_t eq = set.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("sweep: --set " + set + ": expected key=v1,v2,...");
+    const std::string key = set.substr(0, eq);
+    const auto values = split_values(set.substr(eq + 1), "--set " + key);
+    if (values.size() == 1)
+      o.sets.push_back(set);  // one value: applies to every point
+    else
+      o.axes.push_back({key, key, values});
+  }
+  return run_sweep(o);
+}
+
 }  // namespace
 }  // namespace syncopate::app
 
@@ -100,13 +140,30 @@ int main(int argc, char** argv) {
   run->add_option("--platform", o.platform, "simulated platform (name or file)");
   run->add_option("--fidelity", o.fidelity, "simulation fidelity: message | flow | analytic");
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
+  app::SweepCli sw;
+  CLI::App* sweep = cli.add_subcommand(
+      "sweep", "run the cross product of scenario settings, one run directory per point");
+  sweep->add_option("scenario", sw.options.scenario_path, "scenario TOML file");
+  sweep->add_option("--strategy", sw.strategies, "strategies, comma-separated");
+  sweep->add_option("--workers", sw.workers, "worker counts, comma-separated");
+  sweep->add_option("--set", sw.grid_sets,
+                    "key=v1,v2,...: an axis of the grid (one value: set for every point)");
+  sweep->add_option("--jobs", sw.options.jobs, "points run at once (default: one per core)");
+  sweep->add_option("--out", sw.options.out, "the sweep directory");
+  sweep->add_option("--emit", sw.emit, "slurm: write a Slurm job-array script instead of running");
+  sweep->add_option("--collect", sw.options.collect, "only build DIR/sweep.csv from its runs");
+  sweep->add_flag("--quiet", sw.options.quiet, "no progress lines");
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return cli.exit(e);
+    return cli.exit(e) == 0 ? 0 : 2;  // --help is a success; any other parse error is usage
   }
   try {
+    if (sweep->parsed()) return app::sweep(sw, argv[0]);
     return app::run(o, &argc, &argv);
+  } catch (const app::UsageError& e) {
+    std::fprintf(stderr, "syncopate: error: %s\n", e.what());
+    return 2;
   } catch (const UserError& e) {
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());
     return 1;
