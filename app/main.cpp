@@ -1,10 +1,11 @@
 // syncopate: train a scenario on one of the backends and write its run directory.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
+#include "app/check.hpp"
 #include "app/commands.hpp"
+#include "app/process.hpp"
 #include "app/sweep.hpp"
 #include "core/base/check.hpp"
 
@@ -89,12 +90,6 @@ struct SweepCli {
   std::string emit;
 };
 
-std::string self_executable(const char* argv0) {
-  std::error_code error;
-  const auto path = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? std::string(argv0) : path.string();
-}
-
 int sweep(SweepCli& c, const char* argv0) {
   SweepOptions& o = c.options;
   o.self_exe = self_executable(argv0);
@@ -153,6 +148,15 @@ int main(int argc, char** argv) {
   sweep->add_option("--emit", sw.emit, "slurm: write a Slurm job-array script instead of running");
   sweep->add_option("--collect", sw.options.collect, "only build DIR/sweep.csv from its runs");
   sweep->add_flag("--quiet", sw.options.quiet, "no progress lines");
+  app::CheckOptions ck;
+  std::string tolerance = "1%";
+  CLI::App* check = cli.add_subcommand(
+      "check", "the communication-cost gate: scenarios cost-only on the simulator vs a baseline");
+  check->add_option("scenarios", ck.scenarios, "scenario TOML files")->required();
+  check->add_option("--baseline", ck.baseline, "baseline file (TOML)")->required();
+  check->add_option("--tolerance", tolerance, "relative growth allowed, e.g. 1% (default)");
+  check->add_flag("--update", ck.update, "write this run's figures into the baseline");
+  check->add_option("--set", ck.sets, "override a key in every scenario: key.path=value");
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -160,6 +164,11 @@ int main(int argc, char** argv) {
   }
   try {
     if (sweep->parsed()) return app::sweep(sw, argv[0]);
+    if (check->parsed()) {
+      ck.tolerance = app::parse_tolerance(tolerance);
+      ck.self_exe = app::self_executable(argv[0]);
+      return app::run_check(ck);
+    }
     return app::run(o, &argc, &argv);
   } catch (const app::UsageError& e) {
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());

@@ -1,9 +1,7 @@
 // `syncopate sweep`: grid expansion, the sweep directory, running the points, sweep.csv.
 #include "app/sweep.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,10 +20,9 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "app/process.hpp"
 #include "core/base/check.hpp"
 #include "core/scenario/scenario.hpp"
-
-extern char** environ;
 
 namespace syncopate::app {
 namespace fs = std::filesystem;
@@ -135,23 +132,6 @@ std::string shell_quote(const std::string& word) {
   std::string out = "'";
   for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-// Starts `cmd` with its output in `log`; returns the child's pid.
-pid_t spawn(const std::vector<std::string>& cmd, const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addclose(&actions, 0);
-  std::vector<char*> argv;
-  for (const auto& word : cmd) argv.push_back(const_cast<char*>(word.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw UserError(std::string(argv[0]) + ": cannot start: " + std::strerror(rc));
-  return pid;
 }
 
 bool finished(const fs::path& run_dir) { return fs::exists(run_dir / "summary.json"); }
