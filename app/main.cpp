@@ -5,6 +5,7 @@
 
 #include "app/commands.hpp"
 #include "core/base/check.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -50,7 +51,8 @@ void print_summary(const RunSummary& s, const std::string& dir) {
 int run(RunOptions& o, int* argc, char*** argv) {
   const Scenario scenario = resolve(o);
   if (o.print_scenario) {
-    std::cout << scenario.resolved_toml << "\n";
+    const auto model = make_model(scenario.model.name, Storage::kShapeOnly);
+    std::cout << print_scenario(scenario, model->num_params());
     return 0;
   }
   // The directory is chosen before training so that a failure can leave its notes there.
