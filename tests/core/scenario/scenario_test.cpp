@@ -295,5 +295,62 @@ TEST(ScenarioEnums, EveryNameRoundTrips) {
   expect_round_trip(kScheduleKindNames, "schedule.kind");
 }
 
+// --- The resolved scenario: every key it reads, defaults included, and what auto chooses. ---
+
+TEST(ScenarioPrint, ShowsDefaultsAndOnlyTheKeysThatAreRead) {
+  const Scenario s = parse_scenario("[strategy]\nname = \"ddp\"\n", "exp.toml", {"workers=4"});
+  const std::string text = print_scenario(s, 1000);
+  for (const char* shown : {"bucket_mb = 25.0", "algorithm = 'auto'", "order = 'global'",
+                            "kind = 'constant'", "momentum = 0.0", "fidelity = 'flow'",
+                            "transport = 'mpi'", "dir = '/usr/share/datasets/fashion-mnist'"})
+    EXPECT_NE(text.find(shown), std::string::npos) << shown << "\n" << text;
+  // Keys that ddp, sgd and a constant schedule do not read are not shown.
+  for (const char* hidden :
+       {"\nevery = ", "\naggregation = ", "\nmerge_local_weight = ", "\nbeta1 = ", "\ngamma = ",
+        "\nmin_lr = ", "\nblocks = ", "\nnoise = ", "\nfeatures = ", "\nfast_forward = "})
+    EXPECT_EQ(text.find(hidden), std::string::npos) << hidden << text;
+}
+
+TEST(ScenarioPrint, ResolvedScenarioLoadsBackToItself) {
+  for (const std::vector<std::string>& sets :
+       std::vector<std::vector<std::string>>{{},
+                                             {"strategy.name=epoch_sync", "strategy.every=2"},
+                                             {"strategy.name=local_sgd", "workers=4",
+                                              "sim.slowdown.1=2.0", "sim.platform_params.nodes=2"},
+                                             {"backend=sim", "sim.mode=cost_only"}}) {
+    const Scenario s = parse_scenario(default_scenario_text(), "<default>", sets);
+    const Scenario again = parse_scenario(s.resolved_toml, "resolved.toml");
+    EXPECT_EQ(again.resolved_toml, s.resolved_toml);
+    EXPECT_EQ(again.resolved_json, s.resolved_json);
+  }
+}
+
+TEST(ScenarioPrint, SaysWhatAutoChoosesForTheMainCollective) {
+  const auto note = [](const std::string& strategy, int workers, int64_t params) {
+    const Scenario s =
+        parse_scenario(default_scenario_text(), "<default>",
+                       {"strategy.name=" + strategy, "workers=" + std::to_string(workers)});
+    return print_scenario(s, params);
+  };
+  // 8 workers, 4 MB of weights: rabenseifner (power of two); 6 workers: ring; 4 kB: recursive
+  // doubling; always hierarchical across nodes.
+  const std::string big = note("epoch_sync", 8, 1 << 20);
+  EXPECT_NE(big.find("the weights' allreduce (4194304 bytes, 8 workers):\n#   rabenseifner if"),
+            std::string::npos)
+      << big;
+  EXPECT_NE(big.find("hierarchical if they span several"), std::string::npos) << big;
+  EXPECT_NE(note("local_sgd", 6, 1 << 20).find("#   ring if"), std::string::npos);
+  EXPECT_NE(note("ddp", 8, 1000).find("(4000 bytes, 8 workers):\n#   recursive_doubling if"),
+            std::string::npos);
+  // ddp's collective is a bucket: at most strategy.bucket_mb.
+  EXPECT_NE(note("ddp", 8, 100 << 20).find("bucket's allreduce (26214400 bytes"),
+            std::string::npos);
+  // No note where no collective reads the algorithm, or where it is not auto.
+  EXPECT_EQ(note("serial", 1, 1000).find("auto"), std::string::npos);
+  const Scenario ring = parse_scenario(default_scenario_text(), "<default>",
+                                       {"strategy.name=ddp", "strategy.algorithm=ring"});
+  EXPECT_EQ(print_scenario(ring, 1000).find("picks per collective"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace syncopate
