@@ -96,11 +96,10 @@ int main(int argc, char** argv) {
   run->add_option("--workers", o.workers, "number of workers");
   run->add_option("--epochs", o.epochs, "number of epochs");
   run->add_option("--seed", o.seed, "random seed");
-  run->add_option("--strategy", o.strategy,
-                  "serial | ddp | epoch_sync | epoch_async | local_sgd | hierarchical");
-  run->add_option("--backend", o.backend, "local | sim | mpi");
+  run->add_option("--strategy", o.strategy, names_in(kStrategyNames));
+  run->add_option("--backend", o.backend, names_in(kBackendNames));
   run->add_option("--platform", o.platform, "simulated platform (name or file)");
-  run->add_option("--fidelity", o.fidelity, "simulation fidelity: message | flow | analytic");
+  run->add_option("--fidelity", o.fidelity, "simulation fidelity: " + names_in(kFidelityNames));
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
   try {
     cli.parse(argc, argv);

@@ -36,7 +36,11 @@ void validate(const Scenario& s, const TomlReader& reader) {
     syncopate::validate(s.optimizer);
     syncopate::validate(s.schedule);
   } catch (const UserError& e) {
-    throw UserError(s.source + ": " + e.what());
+    // "optimizer.momentum: ..." from core/optim: put the key's file:line (or --set) first.
+    const std::string what = e.what();
+    const size_t colon = what.find(": ");
+    if (colon == std::string::npos) throw UserError(s.source + ": " + what);
+    throw UserError(reader.where(what.substr(0, colon)) + what.substr(colon));
   }
   const bool step_synchronous = s.strategy.kind == StrategyKind::kDdp ||
                                 s.strategy.kind == StrategyKind::kLocalSgd ||

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/enum_names.hpp"
@@ -37,10 +38,13 @@ class TomlReader {
   bool boolean(std::string_view key, std::optional<bool> fallback);
   std::string string(std::string_view key, std::optional<std::string> fallback,
                      const std::vector<std::string>& allowed = {});
+  // One of the names of an enum's table.
   template <typename E, size_t N>
-  E choice(std::string_view key, E fallback, const NameTable<E, N>& names) {
+  E choice(std::string_view key, std::type_identity_t<std::optional<E>> fallback,
+           const NameTable<E, N>& names) {
     const toml::node* found = node(key);
-    if (found == nullptr) return fallback;
+    if (found == nullptr && fallback) return *fallback;
+    if (found == nullptr) missing(key);
     const std::string value = string(key, std::nullopt);
     const std::optional<E> parsed = value_in(names, value);
     if (!parsed) fail(key, "unknown value '" + value + "'; allowed: " + names_in(names));

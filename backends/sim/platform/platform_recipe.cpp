@@ -163,12 +163,7 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.source = path;
   recipe.name = reader.string("name", fs::path(path).stem().string());
   recipe.description = reader.string("description", "");
-  const std::string topology =
-      reader.string("topology", std::nullopt, {"star", "fat-tree", "torus", "dragonfly"});
-  recipe.topology = topology == "star"       ? Topology::kStar
-                    : topology == "fat-tree" ? Topology::kFatTree
-                    : topology == "torus"    ? Topology::kTorus
-                                             : Topology::kDragonfly;
+  recipe.topology = reader.choice("topology", std::nullopt, kTopologyNames);
   recipe.nodes = static_cast<int>(reader.integer("nodes", std::nullopt, 1, kMaxNodes));
   recipe.gpus_per_node = static_cast<int>(reader.integer("gpus_per_node", std::nullopt, 1, 4096));
 

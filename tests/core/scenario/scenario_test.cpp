@@ -74,6 +74,13 @@ TEST(Scenario, WrongTypeAndRange) {
   EXPECT_NE(error_of("[optimizer]\nmomentum = 1.5\n").find("exp.toml:2"), std::string::npos);
 }
 
+TEST(Scenario, OptimizerAndScheduleChecksNameTheKeysLine) {
+  const std::string e = error_of("seed = 1\n[optimizer]\nnesterov = true\n");
+  EXPECT_EQ(e.rfind("exp.toml:3: optimizer.nesterov: true needs momentum > 0", 0), 0u) << e;
+  const std::string lr = error_of("[schedule]\nkind = \"cosine\"\nlr = 0.1\nmin_lr = 0.5\n");
+  EXPECT_EQ(lr.rfind("exp.toml:4: schedule.min_lr:", 0), 0u) << lr;
+}
+
 TEST(Scenario, SyntaxErrorHasLine) {
   const std::string e = error_of("seed = 1\nepochs = = 2\n");
   EXPECT_NE(e.find("exp.toml:2"), std::string::npos) << e;
