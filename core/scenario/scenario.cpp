@@ -123,7 +123,7 @@ std::string print_scenario(const Scenario& s, int64_t model_params) {
           "#   hierarchical when the workers span several nodes; otherwise recursive_doubling\n"
           "#   below 64 KiB, rabenseifner for a power-of-two worker count, ring for the others.\n"
        << "# Here, for " << main->what << " (" << main->bytes << " bytes, " << s.workers
-       << " workers):\n#   " << to_string(one_node)
+       << (s.workers == 1 ? " worker" : " workers") << "):\n#   " << to_string(one_node)
        << " if the workers share one node, hierarchical if they span several\n"
           "#   (the simulated platform's nodes, or the MPI ranks' hosts, decide).\n";
   if (s.workers == 1) note << "#   With one worker no data moves.\n";
