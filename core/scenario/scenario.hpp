@@ -1,7 +1,9 @@
 #pragma once
 // A scenario: everything that defines an experiment, read from a TOML file (or the embedded
-// default) plus `--set key=value` overrides. Every key is validated; unknown keys and bad values
-// are UserErrors naming the file, line and key, with the allowed values.
+// default) plus `--set key=value` overrides. Every key is validated; unknown keys, bad values and
+// keys that the chosen strategy, backend or dataset would not read are UserErrors naming the
+// file, line (or the --set) and key, with the allowed values or the setting that reads the key.
+// The keys themselves are listed in scenario_keys.cpp.
 #include <cstdint>
 #include <map>
 #include <optional>
