@@ -12,7 +12,7 @@
 namespace syncopate::app {
 
 AcceleratorFactory accelerator_for(const Scenario& scenario) {
-  if (scenario.model.device != "cuda") return {};
+  if (scenario.model.device != Device::kCuda) return {};
 #ifdef SYNCOPATE_HAVE_CUDA
   return [](const Model& model) { return cuda::make_cuda_accelerator(model); };
 #else
@@ -24,10 +24,10 @@ AcceleratorFactory accelerator_for(const Scenario& scenario) {
 
 std::unique_ptr<Communicator> mpi_device_setup(const Scenario& scenario, Communicator& world,
                                                int local_rank, double watchdog_seconds) {
-  const std::string& transport = scenario.mpi.transport;
-  if (transport == "mpi") {
+  const Transport transport = scenario.mpi.transport;
+  if (transport == Transport::kMpi) {
 #ifdef SYNCOPATE_HAVE_CUDA
-    if (scenario.model.device == "cuda" && cuda::cuda_available())
+    if (scenario.model.device == Device::kCuda && cuda::cuda_available())
       SYNC_CUDA_CHECK(cudaSetDevice(local_rank % cuda::device_count()));
 #endif
     return nullptr;
@@ -35,16 +35,17 @@ std::unique_ptr<Communicator> mpi_device_setup(const Scenario& scenario, Communi
 #ifdef SYNCOPATE_HAVE_NCCL
   try {
     return std::make_unique<cuda::NcclCommunicator>(
-        world, cuda::NcclOptions{.native = transport == "nccl_native",
+        world, cuda::NcclOptions{.native = transport == Transport::kNcclNative,
                                  .watchdog_seconds = watchdog_seconds});
   } catch (const UserError& e) {
-    throw UserError(scenario.source + ": mpi.transport: \"" + transport + "\": " + e.what());
+    throw UserError(scenario.source + ": mpi.transport: \"" + std::string(to_string(transport)) +
+                    "\": " + e.what());
   }
 #else
   static_cast<void>(world);
   static_cast<void>(local_rank);
   static_cast<void>(watchdog_seconds);
-  throw UserError(scenario.source + ": mpi.transport: \"" + transport +
+  throw UserError(scenario.source + ": mpi.transport: \"" + std::string(to_string(transport)) +
                   "\" needs a build with CUDA and NCCL; this one has none (allowed here: mpi)");
 #endif
 }

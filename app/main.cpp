@@ -8,6 +8,7 @@
 #include "app/process.hpp"
 #include "app/sweep.hpp"
 #include "core/base/check.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -53,7 +54,8 @@ void print_summary(const RunSummary& s, const std::string& dir) {
 int run(RunOptions& o, int* argc, char*** argv) {
   const Scenario scenario = resolve(o);
   if (o.print_scenario) {
-    std::cout << scenario.resolved_toml << "\n";
+    const auto model = make_model(scenario.model.name, Storage::kShapeOnly);
+    std::cout << print_scenario(scenario, model->num_params());
     return 0;
   }
   // The directory is chosen before training so that a failure can leave its notes there.
@@ -129,11 +131,10 @@ int main(int argc, char** argv) {
   run->add_option("--workers", o.workers, "number of workers");
   run->add_option("--epochs", o.epochs, "number of epochs");
   run->add_option("--seed", o.seed, "random seed");
-  run->add_option("--strategy", o.strategy,
-                  "serial | ddp | epoch_sync | epoch_async | local_sgd | hierarchical");
-  run->add_option("--backend", o.backend, "local | sim | mpi");
+  run->add_option("--strategy", o.strategy, names_in(kStrategyNames));
+  run->add_option("--backend", o.backend, names_in(kBackendNames));
   run->add_option("--platform", o.platform, "simulated platform (name or file)");
-  run->add_option("--fidelity", o.fidelity, "simulation fidelity: message | flow | analytic");
+  run->add_option("--fidelity", o.fidelity, "simulation fidelity: " + names_in(kFidelityNames));
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
   app::SweepCli sw;
   CLI::App* sweep = cli.add_subcommand(

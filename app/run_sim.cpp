@@ -12,10 +12,8 @@ RunResult run_sim(const Scenario& scenario) {
   options.platform = scenario.sim.platform;
   options.platform_overrides = scenario.sim.platform_params;
   options.workers = scenario.workers;
-  const auto fidelity = sim::parse_fidelity(scenario.sim.fidelity);
-  SYNC_CHECK(fidelity.has_value(), "fidelity " << scenario.sim.fidelity);
-  options.fidelity = *fidelity;
-  options.cost_only = scenario.sim.mode == "cost_only";
+  options.fidelity = scenario.sim.fidelity;
+  options.cost_only = scenario.sim.mode == SimMode::kCostOnly;
   options.slowdown = scenario.sim.slowdown;
 
   // Data is loaded once and shared read-only by every simulated worker (one process).

@@ -136,7 +136,8 @@ void BM_TrainStep(benchmark::State& state) {
           prototypes[size_t((b % 10) * dim + j)] + 0.5f * x[size_t(b * dim + j)];
     }
   }
-  CudaOptimizer optimizer(OptimizerConfig{.kind = "sgd", .momentum = 0.9}, model.num_params());
+  CudaOptimizer optimizer(OptimizerConfig{.kind = OptimizerKind::kSgd, .momentum = 0.9},
+                          model.num_params());
   const float lr = 0.01f;
   // Correctness first: a few steps on one batch must lower its loss.
   const LossResult first = train_step(model, optimizer, x, labels, {}, lr, 1);

@@ -355,7 +355,7 @@ CudaOptimizer::CudaOptimizer(const OptimizerConfig& config, int64_t num_params)
     : config_(config), n_(num_params) {
   validate(config_);
   const auto n = static_cast<size_t>(n_);
-  if (config_.kind != "sgd") {
+  if (config_.kind != OptimizerKind::kSgd) {
     state_.resize(2 * n);
   } else if (config_.momentum != 0) {
     state_.resize(n);
@@ -367,20 +367,21 @@ void CudaOptimizer::reset(cudaStream_t stream) { zero(state_.data(), state_.size
 
 void CudaOptimizer::step(float* params, const float* grads, float lr, int64_t step,
                          cudaStream_t stream) {
-  if (config_.kind == "sgd") {
+  if (config_.kind == OptimizerKind::kSgd) {
     const SgdOptions options{.lr = lr,
                              .momentum = static_cast<float>(config_.momentum),
                              .weight_decay = static_cast<float>(config_.weight_decay),
                              .nesterov = config_.nesterov};
     sgd_step(params, grads, state_.data(), n_, options, stream);
   } else {
-    const AdamOptions options{
-        .lr = lr,
-        .beta1 = config_.beta1,
-        .beta2 = config_.beta2,
-        .eps = config_.eps,
-        .weight_decay = config_.weight_decay,
-        .variant = config_.kind == "adamw" ? AdamVariant::kAdamW : AdamVariant::kAdam};
+    const AdamOptions options{.lr = lr,
+                              .beta1 = config_.beta1,
+                              .beta2 = config_.beta2,
+                              .eps = config_.eps,
+                              .weight_decay = config_.weight_decay,
+                              .variant = config_.kind == OptimizerKind::kAdamW
+                                             ? AdamVariant::kAdamW
+                                             : AdamVariant::kAdam};
     adam_step(params, grads, state_.data(), state_.data() + n_, n_, options, step, stream);
   }
 }

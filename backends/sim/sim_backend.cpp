@@ -16,11 +16,6 @@
 namespace syncopate::sim {
 namespace {
 
-constexpr std::array<std::pair<Fidelity, std::string_view>, 3> kFidelities{
-    {{Fidelity::kMessage, "message"},
-     {Fidelity::kFlow, "flow"},
-     {Fidelity::kAnalytic, "analytic"}}};
-
 bool g_simulation_started = false;  // SimGrid cannot be reset: one simulation per process
 
 void claim_process() {
@@ -54,15 +49,7 @@ void worker_actor(SimWorld& world, const std::shared_ptr<Group>& everyone, int i
 }  // namespace
 
 std::optional<Fidelity> parse_fidelity(std::string_view name) {
-  for (const auto& [value, n] : kFidelities)
-    if (n == name) return value;
-  return std::nullopt;
-}
-
-std::string_view to_string(Fidelity fidelity) {
-  for (const auto& [value, n] : kFidelities)
-    if (value == fidelity) return n;
-  return "?";
+  return value_in(kFidelityNames, name);
 }
 
 SimStats run_on_platform(const Platform& platform, const SimOptions& options,

@@ -28,14 +28,14 @@
 
 #include "core/base/check.hpp"
 #include "core/comm/comm.hpp"
+#include "core/scenario/choices.hpp"
 
 namespace syncopate::sim {
 
 struct Platform;
 
-enum class Fidelity { kMessage, kFlow, kAnalytic };
+using syncopate::Fidelity;  // the scenario's sim.fidelity (core/scenario/choices.hpp)
 std::optional<Fidelity> parse_fidelity(std::string_view name);  // "message", "flow", "analytic"
-std::string_view to_string(Fidelity fidelity);
 
 struct SimOptions {
   std::string platform = "mn5-acc";

@@ -150,12 +150,9 @@ class Adam final : public Optimizer {
 }  // namespace
 
 void validate(const OptimizerConfig& c) {
-  if (c.kind != "sgd" && c.kind != "adam" && c.kind != "adamw") {
-    throw UserError("optimizer.kind: '" + c.kind + "' is unknown; allowed: sgd, adam, adamw");
-  }
   require(std::isfinite(c.weight_decay) && c.weight_decay >= 0, "optimizer.weight_decay",
           c.weight_decay, ">= 0");
-  if (c.kind == "sgd") {
+  if (c.kind == OptimizerKind::kSgd) {
     require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1, "optimizer.momentum",
             c.momentum, "[0, 1)");
     if (c.nesterov && c.momentum == 0) {
@@ -171,25 +168,22 @@ void validate(const OptimizerConfig& c) {
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, int64_t num_params) {
   validate(config);
   SYNC_CHECK(num_params >= 0, num_params);
-  if (config.kind == "sgd") return std::make_unique<Sgd>(config, num_params);
-  return std::make_unique<Adam>(config, num_params, config.kind == "adamw");
+  if (config.kind == OptimizerKind::kSgd) return std::make_unique<Sgd>(config, num_params);
+  return std::make_unique<Adam>(config, num_params, config.kind == OptimizerKind::kAdamW);
 }
 
 void validate(const ScheduleConfig& c) {
-  if (c.kind != "constant" && c.kind != "step" && c.kind != "cosine") {
-    throw UserError("schedule.kind: '" + c.kind + "' is unknown; allowed: constant, step, cosine");
-  }
   require(std::isfinite(c.lr) && c.lr >= 0, "schedule.lr", c.lr, ">= 0");
   require(std::isfinite(c.warmup_epochs) && c.warmup_epochs >= 0, "schedule.warmup_epochs",
           c.warmup_epochs, ">= 0");
   require(c.warmup_start_factor >= 0 && c.warmup_start_factor <= 1, "schedule.warmup_start_factor",
           c.warmup_start_factor, "[0, 1]");
-  if (c.kind == "step") {
+  if (c.kind == ScheduleKind::kStep) {
     require(std::isfinite(c.step_size) && c.step_size > 0, "schedule.step_size", c.step_size,
             "> 0");
     require(std::isfinite(c.gamma) && c.gamma > 0, "schedule.gamma", c.gamma, "> 0");
   }
-  if (c.kind == "cosine") {
+  if (c.kind == ScheduleKind::kCosine) {
     require(c.min_lr >= 0 && c.min_lr <= c.lr, "schedule.min_lr", c.min_lr, "[0, lr]");
     require(std::isfinite(c.total_epochs) && c.total_epochs > c.warmup_epochs,
             "schedule.total_epochs", c.total_epochs, "> warmup_epochs");
@@ -199,14 +193,14 @@ void validate(const ScheduleConfig& c) {
 double learning_rate(const ScheduleConfig& c, double epoch) {
   SYNC_CHECK(epoch >= 0, "epoch " << epoch);
   double lr = c.lr;
-  if (c.kind == "step") {
+  if (c.kind == ScheduleKind::kStep) {
     lr = c.lr * std::pow(c.gamma, std::floor(epoch / c.step_size));
-  } else if (c.kind == "cosine") {
+  } else if (c.kind == ScheduleKind::kCosine) {
     double t = (epoch - c.warmup_epochs) / (c.total_epochs - c.warmup_epochs);
     t = std::clamp(t, 0.0, 1.0);
     lr = c.min_lr + (c.lr - c.min_lr) * (1 + std::cos(std::numbers::pi * t)) / 2;
   } else {
-    SYNC_CHECK(c.kind == "constant", "unvalidated schedule kind " << c.kind);
+    SYNC_CHECK(c.kind == ScheduleKind::kConstant, "schedule kind " << to_string(c.kind));
   }
   if (epoch < c.warmup_epochs) {
     const double s = c.warmup_start_factor;

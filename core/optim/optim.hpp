@@ -12,15 +12,30 @@
 #include <span>
 #include <string>
 
+#include "core/base/enum_names.hpp"
 #include "core/nn/cost.hpp"
 
 namespace syncopate {
 
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+inline constexpr NameTable<OptimizerKind, 3> kOptimizerKindNames{
+    {{OptimizerKind::kSgd, "sgd"},
+     {OptimizerKind::kAdam, "adam"},
+     {OptimizerKind::kAdamW, "adamw"}}};
+inline std::string_view to_string(OptimizerKind kind) { return name_in(kOptimizerKindNames, kind); }
+
+enum class ScheduleKind { kConstant, kStep, kCosine };
+inline constexpr NameTable<ScheduleKind, 3> kScheduleKindNames{
+    {{ScheduleKind::kConstant, "constant"},
+     {ScheduleKind::kStep, "step"},
+     {ScheduleKind::kCosine, "cosine"}}};
+inline std::string_view to_string(ScheduleKind kind) { return name_in(kScheduleKindNames, kind); }
+
 struct OptimizerConfig {
-  std::string kind = "sgd";  // sgd | adam | adamw
-  double momentum = 0;       // sgd
-  bool nesterov = false;     // sgd; needs momentum > 0 (as PyTorch)
-  double weight_decay = 0;   // sgd/adam: added to the gradient; adamw: decoupled
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double momentum = 0;      // sgd
+  bool nesterov = false;    // sgd; needs momentum > 0 (as PyTorch)
+  double weight_decay = 0;  // sgd/adam: added to the gradient; adamw: decoupled
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam/adamw
 };
 
@@ -45,7 +60,7 @@ class Optimizer {
   virtual Cost cost(int64_t num_params) const = 0;
 };
 
-// Validates the config; throws UserError for an unknown kind or a value out of range.
+// Validates the config; throws UserError for a value out of range.
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, int64_t num_params);
 
 // Learning-rate schedules, as functions of the fractional epoch
@@ -58,7 +73,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, int64_t
 // Linear warm-up multiplies the schedule by a factor rising linearly from warmup_start_factor
 // at epoch 0 to 1 at warmup_epochs (PyTorch's LinearLR), then 1.
 struct ScheduleConfig {
-  std::string kind = "constant";  // constant | step | cosine
+  ScheduleKind kind = ScheduleKind::kConstant;
   double lr = 0.1;
   double warmup_epochs = 0;  // linear warm-up from lr * warmup_start_factor
   double warmup_start_factor = 0.0;

@@ -19,10 +19,11 @@ void reset_optimizer(WorkerContext& ctx) {
   ctx.optimizer_steps = 0;
 }
 
-void average_params(WorkerContext& ctx, Communicator& comm, Algorithm algorithm) {
+// Averages the weights, and the optimizer state with them under `policy` kAverage.
+void average_params(WorkerContext& ctx, Communicator& comm, Algorithm algorithm,
+                    OptimizerStatePolicy policy) {
   comm.allreduce(ctx.params, {ReduceOp::kAvg, algorithm});
-  if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kAverage &&
-      !ctx.exec.cost_only())
+  if (policy == OptimizerStatePolicy::kAverage && !ctx.exec.cost_only())
     comm.allreduce(ctx.optimizer.state(), {ReduceOp::kAvg, algorithm});
 }
 
@@ -88,8 +89,9 @@ class Serial final : public Strategy {};
 
 class Ddp final : public Strategy {
  public:
+  Ddp(double bucket_mb, Algorithm algorithm) : bucket_mb_(bucket_mb), algorithm_(algorithm) {}
   void on_train_begin(WorkerContext& ctx) override {
-    buckets_.build(ctx.model, ctx.scenario.strategy.bucket_mb);
+    buckets_.build(ctx.model, bucket_mb_);
     all_.resize(static_cast<size_t>(ctx.comm.size()));
     std::iota(all_.begin(), all_.end(), 0);
   }
@@ -97,56 +99,75 @@ class Ddp final : public Strategy {
     return share(batch, ctx.comm.rank(), all_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
-    buckets_.launch(layer, ctx.grads, ctx.comm, ctx.scenario.strategy.algorithm);
+    buckets_.launch(layer, ctx.grads, ctx.comm, algorithm_);
   }
   void before_step(WorkerContext&) override { buckets_.wait_all(); }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
 
  private:
+  double bucket_mb_;
+  Algorithm algorithm_;
   Buckets buckets_;
   std::vector<int> all_;
 };
 
+// Weights averaged every `every` epochs and after the last one (of `epochs`), by `algorithm`
+// (kMaster for the paper's gather-to-master aggregation).
 class EpochSync final : public Strategy {
  public:
+  EpochSync(int every, int epochs, Algorithm algorithm, OptimizerStatePolicy policy)
+      : every_(every), epochs_(epochs), algorithm_(algorithm), policy_(policy) {}
   void on_block_begin(WorkerContext& ctx) override {
-    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
+    if (policy_ == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
-    const int every = ctx.scenario.strategy.every;
-    const bool last = ctx.epoch + 1 == ctx.scenario.epochs;
-    if ((ctx.epoch + 1) % every != 0 && !last) return;
-    const Algorithm algorithm = ctx.scenario.strategy.aggregation == "master"
-                                    ? Algorithm::kMaster
-                                    : ctx.scenario.strategy.algorithm;
-    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm); });
+    const bool last = ctx.epoch + 1 == epochs_;
+    if ((ctx.epoch + 1) % every_ != 0 && !last) return;
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
   }
+
+ private:
+  int every_, epochs_;
+  Algorithm algorithm_;
+  OptimizerStatePolicy policy_;
 };
 
 class EpochAsync final : public Strategy {
  public:
+  EpochAsync(double merge_local_weight, Algorithm algorithm, OptimizerStatePolicy policy)
+      : merge_local_weight_(merge_local_weight), algorithm_(algorithm), policy_(policy) {}
   void on_train_begin(WorkerContext& ctx) override { ctx.comm.create_global(ctx.params); }
   void on_block_begin(WorkerContext& ctx) override {
-    if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
+    if (policy_ == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     traced(ctx, "merge", [&] {
-      const double w = ctx.scenario.strategy.merge_local_weight;
+      const double w = merge_local_weight_;
       ctx.comm.merge_into_global(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
     });
   }
   // The final model is the mean of the workers' last snapshots.
   void on_train_end(WorkerContext& ctx) override {
-    traced(ctx, "average", [&] {
-      ctx.comm.allreduce(ctx.params, {ReduceOp::kAvg, ctx.scenario.strategy.algorithm});
-    });
+    traced(ctx, "average", [&] { ctx.comm.allreduce(ctx.params, {ReduceOp::kAvg, algorithm_}); });
   }
+
+ private:
+  double merge_local_weight_;
+  Algorithm algorithm_;
+  OptimizerStatePolicy policy_;
 };
 
 // Local SGD (Lin et al. 2020): weights averaged every H steps; the first k epochs may run as
 // ddp (post-local SGD).
 class LocalSgd final : public Strategy {
  public:
+  LocalSgd(int every, int warmup_epochs, double bucket_mb, Algorithm algorithm,
+           OptimizerStatePolicy policy)
+      : every_(every),
+        warmup_epochs_(warmup_epochs),
+        algorithm_(algorithm),
+        policy_(policy),
+        warmup_(bucket_mb, algorithm) {}
   void on_train_begin(WorkerContext& ctx) override { warmup_.on_train_begin(ctx); }
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
     return warming_up(ctx) ? warmup_.gradient_scale(ctx, batch) : 1.0f;
@@ -157,30 +178,33 @@ class LocalSgd final : public Strategy {
   void before_step(WorkerContext& ctx) override { warmup_.before_step(ctx); }
   void after_step(WorkerContext& ctx, int64_t) override {
     if (warming_up(ctx)) return;
-    if (++local_steps_ % ctx.scenario.strategy.every == 0)
-      average_params(ctx, ctx.comm, ctx.scenario.strategy.algorithm);
+    if (++local_steps_ % every_ == 0) average_params(ctx, ctx.comm, algorithm_, policy_);
   }
   void on_train_end(WorkerContext& ctx) override {
-    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, ctx.scenario.strategy.algorithm); });
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
   }
   int64_t sync_period(const WorkerContext& ctx) const override {
-    return warming_up(ctx) ? 1 : ctx.scenario.strategy.every;
+    return warming_up(ctx) ? 1 : every_;
   }
 
  private:
-  bool warming_up(const WorkerContext& ctx) const {
-    return ctx.epoch < ctx.scenario.strategy.warmup_epochs;
-  }
+  bool warming_up(const WorkerContext& ctx) const { return ctx.epoch < warmup_epochs_; }
+  int every_, warmup_epochs_;
+  Algorithm algorithm_;
+  OptimizerStatePolicy policy_;
   Ddp warmup_;
   int64_t local_steps_ = 0;
 };
 
-// Gradients every step inside a node (fast links), weights every epoch across nodes.
+// Gradients every step inside a node (fast links), weights every epoch across nodes; both by
+// `algorithm`.
 class Hierarchical final : public Strategy {
  public:
+  Hierarchical(double bucket_mb, Algorithm algorithm, OptimizerStatePolicy policy)
+      : bucket_mb_(bucket_mb), algorithm_(algorithm), policy_(policy) {}
   void on_train_begin(WorkerContext& ctx) override {
     node_comm_ = ctx.comm.split(ctx.comm.node(), ctx.comm.rank());
-    buckets_.build(ctx.model, ctx.scenario.strategy.bucket_mb);
+    buckets_.build(ctx.model, bucket_mb_);
     // Which world ranks share my node: gather every rank's node id.
     const int p = ctx.comm.size();
     std::vector<float> mine(block_of(static_cast<size_t>(p), p, ctx.comm.rank()).count,
@@ -195,15 +219,18 @@ class Hierarchical final : public Strategy {
     return share(batch, ctx.comm.rank(), node_members_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
-    buckets_.launch(layer, ctx.grads, *node_comm_, ctx.scenario.strategy.algorithm);
+    buckets_.launch(layer, ctx.grads, *node_comm_, algorithm_);
   }
   void before_step(WorkerContext&) override { buckets_.wait_all(); }
   void on_epoch_end(WorkerContext& ctx) override {
-    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, Algorithm::kAuto); });
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
 
  private:
+  double bucket_mb_;
+  Algorithm algorithm_;
+  OptimizerStatePolicy policy_;
   std::unique_ptr<Communicator> node_comm_;
   Buckets buckets_;
   std::vector<int> node_members_;
@@ -212,19 +239,24 @@ class Hierarchical final : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
-  switch (scenario.strategy.kind) {
+  const StrategySection& s = scenario.strategy;
+  switch (s.kind) {
     case StrategyKind::kSerial:
       return std::make_unique<Serial>();
     case StrategyKind::kDdp:
-      return std::make_unique<Ddp>();
+      return std::make_unique<Ddp>(s.bucket_mb, s.algorithm);
     case StrategyKind::kEpochSync:
-      return std::make_unique<EpochSync>();
+      return std::make_unique<EpochSync>(
+          s.every, scenario.epochs,
+          s.aggregation == Aggregation::kMaster ? Algorithm::kMaster : s.algorithm,
+          s.optimizer_state);
     case StrategyKind::kEpochAsync:
-      return std::make_unique<EpochAsync>();
+      return std::make_unique<EpochAsync>(s.merge_local_weight, s.algorithm, s.optimizer_state);
     case StrategyKind::kLocalSgd:
-      return std::make_unique<LocalSgd>();
+      return std::make_unique<LocalSgd>(s.every, s.warmup_epochs, s.bucket_mb, s.algorithm,
+                                        s.optimizer_state);
     case StrategyKind::kHierarchical:
-      return std::make_unique<Hierarchical>();
+      return std::make_unique<Hierarchical>(s.bucket_mb, s.algorithm, s.optimizer_state);
   }
   SYNC_CHECK(false, "unknown strategy");
 }

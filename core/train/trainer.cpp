@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "core/base/check.hpp"
+#include "core/comm/timed_comm.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
 #include "core/train/strategy.hpp"
-#include "core/comm/timed_comm.hpp"
 
 namespace syncopate {
 namespace {
@@ -45,17 +45,17 @@ std::pair<Dataset, Dataset> split(const Dataset& all, int64_t n_train) {
 // The scenario's training and test sets, shaped for a model taking `sample` and giving
 // `outputs` values. Synthetic sets are one draw split in two (train and test share the classes).
 std::pair<Dataset, Dataset> load_datasets(const Scenario& s, const Shape& sample, int64_t outputs) {
-  const std::string& kind = s.data.dataset;
-  if (kind == "fashion-mnist") {
+  const DatasetKind kind = s.data.dataset;
+  if (kind == DatasetKind::kFashionMnist) {
     const std::string dir = s.data.dir.empty() ? default_fashion_mnist_dir() : s.data.dir;
     return {load_fashion_mnist(dir, true), load_fashion_mnist(dir, false)};
   }
   const int64_t n = s.data.train_samples > 0 ? s.data.train_samples : 10000;
   const int64_t nt = s.data.test_samples > 0 ? s.data.test_samples : n / 5;
-  if (kind == "synthetic")
+  if (kind == DatasetKind::kSynthetic)
     return split(make_synthetic_classification(n + nt, sample, static_cast<int>(outputs), s.seed),
                  n);
-  if (kind == "synthetic-regression") {
+  if (kind == DatasetKind::kSyntheticRegression) {
     Dataset all = make_synthetic_regression(n + nt, numel(sample), outputs, s.seed, s.data.noise);
     Shape x_shape{n + nt};
     x_shape.insert(x_shape.end(), sample.begin(), sample.end());
@@ -183,10 +183,10 @@ TrainData prepare_data(const Scenario& s, bool cost_only) {
   return data;
 }
 
-Evaluation evaluate(Model& model, const Dataset& test, const std::string& loss) {
+Evaluation evaluate(Model& model, const Dataset& test, LossKind loss) {
   constexpr int64_t kBatch = 250;
   Evaluation result;
-  const bool classify = loss == "cross_entropy";
+  const bool classify = loss == LossKind::kCrossEntropy;
   int64_t correct = 0;
   double loss_sum = 0;
   Tensor x, y;
@@ -280,7 +280,7 @@ class FastForward {
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
                           Executor& exec, const AcceleratorFactory& accelerator_factory) {
   const bool cost_only = exec.cost_only();
-  const bool classify = s.loss == "cross_entropy";
+  const bool classify = s.loss == LossKind::kCrossEntropy;
   auto model = make_model(s.model.name, cost_only ? Storage::kShapeOnly : Storage::kReal);
   if (!cost_only) model->init(s.seed);
   const std::unique_ptr<Accelerator> accelerator =

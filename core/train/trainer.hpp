@@ -3,12 +3,12 @@
 #include <memory>
 #include <optional>
 
-#include "core/nn/accelerator.hpp"
 #include "core/comm/comm.hpp"
 #include "core/data/data.hpp"
 #include "core/data/ds_tensor.hpp"
-#include "core/train/recorder.hpp"
+#include "core/nn/accelerator.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/recorder.hpp"
 
 namespace syncopate {
 
@@ -32,6 +32,6 @@ struct Evaluation {
   double accuracy = -1;  // -1 for regression
   double loss = 0;
 };
-Evaluation evaluate(class Model& model, const Dataset& test, const std::string& loss);
+Evaluation evaluate(class Model& model, const Dataset& test, LossKind loss);
 
 }  // namespace syncopate

@@ -77,10 +77,21 @@ RunFiles read_run(const fs::path& dir) {
   return r;
 }
 
+// Each strategy's own settings: a scenario refuses those that its strategy does not read.
+std::string knobs_of(const std::string& strategy) {
+  // Several buckets for the MLP's 0.9 MiB of gradients.
+  if (strategy == "ddp" || strategy == "hierarchical") return "--set strategy.bucket_mb=0.25";
+  if (strategy == "epoch_sync") return "--set strategy.every=4 --set data.blocks=6";
+  if (strategy == "epoch_async") return "--set data.blocks=6";
+  if (strategy == "local_sgd") return "--set strategy.every=4";
+  return "";
+}
+
 std::string syncopate(const std::string& strategy, int workers, const std::string& out,
                       const std::string& extra = "") {
-  return std::string(SYNCOPATE_BIN) + " run " + kScenario + " --strategy " + strategy +
-         " --workers " + std::to_string(workers) + " --out " + out + " " + extra;
+  return std::string(SYNCOPATE_BIN) + " run " + kScenario + " --strategy " + strategy + " " +
+         knobs_of(strategy) + " --workers " + std::to_string(workers) + " --out " + out + " " +
+         extra;
 }
 
 double relative(double a, double b) {

@@ -116,11 +116,11 @@ using CudaVsCpuModel = CudaTest;
 
 TEST_F(CudaVsCpuModel, TrainingStepsMatchTheCpuModel) {
   const OptimizerConfig configs[] = {
-      {.kind = "sgd", .momentum = 0.9, .nesterov = true, .weight_decay = 1e-4},
-      {.kind = "adamw", .weight_decay = 1e-2}};
+      {.kind = OptimizerKind::kSgd, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-4},
+      {.kind = OptimizerKind::kAdamW, .weight_decay = 1e-2}};
   for (const OptimizerConfig& config : configs) {
     for (Pair& p : pairs()) {
-      SCOPED_TRACE(p.spec.name + " " + config.kind);
+      SCOPED_TRACE(p.spec.name + " " + std::string(to_string(config.kind)));
       p.cpu->init(17);
       auto gpu = CudaModel::from_cpu(*p.cpu, p.spec);
       auto cpu_opt = make_optimizer(config, p.cpu->num_params());
@@ -130,12 +130,12 @@ TEST_F(CudaVsCpuModel, TrainingStepsMatchTheCpuModel) {
       std::vector<float> labels(static_cast<size_t>(batch));
       for (int64_t b = 0; b < batch; ++b) labels[size_t(b)] = float((b * 7) % 10);
       gpu->set_batch(batch);
-      const float lr = config.kind == "sgd" ? 0.05f : 1e-3f;
+      const float lr = config.kind == OptimizerKind::kSgd ? 0.05f : 1e-3f;
       // SGD is linear in the gradient, so fp32 rounding stays at fp32 size. Adam's update is
       // about lr * sign(g) where |g| is tiny: a gradient that is rounding noise on either side
       // moves its parameter by up to 2 lr, so parameters (and later gradients) are compared
       // more loosely there; the Adam arithmetic itself is checked to 1e-5 in optimizer_test.
-      const double tolerance = config.kind == "sgd" ? 1e-5 : 1e-3;
+      const double tolerance = config.kind == OptimizerKind::kSgd ? 1e-5 : 1e-3;
       for (int step = 1; step <= 3; ++step) {
         const StepContext ctx{.mode = Mode::kTrain, .seed = 5, .step = uint32_t(step)};
         const LossResult want = cpu_step(*p.cpu, *cpu_opt, x, labels, ctx, lr, step);

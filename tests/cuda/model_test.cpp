@@ -67,7 +67,7 @@ TEST_F(CudaModelTest, ForwardBackwardAndStepMatchReference) {
       EXPECT_LT(rel_error(grads, run.grads), 1e-4);
 
       // One SGD step: p - lr g.
-      CudaOptimizer sgd(OptimizerConfig{.kind = "sgd"}, model.num_params());
+      CudaOptimizer sgd(OptimizerConfig{.kind = OptimizerKind::kSgd}, model.num_params());
       sgd.step(model.params(), model.grads(), 0.5f, 1, model.stream());
       std::vector<float> stepped(params.size());
       model.get_params(stepped);
@@ -112,7 +112,8 @@ TEST_F(CudaModelTest, TrainingReducesTheLoss) {
     for (int64_t j = 0; j < dim; ++j)
       x[size_t(b * dim + j)] = prototypes[size_t(labels[size_t(b)]) * dim + j] + noise[b * dim + j];
   model.set_batch(batch);
-  CudaOptimizer optimizer(OptimizerConfig{.kind = "sgd", .momentum = 0.9}, model.num_params());
+  CudaOptimizer optimizer(OptimizerConfig{.kind = OptimizerKind::kSgd, .momentum = 0.9},
+                          model.num_params());
   const LossResult first = train_step(model, optimizer, x, labels, {.seed = 1}, 0.05f, 1);
   LossResult last;
   for (int step = 2; step <= 30; ++step) {

@@ -27,18 +27,19 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {{.kind = "sgd"}, 0.1f},
-    {{.kind = "sgd", .momentum = 0.9}, 0.1f},
-    {{.kind = "sgd", .momentum = 0.9, .weight_decay = 1e-2}, 0.05f},
-    {{.kind = "sgd", .momentum = 0.8, .nesterov = true, .weight_decay = 1e-3}, 0.05f},
-    {{.kind = "adam"}, 1e-2f},
-    {{.kind = "adam", .weight_decay = 0.1}, 1e-2f},
-    {{.kind = "adamw", .weight_decay = 0.1, .beta1 = 0.8, .beta2 = 0.99}, 1e-2f},
+    {{.kind = OptimizerKind::kSgd}, 0.1f},
+    {{.kind = OptimizerKind::kSgd, .momentum = 0.9}, 0.1f},
+    {{.kind = OptimizerKind::kSgd, .momentum = 0.9, .weight_decay = 1e-2}, 0.05f},
+    {{.kind = OptimizerKind::kSgd, .momentum = 0.8, .nesterov = true, .weight_decay = 1e-3}, 0.05f},
+    {{.kind = OptimizerKind::kAdam}, 1e-2f},
+    {{.kind = OptimizerKind::kAdam, .weight_decay = 0.1}, 1e-2f},
+    {{.kind = OptimizerKind::kAdamW, .weight_decay = 0.1, .beta1 = 0.8, .beta2 = 0.99}, 1e-2f},
 };
 
 std::string name_of(const Case& c) {
-  return c.config.kind + " momentum " + std::to_string(c.config.momentum) + " nesterov " +
-         std::to_string(c.config.nesterov) + " wd " + std::to_string(c.config.weight_decay);
+  return std::string(to_string(c.config.kind)) + " momentum " + std::to_string(c.config.momentum) +
+         " nesterov " + std::to_string(c.config.nesterov) + " wd " +
+         std::to_string(c.config.weight_decay);
 }
 
 // The double-precision reference of one case, stepped alongside.
@@ -46,8 +47,8 @@ struct Reference {
   explicit Reference(const Case& c)
       : sgd{c.lr, c.config.momentum, c.config.weight_decay, c.config.nesterov},
         adam{c.lr,         c.config.beta1,        c.config.beta2,
-             c.config.eps, c.config.weight_decay, c.config.kind == "adamw"},
-        is_sgd(c.config.kind == "sgd") {}
+             c.config.eps, c.config.weight_decay, c.config.kind == OptimizerKind::kAdamW},
+        is_sgd(c.config.kind == OptimizerKind::kSgd) {}
   void step(ref::Vec& p, std::span<const float> g) {
     if (is_sgd) {
       sgd.step(p, g);
@@ -69,19 +70,19 @@ TEST(CudaHostMath, OptimizerMathMatchesTorchAlgorithmAndCpuOptimizer) {
     ref::Vec want = ref::to_double(p);
     for (int step = 1; step <= kSteps; ++step) {
       const auto g = random_floats(kN, 10 + step);
-      if (c.config.kind == "sgd") {
+      if (c.config.kind == OptimizerKind::kSgd) {
         for (int64_t i = 0; i < kN; ++i) {
           math::sgd_at(p.data(), g.data(), state.data(), c.lr, float(c.config.momentum),
                        float(c.config.weight_decay), c.config.nesterov, i);
         }
       } else {
-        const AdamOptions o{
-            .lr = c.lr,
-            .beta1 = c.config.beta1,
-            .beta2 = c.config.beta2,
-            .eps = c.config.eps,
-            .weight_decay = c.config.weight_decay,
-            .variant = c.config.kind == "adamw" ? AdamVariant::kAdamW : AdamVariant::kAdam};
+        const AdamOptions o{.lr = c.lr,
+                            .beta1 = c.config.beta1,
+                            .beta2 = c.config.beta2,
+                            .eps = c.config.eps,
+                            .weight_decay = c.config.weight_decay,
+                            .variant = c.config.kind == OptimizerKind::kAdamW ? AdamVariant::kAdamW
+                                                                              : AdamVariant::kAdam};
         const math::AdamScalars a = adam_scalars(o, step);
         for (int64_t i = 0; i < kN; ++i) {
           math::adam_at(p.data(), g.data(), state.data(), state.data() + kN, a, i);
@@ -126,7 +127,7 @@ TEST_F(CudaOptimizers, StepsMatchTorchAlgorithmAndCpuOptimizer) {
 }
 
 TEST_F(CudaOptimizers, ResetForgetsMomentum) {
-  const OptimizerConfig config{.kind = "sgd", .momentum = 0.9};
+  const OptimizerConfig config{.kind = OptimizerKind::kSgd, .momentum = 0.9};
   const auto p0 = random_floats(kN, 5), g = random_floats(kN, 6);
   auto p = upload(p0), dg = upload(g);
   CudaOptimizer optimizer(config, kN);

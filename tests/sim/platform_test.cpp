@@ -1,6 +1,6 @@
-// Tests of the modelled platforms (backends/sim/platform/platform.hpp). Every test that creates a SimGrid
-// engine runs in a forked child (tests/sim/fork_util.hpp): an engine exists once per process.
-// Expected figures come from the recipe texts and REFERENCE.md, computed by hand here.
+// Tests of the modelled platforms (backends/sim/platform/platform.hpp). Every test that creates a
+// SimGrid engine runs in a forked child (tests/sim/fork_util.hpp): an engine exists once per
+// process. Expected figures come from the recipe texts and REFERENCE.md, computed by hand here.
 #include "backends/sim/platform/platform.hpp"
 
 #include <gtest/gtest.h>
@@ -260,6 +260,34 @@ TEST(PlatformRoutes, MatchTheRecipe) {
             0);
 }
 
+std::string load_error(const std::string& name_or_path, const Overrides& overrides = {},
+                       int min_gpus = 1);
+
+// Overrides are TOML values read like the file's: a number in base units where the file has a
+// string with a unit, one integer as a torus's dims, a profile name over an inline [profile].
+TEST(PlatformOverrides, AreReadLikeTheFile) {
+  const fs::path path = write_file("test-tree-overridden.toml", kTestRecipe);
+  EXPECT_EQ(run_in_child([&] {
+              sg4::Engine engine = make_engine();
+              const Platform p = load_platform(engine, path.string(),
+                                               {{"nic.bandwidth", "5e9"}, {"profile", "h100"}}, 8);
+              EXPECT_EQ(p.inter_node.bandwidth_Bps, 5e9);
+              EXPECT_EQ(p.profile.name, "h100");
+              EXPECT_NE(p.profile.memory_bandwidth, 1e12);  // not the inline profile's
+            }),
+            0);
+  EXPECT_EQ(run_in_child([] {
+              sg4::Engine engine = make_engine();
+              const Platform p =
+                  load_platform(engine, "torus", {{"nodes", "4"}, {"fabric.dims", "4"}}, 1);
+              EXPECT_EQ(p.gpus.size(), 16u);
+            }),
+            0);
+  const std::string error = load_error("mn5-acc", {{"nodes", "four"}});
+  EXPECT_NE(error.find("mn5-acc.toml: override nodes=four: expected an integer"), std::string::npos)
+      << error;
+}
+
 // Hop counts of the torus (dimension order, shortest way round) and the dragonfly.
 TEST(PlatformRoutes, TorusAndDragonflyHops) {
   std::string ring = kTestRecipe;
@@ -415,8 +443,7 @@ TEST(PlatformXml, ReadsHostsNodesProfileAndMaster) {
 // --------------------------------------------------------------------------------------
 
 // Loads `name_or_path` in a child and returns the UserError message ("" if none was thrown).
-std::string load_error(const std::string& name_or_path, const Overrides& overrides = {},
-                       int min_gpus = 1) {
+std::string load_error(const std::string& name_or_path, const Overrides& overrides, int min_gpus) {
   const testing::ChildResult result = run_in_child_output([&] {
     sg4::Engine engine = make_engine();
     return user_error_of([&] { load_platform(engine, name_or_path, overrides, min_gpus); });

@@ -19,12 +19,12 @@ HostProfile read_profile(TomlReader& reader, const std::string& prefix,
   profile.name = reader.string(prefix + "name", default_name);
   for (int kind = 0; kind < kNumOpKinds; ++kind) {
     const std::string key = prefix + "flops_per_s." + std::string(to_string(OpKind(kind)));
-    profile.flops_per_s[kind] = reader.quantity(key, Quantity::kFlops, std::nullopt);
+    profile.flops_per_s[kind] = quantity(reader, key, Quantity::kFlops, std::nullopt);
   }
   profile.memory_bandwidth =
-      reader.quantity(prefix + "memory_bandwidth", Quantity::kBandwidth, std::nullopt);
+      quantity(reader, prefix + "memory_bandwidth", Quantity::kBandwidth, std::nullopt);
   profile.step_overhead_s =
-      reader.quantity(prefix + "step_overhead", Quantity::kTime, 0.0, /*zero_ok=*/true);
+      quantity(reader, prefix + "step_overhead", Quantity::kTime, 0.0, /*zero_ok=*/true);
   reader.string(prefix + "description", "");
   return profile;
 }
@@ -81,7 +81,7 @@ std::vector<unsigned long> without_ones(std::vector<unsigned long> dims) {
 }
 
 void read_torus(TomlReader& reader, Recipe& recipe) {
-  recipe.torus_dims = reader.dims("fabric.dims");
+  recipe.torus_dims = dims(reader, "fabric.dims");
   const auto nodes = static_cast<unsigned long>(recipe.nodes);
   if (recipe.torus_dims.empty()) {
     recipe.torus_dims = without_ones(balanced_dims(nodes));
@@ -151,26 +151,19 @@ std::string profile_path(const std::string& name_or_path, const std::string& nea
 
 HostProfile parse_profile_file(const std::string& path) {
   if (!fs::exists(path)) throw UserError(path + ": host profile file not found");
-  const toml::table root = parse_toml_file(path);
-  TomlReader reader(root, path, nullptr);
+  TomlReader reader = open_platform_file(path);
   HostProfile profile = read_profile(reader, "", fs::path(path).stem().string());
   reader.check_all_used();
   return profile;
 }
 
 Recipe parse_recipe(const std::string& path, const std::map<std::string, std::string>& overrides) {
-  const toml::table root = parse_toml_file(path);
-  TomlReader reader(root, path, &overrides);
+  TomlReader reader = open_platform_file(path, overrides);
   Recipe recipe;
   recipe.source = path;
   recipe.name = reader.string("name", fs::path(path).stem().string());
   recipe.description = reader.string("description", "");
-  const std::string topology =
-      reader.string("topology", std::nullopt, {"star", "fat-tree", "torus", "dragonfly"});
-  recipe.topology = topology == "star"       ? Topology::kStar
-                    : topology == "fat-tree" ? Topology::kFatTree
-                    : topology == "torus"    ? Topology::kTorus
-                                             : Topology::kDragonfly;
+  recipe.topology = reader.choice("topology", std::nullopt, kTopologyNames);
   recipe.nodes = static_cast<int>(reader.integer("nodes", std::nullopt, 1, kMaxNodes));
   recipe.gpus_per_node = static_cast<int>(reader.integer("gpus_per_node", std::nullopt, 1, 4096));
 
@@ -191,20 +184,18 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   // recipe's own keys into "unknown" ones; it is required only where it is used.
   const bool multi_gpu = recipe.gpus_per_node > 1;
   const bool multi_node = recipe.nodes > 1;
-  recipe.gpu_link.bandwidth =
-      reader.quantity("gpu_link.bandwidth", Quantity::kBandwidth,
-                      multi_gpu ? std::nullopt : std::optional(0.0), !multi_gpu);
-  recipe.gpu_link.latency = reader.quantity("gpu_link.latency", Quantity::kTime, 0.0, true);
+  recipe.gpu_link.bandwidth = quantity(reader, "gpu_link.bandwidth", Quantity::kBandwidth,
+                                       multi_gpu ? std::nullopt : std::optional(0.0), !multi_gpu);
+  recipe.gpu_link.latency = quantity(reader, "gpu_link.latency", Quantity::kTime, 0.0, true);
   recipe.nics_per_node =
       static_cast<int>(reader.integer("nic.count", recipe.gpus_per_node, 1, 4096));
-  recipe.nic.bandwidth =
-      reader.quantity("nic.bandwidth", Quantity::kBandwidth,
-                      multi_node ? std::nullopt : std::optional(0.0), !multi_node);
-  recipe.nic.latency = reader.quantity("nic.latency", Quantity::kTime, 0.0, true);
+  recipe.nic.bandwidth = quantity(reader, "nic.bandwidth", Quantity::kBandwidth,
+                                  multi_node ? std::nullopt : std::optional(0.0), !multi_node);
+  recipe.nic.latency = quantity(reader, "nic.latency", Quantity::kTime, 0.0, true);
   const double injection = recipe.nics_per_node * recipe.nic.bandwidth;
   recipe.fabric.bandwidth =
-      reader.quantity("fabric.bandwidth", Quantity::kBandwidth, injection, !multi_node);
-  recipe.fabric.latency = reader.quantity("fabric.hop_latency", Quantity::kTime, 0.0, true);
+      quantity(reader, "fabric.bandwidth", Quantity::kBandwidth, injection, !multi_node);
+  recipe.fabric.latency = quantity(reader, "fabric.hop_latency", Quantity::kTime, 0.0, true);
   switch (recipe.topology) {
     case Topology::kStar:
       break;
@@ -221,11 +212,11 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
 
   recipe.has_master = reader.boolean("master.enabled", reader.node("master") != nullptr);
   recipe.master.bandwidth =
-      reader.quantity("master.bandwidth", Quantity::kBandwidth,
-                      recipe.has_master ? std::nullopt : std::optional(0.0), !recipe.has_master);
-  recipe.master.latency = reader.quantity("master.latency", Quantity::kTime, 0.0, true);
-  recipe.node_eth_bandwidth = reader.quantity("master.node_bandwidth", Quantity::kBandwidth,
-                                              recipe.master.bandwidth, !recipe.has_master);
+      quantity(reader, "master.bandwidth", Quantity::kBandwidth,
+               recipe.has_master ? std::nullopt : std::optional(0.0), !recipe.has_master);
+  recipe.master.latency = quantity(reader, "master.latency", Quantity::kTime, 0.0, true);
+  recipe.node_eth_bandwidth = quantity(reader, "master.node_bandwidth", Quantity::kBandwidth,
+                                       recipe.master.bandwidth, !recipe.has_master);
 
   const int64_t gpus = int64_t{recipe.nodes} * recipe.gpus_per_node;
   if (gpus > kMaxNodes) {

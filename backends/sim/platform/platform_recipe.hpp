@@ -7,10 +7,15 @@
 #include <vector>
 
 #include "backends/sim/platform/platform.hpp"
+#include "core/base/enum_names.hpp"
 
 namespace syncopate::sim::detail {
 
 enum class Topology { kStar, kFatTree, kTorus, kDragonfly };
+inline constexpr NameTable<Topology, 4> kTopologyNames{{{Topology::kStar, "star"},
+                                                        {Topology::kFatTree, "fat-tree"},
+                                                        {Topology::kTorus, "torus"},
+                                                        {Topology::kDragonfly, "dragonfly"}}};
 
 struct LinkSpec {
   double bandwidth = 0;  // bytes/s per direction

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "core/base/check.hpp"
 
@@ -58,9 +59,9 @@ TEST(Scenario, BadValueNamesAllowedValues) {
 }
 
 TEST(Scenario, MpiTransportDefaultsToMpiAndListsItsChoices) {
-  EXPECT_EQ(parse_scenario(default_scenario_text(), "<default>").mpi.transport, "mpi");
+  EXPECT_EQ(parse_scenario(default_scenario_text(), "<default>").mpi.transport, Transport::kMpi);
   EXPECT_EQ(parse_scenario("[mpi]\ntransport = \"nccl_native\"\n", "exp.toml").mpi.transport,
-            "nccl_native");
+            Transport::kNcclNative);
   const std::string e = error_of("seed = 3\n[mpi]\ntransport = \"gloo\"\n");
   EXPECT_NE(e.find("exp.toml:3"), std::string::npos) << e;
   EXPECT_NE(e.find("mpi.transport"), std::string::npos) << e;
@@ -71,6 +72,13 @@ TEST(Scenario, WrongTypeAndRange) {
   EXPECT_NE(error_of("epochs = \"ten\"\n").find("expected an integer"), std::string::npos);
   EXPECT_NE(error_of("workers = 0\n").find("out of range"), std::string::npos);
   EXPECT_NE(error_of("[optimizer]\nmomentum = 1.5\n").find("exp.toml:2"), std::string::npos);
+}
+
+TEST(Scenario, OptimizerAndScheduleChecksNameTheKeysLine) {
+  const std::string e = error_of("seed = 1\n[optimizer]\nnesterov = true\n");
+  EXPECT_EQ(e.rfind("exp.toml:3: optimizer.nesterov: true needs momentum > 0", 0), 0u) << e;
+  const std::string lr = error_of("[schedule]\nkind = \"cosine\"\nlr = 0.1\nmin_lr = 0.5\n");
+  EXPECT_EQ(lr.rfind("exp.toml:4: schedule.min_lr:", 0), 0u) << lr;
 }
 
 TEST(Scenario, SyntaxErrorHasLine) {
@@ -100,7 +108,7 @@ TEST(Scenario, ShippedScenariosParse) {
     EXPECT_EQ(s.name, name);
     EXPECT_LE(s.epochs, 15);
     EXPECT_EQ(s.batch_size, 64);
-    EXPECT_EQ(s.optimizer.kind, "sgd");
+    EXPECT_EQ(s.optimizer.kind, OptimizerKind::kSgd);
     EXPECT_DOUBLE_EQ(s.optimizer.momentum, 0.9);
   }
   for (const auto& entry :
@@ -118,6 +126,237 @@ TEST(Scenario, MissingFile) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/x.toml"), std::string::npos);
   }
+}
+
+// --- Knobs that the chosen strategy, backend or dataset does not read are refused. ---
+
+// The error of `text` plus `sets`, which must name `key` at `where` and contain `why`.
+void expect_refused(const std::string& text, const std::vector<std::string>& sets,
+                    const std::string& where, const std::string& key, const std::string& why) {
+  const std::string e = error_of(text, sets);
+  EXPECT_EQ(e.rfind(where + ": " + key + ": ", 0), 0u) << e;
+  EXPECT_NE(e.find(why), std::string::npos) << e;
+}
+
+std::string strategy_file(const std::string& name, const std::string& extra) {
+  return "workers = 2\n[strategy]\nname = \"" + name + "\"\n" + extra;
+}
+
+TEST(ScenarioKnobs, DeadKnobNamesFileLineKeyAndTheSettingThatReadsIt) {
+  expect_refused(strategy_file("ddp", "every = 2\n"), {}, "exp.toml:4", "strategy.every",
+                 "read only by epoch_sync (epochs) and local_sgd (steps); strategy.name is "
+                 "\"ddp\"");
+  // From --set, the override is named instead of file:line.
+  expect_refused(strategy_file("ddp", ""), {"strategy.every=3"}, "--set strategy.every=3",
+                 "strategy.every", "strategy.name is \"ddp\"");
+}
+
+TEST(ScenarioKnobs, EveryIsReadOnlyByEpochSyncAndLocalSgd) {
+  for (const char* name : {"serial", "ddp", "epoch_async", "hierarchical"})
+    expect_refused(strategy_file(name, "every = 2\n"), {}, "exp.toml:4", "strategy.every",
+                   "strategy.name is \"" + std::string(name) + "\"");
+  EXPECT_EQ(parse_scenario(strategy_file("epoch_sync", "every = 2\n"), "e").strategy.every, 2);
+  EXPECT_EQ(parse_scenario(strategy_file("local_sgd", "every = 3\n"), "e").strategy.every, 3);
+}
+
+TEST(ScenarioKnobs, AggregationIsReadOnlyByEpochSync) {
+  for (const char* name : {"serial", "ddp", "epoch_async", "local_sgd", "hierarchical"})
+    expect_refused(strategy_file(name, "aggregation = \"master\"\n"), {}, "exp.toml:4",
+                   "strategy.aggregation", "read only by epoch_sync");
+  EXPECT_EQ(parse_scenario(strategy_file("epoch_sync", "aggregation = \"master\"\n"), "e")
+                .strategy.aggregation,
+            Aggregation::kMaster);
+}
+
+TEST(ScenarioKnobs, OptimizerStateResetOnlyWhereBlocksStart) {
+  for (const char* name : {"serial", "ddp", "local_sgd", "hierarchical"})
+    expect_refused(strategy_file(name, "optimizer_state = \"reset\"\n"), {}, "exp.toml:4",
+                   "strategy.optimizer_state", "read only by epoch_sync and epoch_async");
+  for (const char* name : {"epoch_sync", "epoch_async"})
+    EXPECT_EQ(parse_scenario(strategy_file(name, "optimizer_state = \"reset\"\n"), "e")
+                  .strategy.optimizer_state,
+              OptimizerStatePolicy::kReset);
+  // "average" is read by the strategies that average weights; epoch_async merges weights only.
+  for (const char* name : {"serial", "ddp"})
+    expect_refused(strategy_file(name, "optimizer_state = \"average\"\n"), {}, "exp.toml:4",
+                   "strategy.optimizer_state", "epoch_sync, local_sgd and hierarchical");
+  expect_refused(strategy_file("epoch_async", "optimizer_state = \"average\"\n"), {}, "exp.toml:4",
+                 "strategy.optimizer_state", "allowed: keep, reset");
+  EXPECT_NO_THROW(
+      parse_scenario(strategy_file("hierarchical", "optimizer_state = \"average\"\n"), "e"));
+}
+
+TEST(ScenarioKnobs, AlgorithmIsRefusedWhereNoCollectiveReadsIt) {
+  expect_refused(strategy_file("serial", "algorithm = \"ring\"\n"), {}, "exp.toml:4",
+                 "strategy.algorithm", "strategy.name is \"serial\"");
+  expect_refused(strategy_file("epoch_sync", "aggregation = \"master\"\nalgorithm = \"ring\"\n"),
+                 {}, "exp.toml:5", "strategy.algorithm", "aggregation = \"allreduce\"");
+  // Hierarchical reads it in its buckets and in its cross-node average.
+  EXPECT_EQ(parse_scenario(strategy_file("hierarchical", "algorithm = \"ring\"\n"), "e")
+                .strategy.algorithm,
+            Algorithm::kRing);
+}
+
+TEST(ScenarioKnobs, StrategySpecificKeys) {
+  expect_refused(strategy_file("epoch_sync", "bucket_mb = 1\n"), {}, "exp.toml:4",
+                 "strategy.bucket_mb", "read only by ddp, hierarchical and local_sgd");
+  expect_refused(strategy_file("local_sgd", "bucket_mb = 1\n"), {}, "exp.toml:4",
+                 "strategy.bucket_mb", "strategy.warmup_epochs is 0");
+  EXPECT_NO_THROW(parse_scenario(
+      "epochs = 3\n" + strategy_file("local_sgd", "bucket_mb = 1\nwarmup_epochs = 1\n"), "e"));
+  expect_refused(strategy_file("ddp", "warmup_epochs = 1\n"), {}, "exp.toml:4",
+                 "strategy.warmup_epochs", "read only by local_sgd");
+  expect_refused(strategy_file("epoch_sync", "merge_local_weight = 1\n"), {}, "exp.toml:4",
+                 "strategy.merge_local_weight", "read only by epoch_async");
+}
+
+TEST(ScenarioKnobs, DataKeysOfOtherDatasetsAndOrders) {
+  expect_refused("[data]\ndataset = \"synthetic\"\nfeatures = 32\n", {}, "exp.toml:3",
+                 "data.features", "take their sample shape and class count from the model");
+  expect_refused("[data]\ndataset = \"synthetic\"\nclasses = 4\n", {}, "exp.toml:3", "data.classes",
+                 "from the model");
+  expect_refused("[data]\ndataset = \"synthetic\"\nnoise = 0.5\n", {}, "exp.toml:3", "data.noise",
+                 "read only by data.dataset = \"synthetic-regression\"");
+  EXPECT_DOUBLE_EQ(
+      parse_scenario("loss = \"mse\"\n[data]\ndataset = \"synthetic-regression\"\nnoise = 0.5\n",
+                     "e")
+          .data.noise,
+      0.5);
+  expect_refused("[data]\ndataset = \"synthetic\"\ndir = \"/tmp\"\n", {}, "exp.toml:3", "data.dir",
+                 "data.dataset is \"synthetic\"");
+  expect_refused("[data]\npath = \"x.csv\"\n", {}, "exp.toml:2", "data.path",
+                 "read only by data.dataset = \"csv\"");
+  expect_refused(strategy_file("ddp", "[data]\nblocks = 8\n"), {}, "exp.toml:5", "data.blocks",
+                 "block order");
+  EXPECT_EQ(parse_scenario(strategy_file("epoch_sync", "[data]\nblocks = 8\n"), "e").data.blocks,
+            8);
+}
+
+TEST(ScenarioKnobs, DeviceCudaOnTheSimulatorIsRefused) {
+  expect_refused("backend = \"sim\"\n[model]\ndevice = \"cuda\"\n", {}, "exp.toml:3",
+                 "model.device", "backend is \"sim\"");
+  expect_refused("[model]\ndevice = \"cuda\"\n", {"backend=sim"}, "exp.toml:2", "model.device",
+                 "read only by the local and mpi backends");
+  EXPECT_EQ(parse_scenario("backend = \"mpi\"\n[model]\ndevice = \"cuda\"\n", "e").model.device,
+            Device::kCuda);
+}
+
+TEST(ScenarioKnobs, OptimizerScheduleAndSimulatorModeKeys) {
+  expect_refused("[optimizer]\nkind = \"adam\"\nmomentum = 0.9\n", {}, "exp.toml:3",
+                 "optimizer.momentum", "optimizer.kind is \"adam\"");
+  expect_refused("[optimizer]\nbeta1 = 0.8\n", {}, "exp.toml:2", "optimizer.beta1",
+                 "optimizer.kind is \"sgd\"");
+  expect_refused("[schedule]\nkind = \"cosine\"\ngamma = 0.5\n", {}, "exp.toml:3", "schedule.gamma",
+                 "read only by schedule.kind = \"step\"");
+  expect_refused("[schedule]\nmin_lr = 0.001\n", {}, "exp.toml:2", "schedule.min_lr",
+                 "schedule.kind is \"constant\"");
+  expect_refused("[sim]\nfast_forward = false\n", {}, "exp.toml:2", "sim.fast_forward",
+                 "read only by sim.mode = \"cost_only\"");
+  // [sim] and [mpi] are each one backend's settings: a file may carry them to another backend.
+  EXPECT_NO_THROW(parse_scenario("backend = \"mpi\"\n[sim]\nplatform = \"loopback\"\n", "e"));
+}
+
+// --- Every enum's names round-trip, through the table and through a scenario file. ---
+
+// Each name of `table` set as `key` (after `context`, which makes it valid) parses to its value
+// and is written back under the same name. All keys are dotted at the top level.
+template <typename E, size_t N>
+void expect_round_trip(const NameTable<E, N>& table, const std::string& key,
+                       const std::function<std::string(std::string_view)>& context = {}) {
+  for (const auto& [value, name] : table) {
+    EXPECT_EQ(to_string(value), name);
+    EXPECT_EQ(value_in(table, name), value) << name;
+    const std::string text =
+        (context ? context(name) : "") + key + " = \"" + std::string(name) + "\"\n";
+    const Scenario s = parse_scenario(text, "round-trip.toml");
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    EXPECT_NE(s.resolved_toml.find(leaf + " = '" + std::string(name) + "'"), std::string::npos)
+        << key << " " << name << "\n"
+        << s.resolved_toml;
+  }
+  EXPECT_FALSE(value_in(table, "no-such-name").has_value());
+}
+
+TEST(ScenarioEnums, EveryNameRoundTrips) {
+  const auto epoch_sync = [](std::string_view) { return "strategy.name = \"epoch_sync\"\n"; };
+  const auto dataset = [](std::string_view name) -> std::string {
+    if (name == "synthetic-regression") return "loss = \"mse\"\n";
+    if (name == "csv") return "loss = \"mse\"\ndata.path = \"d.csv\"\ndata.targets = [\"y\"]\n";
+    return "";
+  };
+  const auto loss = [](std::string_view name) -> std::string {
+    return name == "mse" ? "data.dataset = \"synthetic-regression\"\n" : "";
+  };
+  expect_round_trip(kStrategyNames, "strategy.name");
+  expect_round_trip(kBackendNames, "backend");
+  expect_round_trip(kLossNames, "loss", loss);
+  expect_round_trip(kDeviceNames, "model.device");
+  expect_round_trip(kDatasetNames, "data.dataset", dataset);
+  expect_round_trip(kDataOrderNames, "data.order");
+  expect_round_trip(kAggregationNames, "strategy.aggregation", epoch_sync);
+  expect_round_trip(kOptimizerStateNames, "strategy.optimizer_state", epoch_sync);
+  expect_round_trip(kFidelityNames, "sim.fidelity");
+  expect_round_trip(kSimModeNames, "sim.mode");
+  expect_round_trip(kTransportNames, "mpi.transport");
+  expect_round_trip(kOptimizerKindNames, "optimizer.kind");
+  expect_round_trip(kScheduleKindNames, "schedule.kind");
+}
+
+// --- The resolved scenario: every key it reads, defaults included, and what auto chooses. ---
+
+TEST(ScenarioPrint, ShowsDefaultsAndOnlyTheKeysThatAreRead) {
+  const Scenario s = parse_scenario("[strategy]\nname = \"ddp\"\n", "exp.toml", {"workers=4"});
+  const std::string text = print_scenario(s, 1000);
+  for (const char* shown : {"bucket_mb = 25.0", "algorithm = 'auto'", "order = 'global'",
+                            "kind = 'constant'", "momentum = 0.0", "fidelity = 'flow'",
+                            "transport = 'mpi'", "dir = '/usr/share/datasets/fashion-mnist'"})
+    EXPECT_NE(text.find(shown), std::string::npos) << shown << "\n" << text;
+  // Keys that ddp, sgd and a constant schedule do not read are not shown.
+  for (const char* hidden :
+       {"\nevery = ", "\naggregation = ", "\nmerge_local_weight = ", "\nbeta1 = ", "\ngamma = ",
+        "\nmin_lr = ", "\nblocks = ", "\nnoise = ", "\nfeatures = ", "\nfast_forward = "})
+    EXPECT_EQ(text.find(hidden), std::string::npos) << hidden << text;
+}
+
+TEST(ScenarioPrint, ResolvedScenarioLoadsBackToItself) {
+  for (const std::vector<std::string>& sets :
+       std::vector<std::vector<std::string>>{{},
+                                             {"strategy.name=epoch_sync", "strategy.every=2"},
+                                             {"strategy.name=local_sgd", "workers=4",
+                                              "sim.slowdown.1=2.0", "sim.platform_params.nodes=2"},
+                                             {"backend=sim", "sim.mode=cost_only"}}) {
+    const Scenario s = parse_scenario(default_scenario_text(), "<default>", sets);
+    const Scenario again = parse_scenario(s.resolved_toml, "resolved.toml");
+    EXPECT_EQ(again.resolved_toml, s.resolved_toml);
+    EXPECT_EQ(again.resolved_json, s.resolved_json);
+  }
+}
+
+TEST(ScenarioPrint, SaysWhatAutoChoosesForTheMainCollective) {
+  const auto note = [](const std::string& strategy, int workers, int64_t params) {
+    const Scenario s =
+        parse_scenario(default_scenario_text(), "<default>",
+                       {"strategy.name=" + strategy, "workers=" + std::to_string(workers)});
+    return print_scenario(s, params);
+  };
+  // 8 workers, 4 MB of weights: rabenseifner (power of two); 6 workers: ring; 4 kB: recursive
+  // doubling; always hierarchical across nodes.
+  const std::string big = note("epoch_sync", 8, 1 << 20);
+  EXPECT_NE(big.find("the weights' allreduce (4194304 bytes, 8 workers):\n#   rabenseifner if"),
+            std::string::npos)
+      << big;
+  EXPECT_NE(big.find("hierarchical if they span several"), std::string::npos) << big;
+  EXPECT_NE(note("local_sgd", 6, 1 << 20).find("#   ring if"), std::string::npos);
+  EXPECT_NE(note("ddp", 8, 1000).find("(4000 bytes, 8 workers):\n#   recursive_doubling if"),
+            std::string::npos);
+  // ddp's collective is a bucket: at most strategy.bucket_mb.
+  EXPECT_NE(note("ddp", 8, 100 << 20).find("bucket's allreduce (26214400 bytes"),
+            std::string::npos);
+  // No note where no collective reads the algorithm, or where it is not auto.
+  EXPECT_EQ(note("serial", 1, 1000).find("auto"), std::string::npos);
+  const Scenario ring = parse_scenario(default_scenario_text(), "<default>",
+                                       {"strategy.name=ddp", "strategy.algorithm=ring"});
+  EXPECT_EQ(print_scenario(ring, 1000).find("picks per collective"), std::string::npos);
 }
 
 }  // namespace

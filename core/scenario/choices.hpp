@@ -1,0 +1,89 @@
+#pragma once
+// The choices a scenario makes, each an enum class with the one table of its names (in files,
+// errors, summary.json and to_string alike). Optimizer and schedule kinds are in
+// core/optim/optim.hpp, collective algorithms in core/comm/comm.hpp.
+#include <string_view>
+
+#include "core/base/enum_names.hpp"
+
+namespace syncopate {
+
+// Every choice a scenario makes, each with the one table of its names (in files, errors,
+// summary.json and to_string alike).
+enum class StrategyKind { kSerial, kDdp, kEpochSync, kEpochAsync, kLocalSgd, kHierarchical };
+inline constexpr NameTable<StrategyKind, 6> kStrategyNames{
+    {{StrategyKind::kSerial, "serial"},
+     {StrategyKind::kDdp, "ddp"},
+     {StrategyKind::kEpochSync, "epoch_sync"},
+     {StrategyKind::kEpochAsync, "epoch_async"},
+     {StrategyKind::kLocalSgd, "local_sgd"},
+     {StrategyKind::kHierarchical, "hierarchical"}}};
+
+enum class OptimizerStatePolicy { kKeep, kReset, kAverage };
+inline constexpr NameTable<OptimizerStatePolicy, 3> kOptimizerStateNames{
+    {{OptimizerStatePolicy::kKeep, "keep"},
+     {OptimizerStatePolicy::kReset, "reset"},
+     {OptimizerStatePolicy::kAverage, "average"}}};
+
+// ddp-style global permutation, or ds-tensor blocks
+enum class DataOrder { kGlobal, kBlocks };
+inline constexpr NameTable<DataOrder, 2> kDataOrderNames{
+    {{DataOrder::kGlobal, "global"}, {DataOrder::kBlocks, "blocks"}}};
+
+enum class BackendKind { kLocal, kSim, kMpi };
+inline constexpr NameTable<BackendKind, 3> kBackendNames{
+    {{BackendKind::kLocal, "local"}, {BackendKind::kSim, "sim"}, {BackendKind::kMpi, "mpi"}}};
+
+enum class LossKind { kCrossEntropy, kMse };
+inline constexpr NameTable<LossKind, 2> kLossNames{
+    {{LossKind::kCrossEntropy, "cross_entropy"}, {LossKind::kMse, "mse"}}};
+
+enum class Device { kCpu, kCuda };
+inline constexpr NameTable<Device, 2> kDeviceNames{
+    {{Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}}};
+
+enum class DatasetKind { kFashionMnist, kSynthetic, kSyntheticRegression, kCsv };
+inline constexpr NameTable<DatasetKind, 4> kDatasetNames{
+    {{DatasetKind::kFashionMnist, "fashion-mnist"},
+     {DatasetKind::kSynthetic, "synthetic"},
+     {DatasetKind::kSyntheticRegression, "synthetic-regression"},
+     {DatasetKind::kCsv, "csv"}}};
+
+// epoch_sync: allreduce, or gather to a master, average, send back (the paper's runtime)
+enum class Aggregation { kAllreduce, kMaster };
+inline constexpr NameTable<Aggregation, 2> kAggregationNames{
+    {{Aggregation::kAllreduce, "allreduce"}, {Aggregation::kMaster, "master"}}};
+
+// The simulator's collective fidelity (backends/sim/sim_backend.hpp describes each).
+enum class Fidelity { kMessage, kFlow, kAnalytic };
+inline constexpr NameTable<Fidelity, 3> kFidelityNames{{{Fidelity::kMessage, "message"},
+                                                        {Fidelity::kFlow, "flow"},
+                                                        {Fidelity::kAnalytic, "analytic"}}};
+
+enum class SimMode { kEmulation, kCostOnly };  // real tensors, or shape-only (time only)
+inline constexpr NameTable<SimMode, 2> kSimModeNames{
+    {{SimMode::kEmulation, "emulation"}, {SimMode::kCostOnly, "cost_only"}}};
+
+// How the MPI ranks' data travels: the core schedules over MPI point-to-point, the same
+// schedules over NCCL between the ranks' GPUs (the same bits), or NCCL's own allreduce and
+// reduce (fastest, summed in NCCL's order).
+enum class Transport { kMpi, kNccl, kNcclNative };
+inline constexpr NameTable<Transport, 3> kTransportNames{{{Transport::kMpi, "mpi"},
+                                                          {Transport::kNccl, "nccl"},
+                                                          {Transport::kNcclNative, "nccl_native"}}};
+
+inline std::string_view to_string(StrategyKind v) { return name_in(kStrategyNames, v); }
+inline std::string_view to_string(OptimizerStatePolicy v) {
+  return name_in(kOptimizerStateNames, v);
+}
+inline std::string_view to_string(DataOrder v) { return name_in(kDataOrderNames, v); }
+inline std::string_view to_string(BackendKind v) { return name_in(kBackendNames, v); }
+inline std::string_view to_string(LossKind v) { return name_in(kLossNames, v); }
+inline std::string_view to_string(Device v) { return name_in(kDeviceNames, v); }
+inline std::string_view to_string(DatasetKind v) { return name_in(kDatasetNames, v); }
+inline std::string_view to_string(Aggregation v) { return name_in(kAggregationNames, v); }
+inline std::string_view to_string(Fidelity v) { return name_in(kFidelityNames, v); }
+inline std::string_view to_string(SimMode v) { return name_in(kSimModeNames, v); }
+inline std::string_view to_string(Transport v) { return name_in(kTransportNames, v); }
+
+}  // namespace syncopate
