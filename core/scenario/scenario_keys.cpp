@@ -229,24 +229,33 @@ std::string number_text(const toml::node& n) {
   return out.str();
 }
 
+// sim.platform_params: recipe keys to override, nested tables flattened to dotted keys
+// (`[sim.platform_params.nic] bandwidth = ...` and `--set sim.platform_params.nic.bandwidth=...`
+// both give "nic.bandwidth").
+void read_platform_params(TomlReader& r, const toml::table& table, const std::string& prefix,
+                          std::map<std::string, std::string>& params) {
+  for (const auto& [entry, n] : table) {
+    const std::string key = prefix + std::string(entry.str());
+    if (const toml::table* sub = n.as_table()) {
+      if (sub->empty()) r.fail("sim.platform_params." + key, "an empty table sets nothing");
+      read_platform_params(r, *sub, key + ".", params);
+    } else if (n.is_string()) {
+      params[key] = *n.value<std::string>();
+    } else if (n.is_integer() || n.is_floating_point()) {
+      params[key] = number_text(n);
+    } else if (n.is_boolean()) {
+      params[key] = *n.value<bool>() ? "true" : "false";
+    } else {
+      r.fail("sim.platform_params." + key, "expected a string, number or boolean");
+    }
+  }
+}
+
 ScenarioKey platform_params() {
   return {"sim.platform_params",
           [](TomlReader& r, Scenario& s) {
             const toml::table* table = r.table("sim.platform_params");
-            if (table == nullptr) return;
-            for (const auto& [entry, n] : *table) {
-              const std::string key = std::string(entry.str());
-              std::string& value = s.sim.platform_params[key];
-              if (n.is_string()) {
-                value = *n.value<std::string>();
-              } else if (n.is_integer() || n.is_floating_point()) {
-                value = number_text(n);
-              } else if (n.is_boolean()) {
-                value = *n.value<bool>() ? "true" : "false";
-              } else {
-                r.fail("sim.platform_params." + key, "expected a string, number or boolean");
-              }
-            }
+            if (table != nullptr) read_platform_params(r, *table, "", s.sim.platform_params);
           },
           [](const Scenario& s, toml::table& out) {
             if (s.sim.platform_params.empty()) return;

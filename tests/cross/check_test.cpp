@@ -67,6 +67,17 @@ TEST(Check, InjectedRegressionFailsNamesItAndUpdateAcceptsIt) {
   EXPECT_NE(out.find("improved: accept them with --update"), std::string::npos) << out;
 }
 
+TEST(Check, ASlowerLinkIsARegression) {
+  std::string out;
+  // NDR200 NICs at a fifth of their bandwidth: every cross-node allreduce takes longer.
+  EXPECT_EQ(check(kDdp + " --baseline scenarios/ci/baseline/comm-costs.toml" +
+                      " --set sim.platform_params.nic.bandwidth=5GBps",
+                  &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("REGRESSION"), std::string::npos) << out;
+}
+
 TEST(Check, ToleranceDecides) {
   const std::string baseline = copy_of_shipped_baseline();
   std::string out;

@@ -20,6 +20,23 @@ std::string error_of(const std::string& text, const std::vector<std::string>& se
   return "";
 }
 
+TEST(Scenario, NestedPlatformParamsBecomeDottedKeys) {
+  const std::string text =
+      "backend = \"sim\"\n[sim.platform_params]\nnodes = 4\n[sim.platform_params.nic]\n"
+      "bandwidth = \"10GBps\"\n";
+  const Scenario s =
+      parse_scenario(text, "exp.toml", {"sim.platform_params.fabric.oversubscription=4"});
+  EXPECT_EQ(s.sim.platform_params.at("nodes"), "4");
+  EXPECT_EQ(s.sim.platform_params.at("nic.bandwidth"), "10GBps");
+  EXPECT_EQ(s.sim.platform_params.at("fabric.oversubscription"), "4");
+  // The resolved scenario reads back to the same overrides.
+  const Scenario again = parse_scenario(s.resolved_toml, "resolved.toml");
+  EXPECT_EQ(again.sim.platform_params, s.sim.platform_params);
+  EXPECT_NE(error_of("backend = \"sim\"\n[sim.platform_params.nic]\n")
+                .find("sim.platform_params.nic: an empty table sets nothing"),
+            std::string::npos);
+}
+
 TEST(Scenario, DefaultParsesToDocumentedValues) {
   const Scenario s = parse_scenario(default_scenario_text(), "<default>");
   EXPECT_EQ(s.model.name, "mlp");
