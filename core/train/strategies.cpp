@@ -125,14 +125,16 @@ class EpochSync final : public Strategy {
 
 class EpochAsync final : public Strategy {
  public:
-  void on_train_begin(WorkerContext& ctx) override { ctx.comm.create_global(ctx.params); }
+  void on_train_begin(WorkerContext& ctx) override {
+    global_ = ctx.comm.create_shared_model(ctx.params);
+  }
   void on_block_begin(WorkerContext& ctx) override {
     if (ctx.scenario.strategy.optimizer_state == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     traced(ctx, "merge", [&] {
       const double w = ctx.scenario.strategy.merge_local_weight;
-      ctx.comm.merge_into_global(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
+      global_->merge(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
     });
   }
   // The final model is the mean of the workers' last snapshots.
@@ -141,6 +143,9 @@ class EpochAsync final : public Strategy {
       ctx.comm.allreduce(ctx.params, {ReduceOp::kAvg, ctx.scenario.strategy.algorithm});
     });
   }
+
+ private:
+  std::unique_ptr<SharedModel> global_;
 };
 
 // Local SGD (Lin et al. 2020): weights averaged every H steps; the first k epochs may run as
