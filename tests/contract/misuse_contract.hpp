@@ -47,18 +47,12 @@ inline void check_mismatched_collectives(Communicator& comm, Recorder& rec) {
                [&] { pair->allreduce(data, {.algorithm = Algorithm::kRing, .timeout_s = 10}); });
 }
 
-}  // namespace detail
-
-inline void check_misuse(Communicator& comm, detail::Recorder& rec, bool shared_model) {
-  using detail::Expect;
-  using detail::expect_error;
+// Sizes that break a collective's rule, roots and peers out of range, the caller as its own
+// peer: detected before any message, on every rank; the communicator stays usable.
+inline void check_local_misuse(Communicator& comm, Recorder& rec, bool shared_model) {
   const int p = comm.size(), me = comm.rank();
-  const size_t up = static_cast<size_t>(p);
-  std::vector<float> buffer(3 * up + 2, 1.0f);
+  std::vector<float> buffer(3 * static_cast<size_t>(p) + 2, 1.0f);
   const std::span<float> all(buffer);
-
-  // Sizes that break a collective's rule, roots and peers out of range, the caller as its own
-  // peer: detected before any message, on every rank.
   expect_error(rec, "allgather with one float too many", Expect::kUserError, [&] {
     std::vector<float> mine(block_of(all.size(), p, me).count + 1, 1.0f);
     comm.allgather(mine, all);
@@ -81,37 +75,47 @@ inline void check_misuse(Communicator& comm, detail::Recorder& rec, bool shared_
       model->merge(local, {});
     });
   }
-  comm.barrier();
+}
 
-  // Pairs (0,1), (2,3), ...: the even rank sends 5 then 3 floats, the odd one receives both
-  // into 4 floats: a UserError on the receiver each time, the sends complete.
-  if (p >= 2 && !(p % 2 == 1 && me == p - 1)) {
-    const int peer = me % 2 == 0 ? me + 1 : me - 1;
-    for (size_t count : {size_t{5}, size_t{3}}) {
-      std::vector<float> message(count, static_cast<float>(me));
-      std::vector<float> got(4);
-      const std::string what = "recv of 4 floats from a send of " + std::to_string(count);
-      if (me % 2 == 0)
-        comm.send(message, peer);
-      else
-        expect_error(rec, what, Expect::kUserError, [&] { comm.recv(got, peer); });
-    }
-    // Still usable: a matched pair goes through.
-    std::vector<float> message(4, static_cast<float>(me)), got(4, -1.0f);
+// Pairs (0,1), (2,3), ...: the even rank sends 5 then 3 floats, the odd one receives both
+// into 4 floats: a UserError on the receiver each time, the sends complete, and a matched pair
+// goes through afterwards.
+inline void check_mismatched_recv(Communicator& comm, Recorder& rec) {
+  const int p = comm.size(), me = comm.rank();
+  if (p < 2 || (p % 2 == 1 && me == p - 1)) return;
+  const int peer = me % 2 == 0 ? me + 1 : me - 1;
+  for (size_t count : {size_t{5}, size_t{3}}) {
+    std::vector<float> message(count, static_cast<float>(me));
+    std::vector<float> got(4);
+    const std::string what = "recv of 4 floats from a send of " + std::to_string(count);
     if (me % 2 == 0)
       comm.send(message, peer);
     else
-      comm.recv(got, peer);
-    if (me % 2 == 1)
-      rec.expect_equal("send/recv after a mismatched recv", got,
-                       std::vector<float>(4, static_cast<float>(peer)));
+      expect_error(rec, what, Expect::kUserError, [&] { comm.recv(got, peer); });
   }
-  comm.barrier();
+  std::vector<float> message(4, static_cast<float>(me)), got(4, -1.0f);
+  if (me % 2 == 0) {
+    comm.send(message, peer);
+  } else {
+    comm.recv(got, peer);
+    rec.expect_equal("send/recv after a mismatched recv", got,
+                     std::vector<float>(4, static_cast<float>(peer)));
+  }
+}
 
+}  // namespace detail
+
+inline void check_misuse(Communicator& comm, detail::Recorder& rec, bool shared_model) {
+  using detail::Expect;
+  const int p = comm.size(), me = comm.rank();
+  detail::check_local_misuse(comm, rec, shared_model);
+  comm.barrier();
+  detail::check_mismatched_recv(comm, rec);
+  comm.barrier();
   if (p >= 2 && shared_model) {  // sizes that differ across ranks: a UserError on every rank
     std::vector<float> initial(me == 0 ? 4 : 5, 0.0f);
-    expect_error(rec, "create_shared_model of 4 vs 5 floats", Expect::kUserError,
-                 [&] { static_cast<void>(comm.create_shared_model(initial)); });
+    detail::expect_error(rec, "create_shared_model of 4 vs 5 floats", Expect::kUserError,
+                         [&] { static_cast<void>(comm.create_shared_model(initial)); });
   }
   if (p >= 2) detail::check_mismatched_collectives(comm, rec);
   comm.barrier();
