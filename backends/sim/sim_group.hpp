@@ -44,6 +44,14 @@ struct Job {
   std::exception_ptr error;
 };
 
+// The shared model of epoch_async (one per create_shared_model call).
+struct GlobalModel {
+  simgrid::s4u::Host* owner = nullptr;
+  std::vector<float> data;
+  size_t count = 0;
+  simgrid::s4u::MutexPtr mutex;  // FIFO: merges run one at a time in arrival order
+};
+
 // A control rendezvous (split, create_shared_model): zero-cost, everyone leaves when the last
 // arrives.
 struct ControlSlot {
@@ -54,16 +62,8 @@ struct ControlSlot {
   SimEvent done;
   std::vector<std::shared_ptr<class Group>> groups;  // per rank result (split)
   std::vector<int> new_rank;
-  std::shared_ptr<struct GlobalModel> shared_model;  // create_shared_model's result
-  std::exception_ptr error;                          // set by on_last: every member throws it
-};
-
-// The shared model of epoch_async (one per create_shared_model call).
-struct GlobalModel {
-  simgrid::s4u::Host* owner = nullptr;
-  std::vector<float> data;
-  size_t count = 0;
-  simgrid::s4u::MutexPtr mutex;  // FIFO: merges run one at a time in arrival order
+  std::shared_ptr<GlobalModel> shared_model;  // create_shared_model's result
+  std::exception_ptr error;                   // set by on_last: every member throws it
 };
 
 enum class Channel { kCollective, kPointToPoint };

@@ -6,7 +6,9 @@
 // small integers (so any summation order is exact and every result must equal a serial reduction
 // bit for bit), plus non-integer inputs for the cross-rank bit-identity check. It never throws
 // on a wrong result and never skips a collective (so ranks stay in step): it returns the failure
-// messages of this rank, empty when the contract holds. No test framework inside.
+// messages of this rank, empty when the contract holds. No test framework inside. It ends with
+// the error contract of core/comm/comm.hpp: misuse must raise the same typed errors on every
+// backend (tests/contract/misuse_contract.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
