@@ -107,7 +107,7 @@ RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
     // The transport (and the GPU) fails alike on every rank: each reports it, the job ends.
     std::unique_ptr<Communicator> nccl;
     try {
-      nccl = mpi_device_setup(scenario, *comm, local_rank(*comm), mpi::Runtime::watchdog_seconds());
+      nccl = mpi_device_setup(scenario, *comm, local_rank(*comm), comm->default_timeout());
     } catch (const UserError& e) {
       std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
       result.writes_output = false;

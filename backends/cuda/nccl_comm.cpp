@@ -166,9 +166,9 @@ class Lease {
 // copy back into the pinned buffer, then copies into the caller's span and finishes.
 class NcclWork final : public Work {
  public:
-  NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, PinnedPool::Buffer buffer,
-           cudaEvent_t event)
-      : comm_(comm), data_(data), op_(op), buffer_(buffer), event_(event) {}
+  NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, double timeout_s,
+           PinnedPool::Buffer buffer, cudaEvent_t event)
+      : comm_(comm), data_(data), op_(op), timeout_s_(timeout_s), buffer_(buffer), event_(event) {}
   NcclWork(const NcclWork&) = delete;
   NcclWork& operator=(const NcclWork&) = delete;
   ~NcclWork() override {
@@ -185,7 +185,7 @@ class NcclWork final : public Work {
     if (waited_) return;
     waited_ = true;
     comm_.set_device();
-    comm_.wait_event(event_, "allreduce_async");
+    comm_.wait_event(event_, "allreduce_async", timeout_s_);
     std::memcpy(data_.data(), buffer_.data, data_.size_bytes());
     finish(op_, comm_.size(), data_);
     release();
@@ -203,6 +203,7 @@ class NcclWork final : public Work {
   NcclCommunicator& comm_;
   std::span<float> data_;
   ReduceOp op_;
+  double timeout_s_;
   PinnedPool::Buffer buffer_;
   cudaEvent_t event_;
   bool waited_ = false;
@@ -248,6 +249,7 @@ void NcclCommunicator::init(int device) {
   pinned_ = std::make_unique<PinnedPool>();
   SYNC_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
   header_.resize(1);
+  cache_ = std::make_unique<ScheduleCache>(node_of_rank_, CacheScope::kOneRank, rank_);
   const ncclUniqueId id = bootstrap_id(*control_);
   SYNC_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
 }
@@ -294,8 +296,9 @@ void NcclCommunicator::check_async(const char* what) {
                   "; the NCCL communicator was aborted");
 }
 
-void NcclCommunicator::wait_event(cudaEvent_t event, const char* what) {
+void NcclCommunicator::wait_event(cudaEvent_t event, const char* what, double timeout_s) {
   check_open();
+  if (timeout_s == kDefaultTimeout) timeout_s = options_.watchdog_seconds;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t polls = 0;; ++polls) {
     const cudaError_t status = cudaEventQuery(event);
@@ -304,13 +307,13 @@ void NcclCommunicator::wait_event(cudaEvent_t event, const char* what) {
     check_async(what);
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (options_.watchdog_seconds > 0 && waited > options_.watchdog_seconds) {
+    if (timeout_s > 0 && waited > timeout_s) {
       abort_comm();
       std::ostringstream message;
       message << "NCCL " << what << " on rank " << rank_ << " of " << size_
-              << " did not complete within " << options_.watchdog_seconds
-              << " s (watchdog): a peer died or hangs; the NCCL communicator was aborted";
-      throw NcclError(message.str());
+              << " did not complete within " << timeout_s
+              << " s (timeout): a peer died or hangs; the NCCL communicator was aborted";
+      throw PeerTimeout(message.str());
     }
     // Spin briefly (short collectives), then poll gently to leave the core to other work.
     if (polls < 1000)
@@ -337,25 +340,31 @@ float* NcclCommunicator::staging(size_t count) {
 
 const std::vector<Step>& NcclCommunicator::steps_of(CollectiveKind kind, Algorithm algorithm,
                                                     size_t count, int root) {
-  const auto key = std::make_tuple(kind, algorithm, count, root);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  if (cache_.size() >= 256) {  // bound the cache if sizes never repeat
-    synchronize("schedule cache");
-    cache_.clear();
-  }
-  const Schedule schedule = make_schedule(kind, algorithm, size_, count, root, node_of_rank_);
-  SYNC_CHECK(schedule.ranks == size_ && schedule.count == count,
-             "schedule for " << schedule.ranks << " ranks / " << schedule.count
-                             << " floats, wanted " << size_ << " / " << count);
-  std::vector<Step> mine = steps_of_rank(schedule, rank_);
-  size_t scratch = 0;
-  for (const Step& step : mine)
-    if (step.recv_from >= 0) scratch = std::max(scratch, step.recv.count);
-  if (scratch > scratch_.size()) {
+  // Steps are read while they are queued (kernel arguments are copied): a cache that starts
+  // afresh leaves nothing queued pointing into it.
+  const CachedSchedule& entry = cache_->entry(cache_->key(kind, algorithm, count, root));
+  if (entry.max_recv > scratch_.size()) {
     synchronize("scratch");  // queued steps may still use the old scratch
-    scratch_.resize(scratch);
+    scratch_.resize(entry.max_recv);
   }
-  return cache_.emplace(key, std::move(mine)).first->second;
+  return entry.steps;
+}
+
+void NcclCommunicator::check_rank(int rank, const char* operation, const char* what,
+                                  bool self_allowed) const {
+  if (rank >= 0 && rank < size_ && (self_allowed || rank != rank_)) return;
+  throw UserError("nccl: " + std::string(operation) + ": " + what + " " + std::to_string(rank) +
+                  " from rank " + std::to_string(rank_) + "; allowed: 0.." +
+                  std::to_string(size_ - 1) + (self_allowed ? "" : " other than the caller"));
+}
+
+void NcclCommunicator::check_block(size_t got, size_t n, const char* operation,
+                                   const char* what) const {
+  const size_t want = block_of(n, size_, rank_).count;
+  if (got != want)
+    throw UserError("nccl: " + std::string(operation) + ": rank " + std::to_string(rank_) + " " +
+                    what + " has " + std::to_string(got) + " floats of " + std::to_string(n) +
+                    "; allowed: block_of(n, size(), rank()).count = " + std::to_string(want));
 }
 
 // One ncclGroup per step, so that its send and receive progress together; the step's reduction
@@ -449,11 +458,11 @@ WorkPtr NcclCommunicator::allreduce_async(std::span<float> data, const Collectiv
     pinned_->give(buffer);
     throw;
   }
-  return std::make_unique<NcclWork>(*this, data, options.op, buffer, event);
+  return std::make_unique<NcclWork>(*this, data, options.op, timeout_of(options), buffer, event);
 }
 
 void NcclCommunicator::broadcast(std::span<float> data, int root) {
-  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
+  check_rank(root, "broadcast", "root", true);
   staged(data, "broadcast", rank_ == root, rank_ != root,
          [&](float* device) { broadcast_enqueue(device, data.size(), root); });
 }
@@ -466,7 +475,7 @@ void NcclCommunicator::broadcast_enqueue(float* data, size_t count, int root) {
 }
 
 void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
-  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
+  check_rank(root, "reduce", "root", true);
   staged(data, "reduce", true, rank_ == root, [&](float* device) {
     if (options_.native) {
       SYNC_NCCL_CHECK(
@@ -483,9 +492,8 @@ void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 }
 
 void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+  check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
-  SYNC_CHECK(mine.size() == block.count,
-             "allgather: mine has " << mine.size() << " floats, block " << block.count);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   staged(all, "allgather", true, true, [&](float* device) {
@@ -496,9 +504,8 @@ void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> a
 
 void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
                                       ReduceOp op) {
+  check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
-  SYNC_CHECK(out.size() == block.count,
-             "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
   host_scratch_.assign(in.begin(), in.end());
   staged(host_scratch_, "reduce_scatter", true, true, [&](float* device) {
     enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), device,
@@ -514,7 +521,7 @@ void NcclCommunicator::barrier() { control_->barrier(); }
 // A message is its length (one uint64) followed by the data, so that recv() can check the size
 // (NCCL cannot: a mismatch would hang or corrupt).
 void NcclCommunicator::send(std::span<const float> data, int peer) {
-  SYNC_CHECK(peer >= 0 && peer < size_, "peer " << peer << " of " << size_);
+  check_rank(peer, "send", "peer", false);
   set_device();
   check_open();
   const Lease pinned(*pinned_, std::max<size_t>(data.size(), 2));
@@ -531,11 +538,11 @@ void NcclCommunicator::send(std::span<const float> data, int peer) {
       cudaMemcpyAsync(device, pinned.data(), data.size_bytes(), cudaMemcpyHostToDevice, stream()));
   SYNC_NCCL_CHECK(ncclSend(device, data.size(), ncclFloat32, peer, comm_, stream()));
   synchronize("send");
-  if (peer != rank_) bytes_sent_ += data.size_bytes();
+  bytes_sent_ += data.size_bytes();
 }
 
 void NcclCommunicator::recv(std::span<float> data, int peer) {
-  SYNC_CHECK(peer >= 0 && peer < size_, "peer " << peer << " of " << size_);
+  check_rank(peer, "recv", "peer", false);
   set_device();
   check_open();
   const Lease pinned(*pinned_, std::max<size_t>(data.size(), 2));
@@ -546,10 +553,15 @@ void NcclCommunicator::recv(std::span<float> data, int peer) {
   uint64_t count = 0;
   std::memcpy(&count, pinned.data(), sizeof(count));
   if (count != data.size()) {
-    // The sender's data message can never be received now: end this communicator.
-    abort_comm();
-    SYNC_CHECK(false, "recv from " << peer << ": message has " << count << " floats, buffer "
-                                   << data.size());
+    // Take the sender's data all the same (so that its send completes), then refuse it.
+    if (count > 0) {
+      SYNC_NCCL_CHECK(ncclRecv(staging(count), count, ncclFloat32, peer, comm_, stream()));
+      synchronize("recv");
+    }
+    throw UserError("nccl: recv: rank " + std::to_string(rank_) + " expected " +
+                    std::to_string(data.size()) + " floats from rank " + std::to_string(peer) +
+                    " which sent " + std::to_string(count) +
+                    "; allowed: send and recv of the same size");
   }
   if (data.empty()) return;
   float* device = staging(data.size());
@@ -558,19 +570,11 @@ void NcclCommunicator::recv(std::span<float> data, int peer) {
       cudaMemcpyAsync(pinned.data(), device, data.size_bytes(), cudaMemcpyDeviceToHost, stream()));
   synchronize("recv");
   std::memcpy(data.data(), pinned.data(), data.size_bytes());
-  if (peer != rank_) bytes_recv_ += data.size_bytes();
+  bytes_recv_ += data.size_bytes();
 }
 
 std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
   return std::make_unique<NcclCommunicator>(control_->split(color, key), options_, device_);
-}
-
-void NcclCommunicator::create_global(std::span<const float> initial) {
-  control_->create_global(initial);
-}
-
-void NcclCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
-  control_->merge_into_global(local, rule);
 }
 
 CommCounters NcclCommunicator::counters() const {
@@ -589,7 +593,7 @@ void NcclCommunicator::allreduce_device(float* data, size_t count,
 }
 
 void NcclCommunicator::broadcast_device(float* data, size_t count, int root) {
-  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
+  check_rank(root, "broadcast_device", "root", true);
   set_device();
   check_open();
   if (count > 0) broadcast_enqueue(data, count, root);

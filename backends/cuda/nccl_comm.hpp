@@ -9,7 +9,7 @@
 //     (a rank's device is its index among the ranks of its node, modulo the devices it sees),
 //     checked on every rank against every rank's node and GPU PCI location;
 //   - barrier, split (a new NCCL communicator over control's split group), node();
-//   - epoch_async's global model (create_global / merge_into_global), which needs one-sided
+//   - epoch_async's shared model (create_shared_model: control's), which needs one-sided
 //     access under an exclusive lock.
 // Every data movement (allreduce, broadcast, reduce, allgather, reduce_scatter, send, recv) goes
 // through NCCL on this rank's device.
@@ -33,38 +33,40 @@
 //
 // Device-resident callers use allreduce_device / broadcast_device on this rank's device.
 //
-// Faults: every wait polls the stream with a watchdog (NcclOptions::watchdog_seconds) and
-// ncclCommGetAsyncError; a timeout or an asynchronous NCCL error aborts the NCCL communicator
-// (ncclCommAbort) and throws NcclError naming the operation. NCCL cannot see a size mismatch
-// between a send and its recv, so send() first sends the element count and recv() checks it.
+// Faults: every wait polls the stream with a timeout (CollectiveOptions::timeout_s, else the
+// default: NcclOptions::watchdog_seconds or set_default_timeout) and ncclCommGetAsyncError; a
+// timeout aborts the NCCL communicator (ncclCommAbort) and throws PeerTimeout, an asynchronous
+// NCCL error aborts it and throws NcclError, both naming the operation. Misuse is a UserError
+// before anything is queued (the contract in core/comm/comm.hpp). NCCL cannot see a size
+// mismatch between a send and its recv, so send() first sends the element count and recv()
+// checks it: on a mismatch it still receives the message (so the send completes), then throws
+// UserError.
 #if defined(SYNCOPATE_HAVE_NCCL)
 #include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
 #include <stdexcept>
-#include <tuple>
 #include <vector>
 
 #include "backends/cuda/device.hpp"
-#include "core/comm/collective_schedule.hpp"
-#include "core/comm/comm.hpp"
 #include "core/base/function_ref.hpp"
+#include "core/comm/comm.hpp"
+#include "core/comm/schedule_cache.hpp"
 
 namespace syncopate::cuda {
 
-// An NCCL call failed, an asynchronous NCCL error was reported, or a wait timed out.
-class NcclError : public std::runtime_error {
+// An NCCL call failed or an asynchronous NCCL error was reported (the contract's PeerFailure).
+class NcclError : public PeerFailure {
  public:
-  using std::runtime_error::runtime_error;
+  using PeerFailure::PeerFailure;
 };
 
 struct NcclOptions {
   bool native = false;            // NCCL's own allreduce/reduce algorithms (see above)
-  double watchdog_seconds = 600;  // a wait longer than this throws; 0 = wait forever
+  double watchdog_seconds = 600;  // default timeout: a longer wait throws; 0 = wait forever
 };
 
 class PinnedPool;
@@ -98,9 +100,13 @@ class NcclCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  void create_global(std::span<const float> initial) override;
-  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+  // control's shared model (merges count in counters() through control's).
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override {
+    return control_->create_shared_model(initial);
+  }
   CommCounters counters() const override;
+  void set_default_timeout(double seconds) override { options_.watchdog_seconds = seconds; }
+  double default_timeout() const override { return options_.watchdog_seconds; }
 
   // Device-resident forms: `data` holds count floats on device(); queued on stream() and
   // complete when the call returns (kAvg's division runs on the device, correctly rounded like
@@ -115,7 +121,9 @@ class NcclCommunicator final : public Communicator {
   void synchronize(const char* what);
   void set_device() const;
   void check_open() const;
-  // This rank's steps of a schedule, built on first use and cached.
+  void check_rank(int rank, const char* operation, const char* what, bool self_allowed) const;
+  void check_block(size_t got, size_t n, const char* operation, const char* what) const;
+  // This rank's steps of a schedule (the schedule cache's), with scratch grown to fit them.
   const std::vector<Step>& steps_of(CollectiveKind kind, Algorithm algorithm, size_t count,
                                     int root);
   // Queue NCCL operations and kernels on stream() (no finish()).
@@ -130,8 +138,9 @@ class NcclCommunicator final : public Communicator {
               FunctionRef<void(float*)> enqueue);
   // Throws NcclError if NCCL reported an asynchronous error.
   void check_async(const char* what);
-  // Waits until `event` completed: polls with the watchdog and checks for NCCL errors.
-  void wait_event(cudaEvent_t event, const char* what);
+  // Waits until `event` completed: polls with the timeout (kDefaultTimeout: the default) and
+  // checks for NCCL errors.
+  void wait_event(cudaEvent_t event, const char* what, double timeout_s = kDefaultTimeout);
   // ncclCommAbort (unblocks kernels that wait for a dead peer); later calls throw.
   void abort_comm() noexcept;
 
@@ -145,7 +154,7 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t done_ = nullptr;
   DeviceBuffer<float> data_, scratch_;
   DeviceBuffer<uint64_t> header_;
-  std::map<std::tuple<CollectiveKind, Algorithm, size_t, int>, std::vector<Step>> cache_;
+  std::unique_ptr<ScheduleCache> cache_;
   std::vector<float> host_scratch_;
   uint64_t bytes_sent_ = 0, bytes_recv_ = 0;
   ncclComm_t comm_ = nullptr;

@@ -77,7 +77,8 @@ class DeadlineWatcher {
       std::ostringstream message;
       message << "syncopate mpi: rank " << detail::world_rank() << " spent more than "
               << earliest->second.seconds << " s in " << earliest->second.operation
-              << ": a peer died or hangs (watchdog SYNCOPATE_MPI_WATCHDOG_S); ending the job";
+              << ": a peer died or hangs (timeout; default: watchdog SYNCOPATE_MPI_WATCHDOG_S); "
+                 "ending the job";
       armed_.erase(earliest);
       const Deadline::Action action = action_;
       lock.unlock();
@@ -105,8 +106,10 @@ class DeadlineWatcher {
 
 }  // namespace
 
-Deadline::Deadline(const char* operation) {
-  const double seconds = Runtime::watchdog_seconds();
+Deadline::Deadline(const char* operation) : Deadline(operation, kDefaultTimeout) {}
+
+Deadline::Deadline(const char* operation, double seconds) {
+  if (seconds == kDefaultTimeout) seconds = Runtime::watchdog_seconds();
   if (seconds > 0) id_ = DeadlineWatcher::instance().arm(operation, seconds);
 }
 

@@ -12,7 +12,10 @@ namespace syncopate::mpi {
 // (per-message waits poll instead: see wait_all). No deadline when the watchdog is off.
 class Deadline {
  public:
+  // Bounded by the process default (Runtime::watchdog_seconds()).
   explicit Deadline(const char* operation);
+  // Bounded by `seconds` (kDefaultTimeout: the process default; 0: not armed).
+  Deadline(const char* operation, double seconds);
   ~Deadline();
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;

@@ -1,4 +1,4 @@
-// The shared global model of epoch_async, on MPI one-sided communication.
+// MpiSharedModel: the shared model of epoch_async, on MPI one-sided communication.
 //
 // Why one-sided with an exclusive lock: every rank trains; there is no spare rank to dedicate as
 // a parameter server, and a server would need its own progress loop. With passive-target RMA,
@@ -18,8 +18,8 @@
 // MPI_THREAD_MULTIPLE: run with SYNCOPATE_MPI_THREADS=funneled there.
 //
 // MPI_Win_lock and the window's creation and release block inside MPI and cannot be polled, so
-// a Deadline bounds them: a rank that hangs while holding the lock ends the job after the
-// watchdog (a rank that dies ends it through mpirun, as everywhere).
+// a Deadline (the communicator's default timeout) bounds them: a rank that hangs while holding
+// the lock ends the job after it (a rank that dies ends it through mpirun, as everywhere).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,55 +30,78 @@
 
 namespace syncopate::mpi {
 
-void MpiCommunicator::create_global(std::span<const float> initial) {
-  free_window();
-  const Deadline deadline("create_global (MPI_Win_allocate)");
+class MpiSharedModel final : public SharedModel {
+ public:
+  MpiSharedModel(MpiCommunicator& comm, std::span<const float> initial);
+  ~MpiSharedModel() override;
+  MpiSharedModel(const MpiSharedModel&) = delete;
+  MpiSharedModel& operator=(const MpiSharedModel&) = delete;
+
+  size_t size() const override { return scratch_.size(); }
+  void merge(std::span<float> local, const MergeRule& rule) override;
+
+ private:
+  MpiCommunicator& comm_;
+  MPI_Win window_ = MPI_WIN_NULL;
+  std::vector<float> scratch_;
+};
+
+MpiSharedModel::MpiSharedModel(MpiCommunicator& comm, std::span<const float> initial)
+    : comm_(comm), scratch_(initial.size()) {
+  // Every rank must pass the same size: check before the window exists, on every rank alike
+  // (MPI's own allreduce: a census, not counted as the model's traffic).
+  const Deadline deadline("create_shared_model (MPI_Win_allocate)", comm_.default_timeout());
+  long long sizes[2] = {static_cast<long long>(initial.size()),
+                        -static_cast<long long>(initial.size())};
+  SYNC_MPI(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_LONG_LONG, MPI_MAX, comm_.handle()));
+  if (sizes[0] != -sizes[1])
+    throw UserError("mpi: create_shared_model: rank " + std::to_string(comm_.rank()) + " passed " +
+                    std::to_string(initial.size()) + " floats, some rank " +
+                    std::to_string(sizes[0]) + "; allowed: the same model size on every rank");
   const int count = detail::to_count(initial.size());
-  const MPI_Aint bytes = rank_ == 0 ? static_cast<MPI_Aint>(initial.size_bytes()) : 0;
+  const int rank = comm_.rank();
+  const MPI_Aint bytes = rank == 0 ? static_cast<MPI_Aint>(initial.size_bytes()) : 0;
   void* base = nullptr;
-  MPI_Win window = MPI_WIN_NULL;
-  SYNC_MPI(MPI_Win_allocate(bytes, sizeof(float), MPI_INFO_NULL, main_->comm(), &base, &window));
-  window_ = window;
-  global_count_ = initial.size();
+  SYNC_MPI(MPI_Win_allocate(bytes, sizeof(float), MPI_INFO_NULL, comm_.handle(), &base, &window_));
   SYNC_MPI(MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN));
-  if (rank_ == 0) {
+  if (rank == 0) {
     SYNC_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, window_));
     SYNC_MPI(MPI_Put(initial.data(), count, MPI_FLOAT, 0, 0, count, MPI_FLOAT, window_));
     SYNC_MPI(MPI_Win_unlock(0, window_));
   }
-  merge_scratch_.resize(initial.size());
-  barrier();  // nobody merges before the initial model is in place
+  comm_.barrier();  // nobody merges before the initial model is in place
 }
 
-void MpiCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
-  SYNC_CHECK(window_ != MPI_WIN_NULL, "merge_into_global before create_global");
-  SYNC_CHECK(local.size() == global_count_,
-             "merge of " << local.size() << " floats into a global model of " << global_count_);
-  const int count = detail::to_count(global_count_);
-  const Deadline deadline("merge_into_global (MPI_Win_lock on rank 0's window)");
+void MpiSharedModel::merge(std::span<float> local, const MergeRule& rule) {
+  check_merge_size(local.size(), scratch_.size(), "mpi", comm_.rank());
+  const int count = detail::to_count(scratch_.size());
+  const Deadline deadline("shared model merge (MPI_Win_lock on rank 0's window)",
+                          comm_.default_timeout());
   SYNC_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, window_));
-  SYNC_MPI(MPI_Get(merge_scratch_.data(), count, MPI_FLOAT, 0, 0, count, MPI_FLOAT, window_));
+  SYNC_MPI(MPI_Get(scratch_.data(), count, MPI_FLOAT, 0, 0, count, MPI_FLOAT, window_));
   SYNC_MPI(MPI_Win_flush(0, window_));
-  apply_merge_rule(rule, merge_scratch_, local);
-  SYNC_MPI(MPI_Put(merge_scratch_.data(), count, MPI_FLOAT, 0, 0, count, MPI_FLOAT, window_));
+  apply_merge_rule(rule, scratch_, local);
+  SYNC_MPI(MPI_Put(scratch_.data(), count, MPI_FLOAT, 0, 0, count, MPI_FLOAT, window_));
   SYNC_MPI(MPI_Win_unlock(0, window_));
-  std::copy(merge_scratch_.begin(), merge_scratch_.end(), local.begin());
-  if (rank_ != 0) add_bytes(local.size_bytes(), local.size_bytes());
+  std::copy(scratch_.begin(), scratch_.end(), local.begin());
+  if (comm_.rank() != 0) comm_.add_bytes(local.size_bytes(), local.size_bytes());
 }
 
-void MpiCommunicator::free_window() {
+// MPI_Win_free synchronises all ranks: skip it while failing (the job is being aborted). A
+// destructor cannot throw: a failure is reported and the process marked failing, so that
+// ~Runtime aborts the job.
+MpiSharedModel::~MpiSharedModel() {
   if (window_ == MPI_WIN_NULL) return;
-  // MPI_Win_free synchronises all ranks: skip it while failing (the job is being aborted).
-  // Called from the destructor too, so errors are reported rather than thrown.
-  if (detail::mpi_active() && !detail::failed() && std::uncaught_exceptions() == 0) {
-    const Deadline deadline("MPI_Win_free");
-    if (MPI_Win_free(&window_) != MPI_SUCCESS) {
-      detail::mark_failed();
-      std::fprintf(stderr, "syncopate mpi: MPI_Win_free failed on rank %d\n", rank_);
-    }
+  if (!detail::mpi_active() || detail::failed() || std::uncaught_exceptions() > 0) return;
+  const Deadline deadline("MPI_Win_free", comm_.default_timeout());
+  if (MPI_Win_free(&window_) != MPI_SUCCESS) {
+    detail::mark_failed();
+    std::fprintf(stderr, "syncopate mpi: MPI_Win_free failed on rank %d\n", comm_.rank());
   }
-  window_ = MPI_WIN_NULL;
-  global_count_ = 0;
+}
+
+std::unique_ptr<SharedModel> MpiCommunicator::create_shared_model(std::span<const float> initial) {
+  return std::make_unique<MpiSharedModel>(*this, initial);
 }
 
 }  // namespace syncopate::mpi

@@ -102,15 +102,12 @@ MpiCommunicator::MpiCommunicator(Key, CommHandle comm) {
 MpiCommunicator::~MpiCommunicator() {
   if (std::uncaught_exceptions() > 0 || detail::failed()) engine_->cancel();
   engine_.reset();
-  free_window();
 }
 
 void MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                                    const CollectiveOptions& options, const PollPolicy& poll) {
-  const Algorithm algorithm =
-      resolve_algorithm(options.algorithm, size_, data.size() * sizeof(float), node_of_rank_);
-  channel.run(channel.steps(CollectiveKind::kAllreduce, algorithm, data.size(), 0), data,
-              options.op, poll);
+                                    const CollectiveOptions& options, PollPolicy poll) {
+  poll.timeout_s = timeout_of(options);
+  channel.run(CollectiveKind::kAllreduce, options.algorithm, data, 0, options.op, poll);
   finish(options.op, size_, data);
 }
 
@@ -122,36 +119,50 @@ void MpiCommunicator::allreduce_blocking(std::span<float> data, const Collective
   run_allreduce(*main_, data, options, {});
 }
 
+PollPolicy MpiCommunicator::poll() const { return {.timeout_s = default_timeout()}; }
+
+void MpiCommunicator::check_rank(int rank, const char* operation, const char* what,
+                                 bool self_allowed) const {
+  if (rank >= 0 && rank < size_ && (self_allowed || rank != rank_)) return;
+  throw UserError("mpi: " + std::string(operation) + ": " + what + " " + std::to_string(rank) +
+                  " from rank " + std::to_string(rank_) + "; allowed: 0.." +
+                  std::to_string(size_ - 1) + (self_allowed ? "" : " other than the caller"));
+}
+
+void MpiCommunicator::check_block(size_t got, size_t n, const char* operation,
+                                  const char* what) const {
+  const size_t want = block_of(n, size_, rank_).count;
+  if (got != want)
+    throw UserError("mpi: " + std::string(operation) + ": rank " + std::to_string(rank_) + " " +
+                    what + " has " + std::to_string(got) + " floats of " + std::to_string(n) +
+                    "; allowed: block_of(n, size(), rank()).count = " + std::to_string(want));
+}
+
 void MpiCommunicator::broadcast(std::span<float> data, int root) {
-  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
-  main_->run(main_->steps(CollectiveKind::kBroadcast, Algorithm::kBinomialTree, data.size(), root),
-             data, ReduceOp::kSum);
+  check_rank(root, "broadcast", "root", true);
+  main_->run(CollectiveKind::kBroadcast, Algorithm::kBinomialTree, data, root, ReduceOp::kSum,
+             poll());
 }
 
 void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
-  SYNC_CHECK(root >= 0 && root < size_, "root " << root << " of " << size_);
-  main_->run(main_->steps(CollectiveKind::kReduce, Algorithm::kBinomialTree, data.size(), root),
-             data, op);
+  check_rank(root, "reduce", "root", true);
+  main_->run(CollectiveKind::kReduce, Algorithm::kBinomialTree, data, root, op, poll());
   if (rank_ == root) finish(op, size_, data);
 }
 
 void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+  check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
-  SYNC_CHECK(mine.size() == block.count,
-             "allgather: mine has " << mine.size() << " floats, block " << block.count);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
-  main_->run(main_->steps(CollectiveKind::kAllgather, Algorithm::kRing, all.size(), 0), all,
-             ReduceOp::kSum);
+  main_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll());
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
+  check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
-  SYNC_CHECK(out.size() == block.count,
-             "reduce_scatter: out has " << out.size() << " floats, block " << block.count);
   work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
-  main_->run(main_->steps(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), work_,
-             op);
+  main_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, work_, 0, op, poll());
   const std::span<float> reduced(work_.data() + block.offset, block.count);
   finish(op, size_, reduced);
   std::copy(reduced.begin(), reduced.end(), out.begin());
@@ -160,40 +171,52 @@ void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
 void MpiCommunicator::barrier() {
   MPI_Request request = MPI_REQUEST_NULL;
   SYNC_MPI(MPI_Ibarrier(main_->comm(), &request));
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"barrier"});
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"barrier"}, poll());
 }
 
 void MpiCommunicator::send(std::span<const float> data, int peer) {
-  SYNC_CHECK(peer >= 0 && peer < size_, "peer " << peer << " of " << size_);
+  check_rank(peer, "send", "peer", false);
   MPI_Request request = MPI_REQUEST_NULL;
   SYNC_MPI(MPI_Isend(data.data(), to_count(data.size()), MPI_FLOAT, peer, detail::kPointToPointTag,
                      main_->comm(), &request));
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"send", -1, peer});
-  if (peer != rank_) add_bytes(data.size_bytes(), 0);
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"send", -1, peer}, poll());
+  add_bytes(data.size_bytes(), 0);
 }
 
 void MpiCommunicator::recv(std::span<float> data, int peer) {
-  SYNC_CHECK(peer >= 0 && peer < size_, "peer " << peer << " of " << size_);
+  check_rank(peer, "recv", "peer", false);
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_Status status;
   SYNC_MPI(MPI_Irecv(data.data(), to_count(data.size()), MPI_FLOAT, peer, detail::kPointToPointTag,
                      main_->comm(), &request));
-  // A longer message fails with MPI_ERR_TRUNCATE; a shorter one is caught here.
-  detail::wait_all(main_->comm(), std::span(&request, 1), {"recv", -1, peer}, {}, &status);
+  // A longer message is a UserError of wait_all (truncated); a shorter one is caught here.
+  detail::wait_all(main_->comm(), std::span(&request, 1), {"recv", -1, peer}, poll(), &status);
   int received = 0;
   SYNC_MPI(MPI_Get_count(&status, MPI_FLOAT, &received));
-  SYNC_CHECK(
-      static_cast<size_t>(received) == data.size(),
-      "recv from " << peer << ": message has " << received << " floats, buffer " << data.size());
-  if (peer != rank_) add_bytes(0, data.size_bytes());
+  if (static_cast<size_t>(received) != data.size())
+    throw UserError("mpi: recv: rank " + std::to_string(rank_) + " expected " +
+                    std::to_string(data.size()) + " floats from rank " + std::to_string(peer) +
+                    " which sent " + std::to_string(received) +
+                    "; allowed: send and recv of the same size");
+  add_bytes(0, data.size_bytes());
 }
 
 std::unique_ptr<MpiCommunicator> MpiCommunicator::split_mpi(int color, int key) {
-  SYNC_CHECK(color >= 0, "split: color " << color << " must be >= 0");
+  if (color < 0)
+    throw UserError("mpi: split: color " + std::to_string(color) + " on rank " +
+                    std::to_string(rank_) + "; allowed: >= 0");
   MPI_Comm out = MPI_COMM_NULL;
-  const Deadline deadline("split (MPI_Comm_split)");
-  SYNC_MPI(MPI_Comm_split(main_->comm(), color, key, &out));
-  return std::make_unique<MpiCommunicator>(Key{}, CommHandle(out));
+  {
+    const Deadline deadline("split (MPI_Comm_split)", default_timeout());
+    SYNC_MPI(MPI_Comm_split(main_->comm(), color, key, &out));
+  }
+  auto group = std::make_unique<MpiCommunicator>(Key{}, CommHandle(out));
+  group->timeout_s_ = timeout_s_;
+  return group;
+}
+
+double MpiCommunicator::default_timeout() const {
+  return timeout_s_ == kDefaultTimeout ? Runtime::watchdog_seconds() : timeout_s_;
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {

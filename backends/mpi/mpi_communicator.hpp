@@ -37,7 +37,10 @@ class AsyncEngine;
 // behind CPU arithmetic nothing hides when ranks already fill the cores (2 ranks on 2 cores
 // here). The hand-off costs ~10 us per call for small messages; allreduce_blocking avoids it.
 //
-// All other calls are blocking, on the calling thread. One thread calls this object.
+// All other calls are blocking, on the calling thread. One thread calls this object. Misuse is a
+// UserError raised before any message (the contract in core/comm/comm.hpp); so is a received
+// message whose size is not the one expected (a recv of another size than its send, members
+// that issued different collectives).
 // Tags: collectives and point-to-point messages use different tags, so they never match each
 // other. A Work must not outlive its communicator.
 class MpiCommunicator final : public Communicator {
@@ -71,16 +74,24 @@ class MpiCommunicator final : public Communicator {
   // Typed split (same collective), for callers that want MPI-specific calls on the group.
   std::unique_ptr<MpiCommunicator> split_mpi(int color, int key);
 
-  void create_global(std::span<const float> initial) override;
-  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+  // A window on rank 0 under an exclusive lock (see global_model.cpp).
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
 
   CommCounters counters() const override;
+  // Unset (kDefaultTimeout): the process default, Runtime::watchdog_seconds().
+  void set_default_timeout(double seconds) override { timeout_s_ = seconds; }
+  double default_timeout() const override;
 
  private:
+  friend class MpiSharedModel;
   void run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                     const CollectiveOptions& options, const PollPolicy& poll);
+                     const CollectiveOptions& options, PollPolicy poll);
+  PollPolicy poll() const;  // the blocking calls': this communicator's default timeout
+  // UserError unless 0 <= rank < size (and rank != this rank unless self_allowed).
+  void check_rank(int rank, const char* operation, const char* what, bool self_allowed) const;
+  // UserError unless got == block_of(n, size, rank).count.
+  void check_block(size_t got, size_t n, const char* operation, const char* what) const;
   void add_bytes(uint64_t sent, uint64_t received);
-  void free_window();
 
   int rank_ = 0, size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_rank_;
@@ -89,11 +100,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<ScheduleChannel> async_;  // allreduce_async (helper thread or wait())
   std::unique_ptr<AsyncEngine> engine_;
   std::vector<float> work_;  // reduce_scatter's in-place copy
-
-  // The global model of epoch_async (see global_model.cpp).
-  MPI_Win window_ = MPI_WIN_NULL;
-  size_t global_count_ = 0;
-  std::vector<float> merge_scratch_;
+  double timeout_s_ = kDefaultTimeout;
 };
 
 // MPI's own allreduce (MPI_Allreduce; kAvg = sum then divide by size) on the communicator.

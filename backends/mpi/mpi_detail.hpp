@@ -10,12 +10,14 @@
 
 #include "backends/mpi/runtime.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/comm.hpp"
 
 namespace syncopate::mpi {
 
 // How a thread waits for its messages: spinning (a caller with nothing else to do), or on the
 // helper thread gently, sleeping between polls, unless some thread is blocked on the result.
 struct PollPolicy {
+  double timeout_s = kDefaultTimeout;  // kDefaultTimeout: Runtime::watchdog_seconds()
   bool background = false;
   const std::atomic<bool>* cancel = nullptr;  // abandon the wait (error unwinding) when true
   const std::atomic<int>* waiters = nullptr;  // threads blocked on the result: spin while > 0
@@ -51,10 +53,16 @@ struct WaitContext {
 };
 
 // Completes every request, polling MPI_Testall as `poll` says (a helper thread must not steal
-// the core from compute). Throws PeerTimeout, after withdrawing the requests, once the watchdog
-// expires or *poll.cancel becomes true. `statuses`: MPI_STATUSES_IGNORE or one per request.
+// the core from compute). Throws PeerTimeout, after withdrawing the requests, once poll's
+// timeout (or the watchdog) expires or *poll.cancel becomes true; UserError, after withdrawing
+// the others, when a receive was truncated (the message is longer than the buffer: sizes of a
+// send and its recv differ). `statuses`: MPI_STATUSES_IGNORE or one per request.
 void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext& context,
               const PollPolicy& poll = {}, MPI_Status* statuses = MPI_STATUSES_IGNORE);
+
+// Cancels and frees every request still active (a late message cannot land in a buffer given
+// up on). Never throws.
+void withdraw(std::span<MPI_Request> requests) noexcept;
 
 inline int to_count(size_t n) {
   SYNC_CHECK(n <= static_cast<size_t>(INT_MAX),

@@ -81,41 +81,81 @@ bool mpi_active() {
   return initialized != 0 && finalized == 0;
 }
 
+void withdraw(std::span<MPI_Request> requests) noexcept {
+  for (MPI_Request& request : requests) {
+    if (request == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&request);
+    MPI_Request_free(&request);
+  }
+}
+
+namespace {
+
+bool truncated(int rc, int count, const MPI_Status* statuses) {
+  int error_class = MPI_SUCCESS;
+  MPI_Error_class(rc, &error_class);
+  if (error_class == MPI_ERR_TRUNCATE) return true;
+  if (error_class != MPI_ERR_IN_STATUS || statuses == MPI_STATUSES_IGNORE) return false;
+  for (int i = 0; i < count; ++i) {
+    MPI_Error_class(statuses[i].MPI_ERROR, &error_class);
+    if (error_class == MPI_ERR_TRUNCATE) return true;
+  }
+  return false;
+}
+
+std::string describe(MPI_Comm comm, const WaitContext& context, double waited) {
+  int rank = -1;
+  MPI_Comm_rank(comm, &rank);
+  std::ostringstream message;
+  message << "syncopate mpi: rank " << rank << " waited " << waited << " s in "
+          << context.operation;
+  if (context.round >= 0) message << " step " << context.round;
+  if (context.peer_a >= 0 || context.peer_b >= 0)
+    message << " for peer(s) " << context.peer_a << "/" << context.peer_b;
+  return message.str();
+}
+
+// One MPI_Testall; a truncated receive is the caller's error, any other failure MPI's.
+bool test_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext& context,
+              MPI_Status* statuses) {
+  int done = 0;
+  const int count = static_cast<int>(requests.size());
+  const int rc = MPI_Testall(count, requests.data(), &done, statuses);
+  if (rc == MPI_SUCCESS) return done != 0;
+  if (!truncated(rc, count, statuses)) throw_mpi_error(rc, "MPI_Testall", __FILE__, __LINE__);
+  withdraw(requests);
+  throw UserError(describe(comm, context, 0) +
+                  ": a message is longer than the receive buffer; allowed: a recv of the size "
+                  "of its send, and the same collectives in the same order on every member");
+}
+
+}  // namespace
+
 void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext& context,
               const PollPolicy& poll, MPI_Status* statuses) {
   if (requests.empty()) return;
-  const double limit = g_watchdog_seconds.load(std::memory_order_relaxed);
+  const double limit = poll.timeout_s == kDefaultTimeout
+                           ? g_watchdog_seconds.load(std::memory_order_relaxed)
+                           : poll.timeout_s;
   const double start = MPI_Wtime();
   for (uint64_t polls = 1;; ++polls) {
-    int done = 0;
-    SYNC_MPI(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses));
-    if (done != 0) return;
+    if (test_all(comm, requests, context, statuses)) return;
     const bool spinning =
         !poll.background || polls < 64 || (poll.waiters != nullptr && poll.waiters->load() > 0);
     if (spinning && polls % 256 != 0) continue;
     const double waited = MPI_Wtime() - start;
     const bool cancelled = poll.cancel != nullptr && poll.cancel->load();
     if (cancelled || (limit > 0 && waited > limit)) {
-      int rank = -1;
-      MPI_Comm_rank(comm, &rank);
       mark_failed();
-      // Withdraw the requests, so that a late message cannot land in a buffer given up on.
-      for (MPI_Request& request : requests) {
-        if (request == MPI_REQUEST_NULL) continue;
-        MPI_Cancel(&request);
-        MPI_Request_free(&request);
-      }
+      withdraw(requests);
       std::ostringstream message;
-      message << "syncopate mpi: rank " << rank << " waited " << waited << " s in "
-              << context.operation;
-      if (context.round >= 0) message << " step " << context.round;
-      if (context.peer_a >= 0 || context.peer_b >= 0)
-        message << " for peer(s) " << context.peer_a << "/" << context.peer_b;
+      message << describe(comm, context, waited);
       if (cancelled)
         message << ": abandoned because its communicator is being destroyed after an error";
       else
-        message << ": a peer died or hangs (watchdog SYNCOPATE_MPI_WATCHDOG_S = " << limit
-                << " s; raise it if such waits are expected)";
+        message << ": a peer died or hangs (timeout " << limit
+                << " s; default: watchdog SYNCOPATE_MPI_WATCHDOG_S; raise it if such waits are "
+                   "expected)";
       throw PeerTimeout(message.str());
     }
     if (spinning) continue;

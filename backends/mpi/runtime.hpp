@@ -5,8 +5,10 @@
 // MPI_Finalize, aborts, or is killed by SIGKILL: in every case mpirun killed the other ranks and
 // ended the job within about 2 s, with a message naming the rank). What remains is a rank that
 // hangs without dying; for that every blocking wait of this backend polls with a watchdog
-// (default 600 s, SYNCOPATE_MPI_WATCHDOG_S or Runtime::set_watchdog_seconds, 0 = off) and throws
-// PeerTimeout naming the operation and the peers. MPI errors are returned (MPI_ERRORS_RETURN),
+// and throws PeerTimeout naming the operation and the peers. Its limit: the call's
+// CollectiveOptions::timeout_s, else the communicator's set_default_timeout, else the process
+// default (600 s, SYNCOPATE_MPI_WATCHDOG_S, read here once, or Runtime::set_watchdog_seconds;
+// 0 = off). MPI errors are returned (MPI_ERRORS_RETURN),
 // never fatal inside MPI, and thrown as MpiError. After any such error, or while an exception
 // unwinds through it, ~Runtime calls MPI_Abort instead of MPI_Finalize (which would wait forever
 // for ranks that are still in a collective), so the whole job ends with the message.
@@ -15,19 +17,18 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "core/comm/comm.hpp"
+
 namespace syncopate::mpi {
 
-// An MPI call returned an error code.
-class MpiError : public std::runtime_error {
+// An MPI call returned an error code (the contract's PeerFailure: the transport failed).
+class MpiError : public PeerFailure {
  public:
-  using std::runtime_error::runtime_error;
+  using PeerFailure::PeerFailure;
 };
 
-// A blocking wait exceeded the watchdog: a peer died or hangs.
-class PeerTimeout : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// A blocking wait exceeded its timeout: a peer died or hangs (the core's type).
+using syncopate::PeerTimeout;
 
 // RAII MPI_Init_thread / MPI_Finalize. One per process, constructed first, destroyed last.
 //

@@ -8,33 +8,6 @@ namespace syncopate::mpi {
 
 using detail::to_count;
 
-ScheduleChannel::ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank,
-                                 std::atomic<uint64_t>* bytes_sent,
-                                 std::atomic<uint64_t>* bytes_recv)
-    : comm_(std::move(comm)),
-      node_of_rank_(std::move(node_of_rank)),
-      bytes_sent_(bytes_sent),
-      bytes_recv_(bytes_recv) {
-  SYNC_MPI(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN));
-  SYNC_MPI(MPI_Comm_rank(comm_.get(), &rank_));
-  SYNC_MPI(MPI_Comm_size(comm_.get(), &size_));
-}
-
-const std::vector<Step>& ScheduleChannel::steps(CollectiveKind kind, Algorithm algorithm,
-                                                size_t count, int root) {
-  const auto key = std::make_tuple(kind, algorithm, count, root);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  if (cache_.size() >= 256) cache_.clear();  // bound the cache if sizes never repeat
-  const Schedule schedule = make_schedule(kind, algorithm, size_, count, root, node_of_rank_);
-  SYNC_CHECK(schedule.ranks == size_ && schedule.count == count,
-             "schedule for " << schedule.ranks << " ranks / " << schedule.count
-                             << " floats, wanted " << size_ << " / " << count);
-  std::vector<Step> mine = steps_of_rank(schedule, rank_);
-  for (const Step& step : mine)
-    if (step.recv_from >= 0 && scratch_.size() < step.recv.count) scratch_.resize(step.recv.count);
-  return cache_.emplace(key, std::move(mine)).first->second;
-}
-
 namespace {
 
 // Large segments travel as chunks; each received chunk is applied as soon as it (and the chunks
@@ -54,10 +27,51 @@ bool overlaps(Segment a, Segment b) {
   return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
 }
 
+int rank_of(MPI_Comm comm) {
+  SYNC_MPI(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+  int rank = 0;
+  SYNC_MPI(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
+// A received chunk must have the size the schedule says (the sender ran the same schedule).
+void check_received(const MPI_Status& status, size_t expected, int rank, int peer, size_t step,
+                    CollectiveKind kind) {
+  int received = 0;
+  SYNC_MPI(MPI_Get_count(&status, MPI_FLOAT, &received));
+  if (static_cast<size_t>(received) != expected)
+    throw UserError("mpi: " + std::string(to_string(kind)) + ": rank " + std::to_string(rank) +
+                    " expected " + std::to_string(expected) + " floats from rank " +
+                    std::to_string(peer) + " in step " + std::to_string(step) + " but got " +
+                    std::to_string(received) +
+                    "; allowed: every member issues the same collectives in the same order");
+}
+
 }  // namespace
 
-void ScheduleChannel::run(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
-                          const PollPolicy& poll) {
+ScheduleChannel::ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank,
+                                 std::atomic<uint64_t>* bytes_sent,
+                                 std::atomic<uint64_t>* bytes_recv)
+    : comm_(std::move(comm)),
+      rank_(rank_of(comm_.get())),
+      size_(static_cast<int>(node_of_rank.size())),
+      cache_(std::move(node_of_rank), CacheScope::kOneRank, rank_),
+      bytes_sent_(bytes_sent),
+      bytes_recv_(bytes_recv) {
+  int size = 0;
+  SYNC_MPI(MPI_Comm_size(comm_.get(), &size));
+  SYNC_CHECK(size == size_, "communicator of " << size << " ranks, " << size_ << " nodes given");
+}
+
+void ScheduleChannel::run(CollectiveKind kind, Algorithm algorithm, std::span<float> data, int root,
+                          ReduceOp op, const PollPolicy& poll) {
+  const CachedSchedule& entry = cache_.entry(cache_.key(kind, algorithm, data.size(), root));
+  if (scratch_.size() < entry.max_recv) scratch_.resize(entry.max_recv);
+  run_steps(entry.steps, data, op, poll, kind);
+}
+
+void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
+                                const PollPolicy& poll, CollectiveKind kind) {
   MPI_Comm comm = comm_.get();
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& step = steps[k];
@@ -67,6 +81,7 @@ void ScheduleChannel::run(const std::vector<Step>& steps, std::span<float> data,
     // A copy whose floats this step does not send lands in place, without scratch.
     const bool direct = step.action == RecvAction::kCopy && !overlap;
     requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);  // keeps its capacity
+    statuses_.resize(n_recv);
     for (size_t i = 0; i < n_recv; ++i) {
       const Segment c = chunk(step.recv, i);
       float* target =
@@ -79,13 +94,19 @@ void ScheduleChannel::run(const std::vector<Step>& steps, std::span<float> data,
       SYNC_MPI(MPI_Isend(data.data() + c.offset, to_count(c.count), MPI_FLOAT, step.send_to,
                          detail::kCollectiveTag, comm, &requests_[n_recv + i]));
     }
-    const detail::WaitContext context{"collective", static_cast<int>(k), step.send_to,
+    const detail::WaitContext context{to_string(kind).data(), static_cast<int>(k), step.send_to,
                                       step.recv_from};
     const std::span<MPI_Request> sends = std::span(requests_).subspan(n_recv);
     for (size_t i = 0; i < n_recv; ++i) {
-      detail::wait_all(comm, std::span(&requests_[i], 1), context, poll);
-      if (direct) continue;
       const Segment c = chunk(step.recv, i);
+      detail::wait_all(comm, std::span(&requests_[i], 1), context, poll, &statuses_[i]);
+      try {
+        check_received(statuses_[i], c.count, rank_, step.recv_from, k, kind);
+      } catch (const UserError&) {
+        detail::withdraw(requests_);
+        throw;
+      }
+      if (direct) continue;
       if (overlap && overlaps(c, step.send) && c.count > 0) {
         // Sends read the buffer as it was before this round: finish those reading c first.
         const size_t lo = std::max(c.offset, step.send.offset) - step.send.offset;

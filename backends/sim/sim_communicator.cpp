@@ -111,10 +111,10 @@ SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
 
 WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool async) {
   me_.flush();
-  ScheduleEntry& entry = group_->entry(call);
-  const size_t r = static_cast<size_t>(rank_);
-  counters_.bytes_sent += entry.bytes_sent[r];
-  counters_.bytes_recv += entry.bytes_recv[r];
+  const CachedSchedule& entry = group_->entry(call);
+  const RankTraffic& traffic = entry.traffic[static_cast<size_t>(rank_)];
+  counters_.bytes_sent += traffic.bytes_sent;
+  counters_.bytes_recv += traffic.bytes_recv;
   BlockedOn what{.operation = to_string(call.kind).data(),
                  .group = group_->id(),
                  .count = call.count,
@@ -124,8 +124,8 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
   if (world_.fidelity() != Fidelity::kMessage)
     return std::make_unique<JobWork>(world_, me_, group_->arrive(rank_, call, data), what);
 
-  world_.stats().messages += entry.sends[r];
-  std::shared_ptr<const Schedule> schedule = group_->schedule(call, entry);
+  world_.stats().messages += traffic.sends;
+  std::shared_ptr<const Schedule> schedule = group_->schedule(entry);
   if (!async) {
     drain();
     {
@@ -167,7 +167,7 @@ void SimCommunicator::drain() {
 }
 
 WorkPtr SimCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return start({.kind = CollKind::kAllreduce,
+  return start({.kind = CollectiveKind::kAllreduce,
                 .algorithm = options.algorithm,
                 .count = data.size(),
                 .op = options.op},
@@ -176,12 +176,14 @@ WorkPtr SimCommunicator::allreduce_async(std::span<float> data, const Collective
 
 void SimCommunicator::broadcast(std::span<float> data, int root) {
   check_root(root, "broadcast");
-  start({.kind = CollKind::kBroadcast, .count = data.size(), .root = root}, data, false)->wait();
+  start({.kind = CollectiveKind::kBroadcast, .count = data.size(), .root = root}, data, false)
+      ->wait();
 }
 
 void SimCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   check_root(root, "reduce");
-  start({.kind = CollKind::kReduce, .count = data.size(), .root = root, .op = op}, data, false)
+  start({.kind = CollectiveKind::kReduce, .count = data.size(), .root = root, .op = op}, data,
+        false)
       ->wait();
 }
 
@@ -194,7 +196,7 @@ void SimCommunicator::allgather(std::span<const float> mine, std::span<float> al
         "; allowed: block_of(all.size(), size(), rank()).count = " + std::to_string(block.count));
   if (world_.emulate())
     std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(block.offset));
-  start({.kind = CollKind::kAllgather, .count = all.size()}, all, false)->wait();
+  start({.kind = CollectiveKind::kAllgather, .count = all.size()}, all, false)->wait();
 }
 
 void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
@@ -206,7 +208,8 @@ void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
         "; allowed: block_of(in.size(), size(), rank()).count = " + std::to_string(block.count));
   std::vector<float> work;
   if (world_.emulate()) work.assign(in.begin(), in.end());
-  start({.kind = CollKind::kReduceScatter, .count = in.size(), .op = op}, work, false)->wait();
+  start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op}, work, false)
+      ->wait();
   if (!world_.emulate()) return;
   const auto first = work.begin() + static_cast<std::ptrdiff_t>(block.offset);
   std::copy(first, first + static_cast<std::ptrdiff_t>(block.count), out.begin());
@@ -214,7 +217,7 @@ void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float>
 }
 
 void SimCommunicator::barrier() {
-  start({.kind = CollKind::kBarrier, .algorithm = Algorithm::kRecursiveDoubling}, {}, false)
+  start({.kind = CollectiveKind::kBarrier, .algorithm = Algorithm::kRecursiveDoubling}, {}, false)
       ->wait();
 }
 
@@ -296,26 +299,34 @@ std::unique_ptr<Communicator> SimCommunicator::split(int color, int key) {
     }
   });
   const size_t r = static_cast<size_t>(rank_);
-  return std::make_unique<SimCommunicator>(slot->groups[r], slot->new_rank[r]);
+  auto group = std::make_unique<SimCommunicator>(slot->groups[r], slot->new_rank[r]);
+  group->set_default_timeout(timeout_s_);
+  return group;
 }
 
-void SimCommunicator::create_global(std::span<const float> initial) {
+std::unique_ptr<SharedModel> SimCommunicator::create_shared_model(std::span<const float> initial) {
   me_.flush();
-  BlockedScope scope(me_, BlockedOn{.operation = "create_global", .group = group_->id()});
-  group_->control(rank_, static_cast<int>(initial.size()), 0, initial, [&](ControlSlot& s) {
-    for (int r = 0; r < size(); ++r)
-      if (s.a[static_cast<size_t>(r)] != s.a[0])
-        throw UserError("sim: create_global: rank " + std::to_string(r) + " passed " +
-                        std::to_string(s.a[static_cast<size_t>(r)]) + " floats, rank 0 " +
-                        std::to_string(s.a[0]) + "; allowed: the same model on every rank");
-    auto global = std::make_unique<GlobalModel>();
-    const Platform& platform = world_.platform();
-    global->owner = platform.master != nullptr ? platform.master : world_.worker(0).host;
-    global->count = initial.size();
-    if (world_.emulate()) global->data.assign(s.spans[0].begin(), s.spans[0].end());
-    global->mutex = simgrid::s4u::Mutex::create();
-    group_->global() = std::move(global);
-  });
+  BlockedScope scope(me_, BlockedOn{.operation = "create_shared_model", .group = group_->id()});
+  std::shared_ptr<ControlSlot> slot =
+      group_->control(rank_, static_cast<int>(initial.size()), 0, initial, [&](ControlSlot& s) {
+        for (int r = 0; r < size(); ++r)
+          if (s.a[static_cast<size_t>(r)] != s.a[0]) {
+            s.error = std::make_exception_ptr(
+                UserError("sim: create_shared_model: rank " + std::to_string(r) + " passed " +
+                          std::to_string(s.a[static_cast<size_t>(r)]) + " floats, rank 0 " +
+                          std::to_string(s.a[0]) + "; allowed: the same model size on every rank"));
+            return;
+          }
+        auto global = std::make_shared<GlobalModel>();
+        const Platform& platform = world_.platform();
+        global->owner = platform.master != nullptr ? platform.master : world_.worker(0).host;
+        global->count = initial.size();
+        if (world_.emulate()) global->data.assign(s.spans[0].begin(), s.spans[0].end());
+        global->mutex = simgrid::s4u::Mutex::create();
+        s.shared_model = std::move(global);
+      });
+  if (slot->error) std::rethrow_exception(slot->error);
+  return std::make_unique<SimSharedModel>(*this, slot->shared_model);
 }
 
 void SimCommunicator::transfer(simgrid::s4u::Host* from, simgrid::s4u::Host* to,
@@ -331,20 +342,14 @@ void SimCommunicator::transfer(simgrid::s4u::Host* from, simgrid::s4u::Host* to,
   simgrid::s4u::Comm::sendto(from, to, bytes);
 }
 
-void SimCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
-  GlobalModel* global = group_->global().get();
-  if (global == nullptr)
-    throw UserError("sim: merge_into_global: no global model; allowed: after create_global");
-  if (local.size() != global->count)
-    throw UserError("sim: merge_into_global: " + std::to_string(local.size()) +
-                    " floats for a global model of " + std::to_string(global->count) +
-                    "; allowed: the size given to create_global");
+void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const MergeRule& rule) {
+  check_merge_size(local.size(), global->count, "sim", rank_);
   me_.flush();
   const Platform& platform = world_.platform();
   const LinkModel link = route_model(me_.host, global->owner);  // kAnalytic's alpha and B
   const uint64_t bytes = local.size() * sizeof(float);
   {
-    BlockedScope scope(me_, BlockedOn{.operation = "merge_into_global (lock)",
+    BlockedScope scope(me_, BlockedOn{.operation = "shared model merge (lock)",
                                       .group = group_->id(),
                                       .count = local.size()});
     global->mutex->lock();

@@ -20,10 +20,10 @@
 // count.
 //
 // send/recv are blocking, rendezvous (MPI_Ssend-like) mailbox comms at every fidelity.
-// merge_into_global: FIFO mutex, model sent to the owner (the platform's master host if any,
+// SharedModel::merge: FIFO mutex, model sent to the owner (the platform's master host if any,
 // else worker 0's host), merged there (elementwise compute on the host profile), sent back;
 // kAnalytic times the two transfers as alpha + bytes / B of the route instead of flows.
-// split and create_global are zero-time rendezvous (members wait for the last one).
+// split and create_shared_model are zero-time rendezvous (members wait for the last one).
 // barrier is a dissemination pattern of zero-byte messages (ceil(log2 p) latencies).
 // Reductions cost no simulated time (GPUs reduce far faster than links deliver).
 #include <memory>
@@ -52,11 +52,15 @@ class SimCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  void create_global(std::span<const float> initial) override;
-  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
   CommCounters counters() const override { return counters_; }
+  // Stored for split groups; the simulator has no timeouts (a hang is reported as a deadlock).
+  void set_default_timeout(double seconds) override { timeout_s_ = seconds; }
+  double default_timeout() const override { return timeout_s_; }
 
  private:
+  friend class SimSharedModel;
+  void merge(GlobalModel* global, std::span<float> local, const MergeRule& rule);
   WorkPtr start(const CollCall& call, std::span<float> data, bool async);
   void drain();  // kMessage: waits for this rank's asynchronous collectives
   void check_peer(int peer, const char* operation) const;
@@ -71,6 +75,22 @@ class SimCommunicator final : public Communicator {
   CommCounters counters_;
   uint64_t issued_ = 0;                  // collectives issued (for descriptions)
   std::shared_ptr<RankJob> last_async_;  // kMessage: the latest asynchronous collective
+  double timeout_s_ = kNoTimeout;
+};
+
+// A shared model of the simulator: merges run on the communicator that created it.
+class SimSharedModel final : public SharedModel {
+ public:
+  SimSharedModel(SimCommunicator& comm, std::shared_ptr<GlobalModel> model)
+      : comm_(comm), model_(std::move(model)) {}
+  size_t size() const override { return model_->count; }
+  void merge(std::span<float> local, const MergeRule& rule) override {
+    comm_.merge(model_.get(), local, rule);
+  }
+
+ private:
+  SimCommunicator& comm_;
+  std::shared_ptr<GlobalModel> model_;
 };
 
 }  // namespace syncopate::sim

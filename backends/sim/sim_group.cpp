@@ -10,14 +10,16 @@
 namespace syncopate::sim {
 namespace {
 
-// Schedules kept in memory at most (steps, 56 bytes each); beyond it older ones are dropped and
-// rebuilt when needed. A flat ring at p = 1024 alone is 2.1 M steps.
-constexpr size_t kMaxCachedSteps = size_t{6} << 20;
-
 // SimGrid refuses a null payload: cost-only messages carry this (never read).
 char g_no_payload = 0;
 
 uint64_t payload_bytes(size_t floats) { return static_cast<uint64_t>(floats) * sizeof(float); }
+
+std::vector<int> nodes_of(const Platform& platform, const std::vector<int>& workers) {
+  std::vector<int> nodes;
+  for (int w : workers) nodes.push_back(platform.node_of_gpu[static_cast<size_t>(w)]);
+  return nodes;
+}
 
 std::string describe(const CollCall& call) {
   return std::string(to_string(call.kind)) + "(" + std::string(to_string(call.algorithm)) + ", " +
@@ -27,31 +29,13 @@ std::string describe(const CollCall& call) {
 
 }  // namespace
 
-std::string_view to_string(CollKind kind) {
-  switch (kind) {
-    case CollKind::kAllreduce:
-      return "allreduce";
-    case CollKind::kBroadcast:
-      return "broadcast";
-    case CollKind::kReduce:
-      return "reduce";
-    case CollKind::kAllgather:
-      return "allgather";
-    case CollKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollKind::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
-
 Group::Group(SimWorld& world, std::vector<int> members)
-    : world_(world), id_(world.next_group_id()), members_(std::move(members)) {
-  const Platform& platform = world.platform();
-  for (int w : members_) {
-    hosts_.push_back(world.worker(w).host);
-    node_of_rank_.push_back(platform.node_of_gpu[static_cast<size_t>(w)]);
-  }
+    : world_(world),
+      id_(world.next_group_id()),
+      members_(std::move(members)),
+      node_of_rank_(nodes_of(world.platform(), members_)),
+      schedules_(node_of_rank_, CacheScope::kAllRanks) {
+  for (int w : members_) hosts_.push_back(world.worker(w).host);
   next_seq_.assign(members_.size(), 0);
   next_control_.assign(members_.size(), 0);
 }
@@ -62,88 +46,14 @@ const LinkModel& Group::link(int from, int to) {
   return find_or_create(routes_, key, [&] { return route_model(host(from), host(to)); });
 }
 
-std::shared_ptr<const Schedule> Group::build(const CollCall& call) const {
-  const int p = size();
-  switch (call.kind) {
-    case CollKind::kAllreduce:
-      return std::make_shared<const Schedule>(
-          make_allreduce_schedule(call.algorithm, p, call.count, node_of_rank_));
-    case CollKind::kBroadcast:
-      return std::make_shared<const Schedule>(make_broadcast_schedule(p, call.count, call.root));
-    case CollKind::kReduce:
-      return std::make_shared<const Schedule>(make_reduce_schedule(p, call.count, call.root));
-    case CollKind::kAllgather:
-      return std::make_shared<const Schedule>(make_allgather_schedule(p, call.count));
-    case CollKind::kReduceScatter:
-      return std::make_shared<const Schedule>(make_reduce_scatter_schedule(p, call.count));
-    case CollKind::kBarrier:
-      return std::make_shared<const Schedule>(make_barrier_schedule(p));
-  }
-  SYNC_CHECK(false, "kind " << static_cast<int>(call.kind));
-  return nullptr;
+const CachedSchedule& Group::entry(const CollCall& call) {
+  return schedules_.entry(schedules_.key(call.kind, call.algorithm, call.count, call.root));
 }
 
-void Group::account_steps(size_t steps) {
-  if (cached_steps_ + steps > kMaxCachedSteps) {
-    for (auto& [key, entry] : entries_) entry.schedule.reset();
-    cached_steps_ = 0;
-  }
-  cached_steps_ += steps;
-}
-
-ScheduleEntry& Group::entry(const CollCall& call) {
-  Algorithm algorithm = call.algorithm;
-  if (call.kind == CollKind::kAllreduce)
-    algorithm = resolve_algorithm(call.algorithm, size(), payload_bytes(call.count), node_of_rank_);
-  const int root =
-      (call.kind == CollKind::kBroadcast || call.kind == CollKind::kReduce) ? call.root : 0;
-  auto [it, inserted] = entries_.try_emplace({call.kind, algorithm, call.count, root});
-  ScheduleEntry& e = it->second;
-  if (!inserted) return e;
-
-  CollCall resolved = call;
-  resolved.algorithm = algorithm;
-  e.requested = algorithm;
-  e.schedule = build(resolved);
-  const Schedule& s = *e.schedule;
-  e.algorithm = s.algorithm;
-  const size_t p = static_cast<size_t>(size());
-  e.bytes_sent.assign(p, 0);
-  e.bytes_recv.assign(p, 0);
-  e.sends.assign(p, 0);
-  for (size_t k = 0; k < s.rounds.size(); ++k) {
-    SYNC_CHECK(s.rounds[k].size() == p, "round " << k << " size " << s.rounds[k].size());
-    for (size_t r = 0; r < p; ++r) {
-      const Step& step = s.rounds[k][r];
-      if (step.send_to >= 0) {
-        const Step& peer = s.rounds[k][static_cast<size_t>(step.send_to)];
-        // run_steps matches a round's sends and receives per pair: check it once here.
-        SYNC_CHECK(peer.recv_from == static_cast<int>(r) && peer.recv.count == step.send.count,
-                   "round " << k << ": rank " << r << " sends to " << step.send_to);
-        e.bytes_sent[r] += payload_bytes(step.send.count);
-        e.sends[r] += 1;
-        e.messages += 1;
-      }
-      if (step.recv_from >= 0) e.bytes_recv[r] += payload_bytes(step.recv.count);
-    }
-  }
-  account_steps(s.rounds.size() * p);
-  return e;
-}
-
-std::shared_ptr<const Schedule> Group::schedule(const CollCall& call, ScheduleEntry& e) {
-  if (!e.schedule) {
-    CollCall resolved = call;
-    resolved.algorithm = e.requested;
-    e.schedule = build(resolved);
-    account_steps(e.schedule->rounds.size() * static_cast<size_t>(size()));
-  }
-  return e.schedule;
-}
-
-double Group::analytic_seconds(const CollCall& call, ScheduleEntry& e) {
-  if (e.analytic_seconds < 0) e.analytic_seconds = sim::analytic_seconds(*this, *schedule(call, e));
-  return e.analytic_seconds;
+double Group::analytic_seconds(const CachedSchedule& e) {
+  const auto [it, inserted] = analytic_seconds_.try_emplace(e.key, 0.0);
+  if (inserted) it->second = sim::analytic_seconds(*this, *schedule(e));
+  return it->second;
 }
 
 simgrid::s4u::Mailbox* Group::mailbox(int src, int dst, Channel channel) {
@@ -167,11 +77,15 @@ std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<flo
     created->arrived.assign(members_.size(), 0);
     return created;
   });
+  if (job->error) std::rethrow_exception(job->error);  // failed by a mismatched member
   if (!(job->call == call)) {
-    throw UserError("sim: collective #" + std::to_string(seq + 1) + " on communicator " +
-                    std::to_string(id_) + ": worker " + std::to_string(worker(rank)) + " called " +
-                    describe(call) + " but another member called " + describe(job->call) +
-                    "; allowed: every member issues the same collectives in the same order");
+    job->error = std::make_exception_ptr(
+        UserError("sim: collective #" + std::to_string(seq + 1) + " on communicator " +
+                  std::to_string(id_) + ": worker " + std::to_string(worker(rank)) + " called " +
+                  describe(call) + " but another member called " + describe(job->call) +
+                  "; allowed: every member issues the same collectives in the same order"));
+    job->done.fire();  // the members that arrived before get the error from their wait
+    std::rethrow_exception(job->error);
   }
   job->buffers[r] = buffer;
   job->arrived[r] = 1;
@@ -194,10 +108,10 @@ void Group::launch(const std::shared_ptr<Job>& job) {
   };
 
   if (world_.fidelity() == Fidelity::kAnalytic) {
-    const double seconds = analytic_seconds(job->call, *job->entry);
+    const double seconds = analytic_seconds(*job->entry);
     const double start = std::max(simgrid::s4u::Engine::get_clock(), stream_free_at_);
     job->end_time = stream_free_at_ = start + seconds;
-    if (emulate) job->schedule = schedule(job->call, *job->entry);
+    if (emulate) job->schedule = schedule(*job->entry);
     compute(*job);
     job->schedule.reset();
     job->done.fire();
@@ -205,7 +119,7 @@ void Group::launch(const std::shared_ptr<Job>& job) {
   }
 
   SYNC_CHECK(world_.fidelity() == Fidelity::kFlow, "fidelity " << to_string(world_.fidelity()));
-  job->schedule = schedule(job->call, *job->entry);
+  job->schedule = schedule(*job->entry);
   std::shared_ptr<Job> previous = std::move(last_job_);
   last_job_ = job;
   const std::string name = concat('g', id_, '/', to_string(job->call.kind), '#', job->seq + 1);
@@ -253,23 +167,9 @@ std::shared_ptr<ControlSlot> Group::control(int rank, int a, int b, std::span<co
 }
 
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data) {
-  if (call.kind == CollKind::kAllreduce || (call.kind == CollKind::kReduce && rank == call.root))
+  if (call.kind == CollectiveKind::kAllreduce ||
+      (call.kind == CollectiveKind::kReduce && rank == call.root))
     finish(call.op, p, data);
-}
-
-Schedule make_barrier_schedule(int p) {
-  Schedule s;
-  s.ranks = p;
-  s.count = 0;
-  s.algorithm = Algorithm::kRecursiveDoubling;
-  for (int d = 1; d < p; d *= 2) {
-    std::vector<Step>& round = s.rounds.emplace_back(static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r) {
-      round[static_cast<size_t>(r)].send_to = (r + d) % p;
-      round[static_cast<size_t>(r)].recv_from = (r - d + p) % p;
-    }
-  }
-  return s;
 }
 
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
@@ -305,8 +205,14 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
     if (in) in->wait();
     if (in && emulate) {
       const std::unique_ptr<std::vector<float>> owned(received);
-      SYNC_CHECK(owned && owned->size() == step.recv.count,
-                 "round " << k << " rank " << rank << " expected " << step.recv.count);
+      SYNC_CHECK(owned != nullptr, "round " << k << " rank " << rank << ": no payload");
+      if (owned->size() != step.recv.count)
+        throw UserError("sim: collective on communicator " + std::to_string(group.id()) +
+                        ": worker " + std::to_string(group.worker(rank)) + " expected " +
+                        std::to_string(step.recv.count) + " floats from worker " +
+                        std::to_string(group.worker(step.recv_from)) + " in round " +
+                        std::to_string(k) + " but got " + std::to_string(owned->size()) +
+                        "; allowed: every member issues the same collectives in the same order");
       apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *owned);
     }
   }

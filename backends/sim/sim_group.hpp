@@ -2,7 +2,7 @@
 // A group of workers sharing a communicator (the world, or a split of it), internal to
 // backends/sim. It is shared by the group's SimCommunicators (one per member actor) and holds
 // what they coordinate through: the schedule cache, mailboxes, the rendezvous of coarse-fidelity
-// collectives, control rendezvous (split, create_global) and the global model.
+// collectives, control rendezvous (split, create_shared_model) and the shared models.
 #include <map>
 #include <memory>
 #include <simgrid/s4u/Mailbox.hpp>
@@ -14,47 +14,27 @@
 
 #include "backends/sim/platform/platform.hpp"
 #include "backends/sim/sim_world.hpp"
-#include "core/comm/collective_schedule.hpp"
 #include "core/base/function_ref.hpp"
+#include "core/comm/collective_schedule.hpp"
+#include "core/comm/schedule_cache.hpp"
 
 namespace syncopate::sim {
 
-enum class CollKind : uint8_t {
-  kAllreduce,
-  kBroadcast,
-  kReduce,
-  kAllgather,
-  kReduceScatter,
-  kBarrier
-};
-std::string_view to_string(CollKind kind);
-
 // One collective call as every member must issue it.
 struct CollCall {
-  CollKind kind = CollKind::kAllreduce;
-  Algorithm algorithm = Algorithm::kAuto;  // resolved by Group::entry
+  CollectiveKind kind = CollectiveKind::kAllreduce;
+  Algorithm algorithm = Algorithm::kAuto;  // resolved by the schedule cache's key
   size_t count = 0;
   int root = 0;
   ReduceOp op = ReduceOp::kSum;
   bool operator==(const CollCall&) const = default;
 };
 
-// What the group knows about one (kind, algorithm, count, root): the schedule itself (dropped
-// and rebuilt when the cache grows too large) and its per-rank summaries.
-struct ScheduleEntry {
-  Algorithm requested = Algorithm::kRing;  // kAuto resolved: what the schedule is built for
-  Algorithm algorithm = Algorithm::kRing;  // what it is (kHierarchical may fall back to kRing)
-  std::shared_ptr<const Schedule> schedule;
-  std::vector<uint64_t> bytes_sent, bytes_recv, sends;  // per rank
-  uint64_t messages = 0;
-  double analytic_seconds = -1;  // computed on first use
-};
-
 // A coarse-fidelity (flow or analytic) collective: members arrive, the last one launches it.
 struct Job {
   CollCall call;
   uint64_t seq = 0;
-  ScheduleEntry* entry = nullptr;
+  const CachedSchedule* entry = nullptr;
   std::shared_ptr<const Schedule> schedule;
   std::vector<std::span<float>> buffers;  // per rank (emulation)
   std::vector<char> arrived;
@@ -64,7 +44,16 @@ struct Job {
   std::exception_ptr error;
 };
 
-// A control rendezvous (split, create_global): zero-cost, everyone leaves when the last arrives.
+// The shared model of epoch_async (one per create_shared_model call).
+struct GlobalModel {
+  simgrid::s4u::Host* owner = nullptr;
+  std::vector<float> data;
+  size_t count = 0;
+  simgrid::s4u::MutexPtr mutex;  // FIFO: merges run one at a time in arrival order
+};
+
+// A control rendezvous (split, create_shared_model): zero-cost, everyone leaves when the last
+// arrives.
 struct ControlSlot {
   std::vector<int> a, b;                      // per rank: e.g. color, key
   std::vector<std::span<const float>> spans;  // per rank
@@ -73,13 +62,8 @@ struct ControlSlot {
   SimEvent done;
   std::vector<std::shared_ptr<class Group>> groups;  // per rank result (split)
   std::vector<int> new_rank;
-};
-
-struct GlobalModel {
-  simgrid::s4u::Host* owner = nullptr;
-  std::vector<float> data;
-  size_t count = 0;
-  simgrid::s4u::MutexPtr mutex;  // FIFO: merges run one at a time in arrival order
+  std::shared_ptr<GlobalModel> shared_model;  // create_shared_model's result
+  std::exception_ptr error;                   // set by on_last: every member throws it
 };
 
 enum class Channel { kCollective, kPointToPoint };
@@ -98,27 +82,29 @@ class Group : public std::enable_shared_from_this<Group> {
   // Latency and bandwidth of the route between two ranks' hosts (route_model, cached).
   const LinkModel& link(int from, int to);
 
-  // The schedule entry for `call` (algorithm resolved), and its schedule (rebuilt if dropped).
-  ScheduleEntry& entry(const CollCall& call);
-  std::shared_ptr<const Schedule> schedule(const CollCall& call, ScheduleEntry& entry);
-  double analytic_seconds(const CollCall& call, ScheduleEntry& entry);
+  // The cached schedule of `call` (algorithm resolved), and its whole schedule (rebuilt if
+  // dropped). Entries stay valid as long as the group.
+  const CachedSchedule& entry(const CollCall& call);
+  std::shared_ptr<const Schedule> schedule(const CachedSchedule& entry) {
+    return schedules_.schedule(entry);
+  }
+  // Analytic fidelity: the modelled duration of a schedule (computed on first use).
+  double analytic_seconds(const CachedSchedule& entry);
 
   simgrid::s4u::Mailbox* mailbox(int src, int dst, Channel channel);
 
   // Coarse fidelities: rank arrives (its clock flushed) with its buffer; the last arriver
   // launches the job. The caller then waits job->done (and, analytic, until job->end_time).
+  // A call that differs from another member's throws UserError there and fails the job, so
+  // that every member of it gets the error.
   std::shared_ptr<Job> arrive(int rank, const CollCall& call, std::span<float> buffer);
 
   // Control rendezvous; on_last runs in the last arriver before everyone is released.
   std::shared_ptr<ControlSlot> control(int rank, int a, int b, std::span<const float> span,
                                        FunctionRef<void(ControlSlot&)> on_last);
 
-  std::unique_ptr<GlobalModel>& global() { return global_; }
-
  private:
   void launch(const std::shared_ptr<Job>& job);
-  std::shared_ptr<const Schedule> build(const CollCall& call) const;
-  void account_steps(size_t steps);
 
   SimWorld& world_;
   int id_;
@@ -126,8 +112,8 @@ class Group : public std::enable_shared_from_this<Group> {
   std::vector<simgrid::s4u::Host*> hosts_;
   std::vector<int> node_of_rank_;
 
-  std::map<std::tuple<CollKind, Algorithm, size_t, int>, ScheduleEntry> entries_;
-  size_t cached_steps_ = 0;
+  ScheduleCache schedules_;
+  std::map<ScheduleKey, double> analytic_seconds_;
 
   std::unordered_map<uint64_t, simgrid::s4u::Mailbox*> mailboxes_;
   std::unordered_map<uint64_t, LinkModel> routes_;
@@ -139,15 +125,10 @@ class Group : public std::enable_shared_from_this<Group> {
 
   std::vector<uint64_t> next_control_;  // per rank
   std::map<uint64_t, std::shared_ptr<ControlSlot>> open_controls_;
-
-  std::unique_ptr<GlobalModel> global_;
 };
 
 // Runs what a collective does after its schedule for rank `rank` (ReduceOp::kAvg's division).
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
-
-// A barrier as a schedule of zero-float messages (dissemination: ceil(log2 p) rounds).
-Schedule make_barrier_schedule(int p);
 
 // Message fidelity: runs rank `rank`'s steps with real SimGrid comms, in the calling actor.
 // `blocked` (may be null) is updated with the step being waited on.

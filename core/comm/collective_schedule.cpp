@@ -320,9 +320,42 @@ Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t c
       return make_broadcast_schedule(p, count, root);
     case CollectiveKind::kReduce:
       return make_reduce_schedule(p, count, root);
+    case CollectiveKind::kBarrier:
+      SYNC_CHECK(count == 0, "barrier of " << count << " floats");
+      return make_barrier_schedule(p);
   }
   SYNC_CHECK(false, "unknown collective kind " << static_cast<int>(kind));
   return {};
+}
+
+Schedule make_barrier_schedule(int p) {
+  Schedule s = empty_schedule(Algorithm::kRecursiveDoubling, p, 0);
+  for (int d = 1; d < p; d *= 2) {
+    std::vector<Step>& round = s.rounds.emplace_back(static_cast<size_t>(p));
+    for (int r = 0; r < p; ++r) {
+      round[static_cast<size_t>(r)].send_to = (r + d) % p;
+      round[static_cast<size_t>(r)].recv_from = (r - d + p) % p;
+    }
+  }
+  return s;
+}
+
+std::string_view to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce:
+      return "allreduce";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllgather:
+      return "allgather";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kReduce:
+      return "reduce";
+    case CollectiveKind::kBarrier:
+      return "barrier";
+  }
+  return "?";
 }
 
 std::vector<Step> steps_of_rank(const Schedule& schedule, int rank) {

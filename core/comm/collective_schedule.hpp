@@ -14,6 +14,7 @@
 // messages of one round may all be in flight at once.
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/comm/comm.hpp"
@@ -59,11 +60,14 @@ Schedule make_allgather_schedule(int p, size_t count);
 // Binomial trees rooted at `root`.
 Schedule make_broadcast_schedule(int p, size_t count, int root);
 Schedule make_reduce_schedule(int p, size_t count, int root);
+// A barrier as zero-float messages (dissemination: ceil(log2 p) rounds; count must be 0).
+Schedule make_barrier_schedule(int p);
 
 // The collectives that have schedules, and one entry point for all of them: `algorithm` matters
 // for kAllreduce only (the others are rings or binomial trees), `root` for kBroadcast and
 // kReduce, node_of_rank for kAllreduce's kHierarchical.
-enum class CollectiveKind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce };
+enum class CollectiveKind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce, kBarrier };
+std::string_view to_string(CollectiveKind kind);
 Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
                        std::span<const int> node_of_rank = {});
 // What one rank of a distributed run executes: its steps that send or receive, in round order

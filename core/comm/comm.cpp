@@ -1,7 +1,9 @@
+// Names of the reduction ops and algorithms, the merge rule, the contract's shared checks.
 #include "core/comm/comm.hpp"
 
 #include <array>
 #include <cmath>
+#include <string>
 #include <utility>
 
 namespace syncopate {
@@ -23,6 +25,13 @@ void apply_merge_rule(const MergeRule& rule, std::span<float> global,
                       std::span<const float> local) {
   for (size_t i = 0; i < global.size(); ++i)
     global[i] = std::fma(rule.global_weight, global[i], rule.local_weight * local[i]);
+}
+
+void check_merge_size(size_t local, size_t global, const char* backend, int rank) {
+  if (local != global)
+    throw UserError(std::string(backend) + ": shared model merge: rank " + std::to_string(rank) +
+                    " merges " + std::to_string(local) + " floats into a model of " +
+                    std::to_string(global) + "; allowed: the size given to create_shared_model");
 }
 
 std::string_view to_string(ReduceOp op) {

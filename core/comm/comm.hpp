@@ -4,14 +4,32 @@
 //
 // Data is always float, one span per call. In the simulator's cost-only mode the spans point at
 // scratch memory whose contents are meaningless and the backend moves no data, only time.
+//
+// The error contract, the same on every backend (the contract suite checks it):
+//   - UserError (core/base/check.hpp): the caller misused the interface. Raised on the calling
+//     rank, before it communicates, for a root or peer out of range, a send or recv to itself,
+//     spans whose sizes break a collective's rule (allgather, reduce_scatter), a shared-model
+//     merge of the wrong size; raised by the receiver for a recv whose size differs from the
+//     matching send (the send completes normally); raised on the members that see it for
+//     collectives issued differently by the members (kind, size, root, op), which leaves that
+//     communicator unusable (only destroy it). The message names the operation, the rank and
+//     what is allowed.
+//   - PeerFailure (below): the operation could not complete because of another rank or the
+//     transport: a peer died or hangs (PeerTimeout, after the timeout), the network library
+//     reported an error. The communicator is unusable afterwards.
+//   - InternalError (SYNC_CHECK): an invariant of Syncopate itself broke; a bug.
+// No backend swallows an error: an error raised while an asynchronous operation ran is
+// rethrown by its Work::wait().
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string_view>
 
-#include "core/nn/cost.hpp"
+#include "core/base/check.hpp"
 #include "core/base/function_ref.hpp"
+#include "core/nn/cost.hpp"
 
 namespace syncopate {
 
@@ -32,9 +50,29 @@ std::string_view to_string(Algorithm algorithm);
 std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 
+// The communication could not complete because of a peer or the transport (see the contract).
+class PeerFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A blocking wait lasted longer than its timeout: a peer died or hangs.
+class PeerTimeout : public PeerFailure {
+ public:
+  using PeerFailure::PeerFailure;
+};
+
+// timeout_s of CollectiveOptions and Communicator::set_default_timeout.
+inline constexpr double kDefaultTimeout = -1;  // the communicator's default
+inline constexpr double kNoTimeout = 0;        // wait forever
+
 struct CollectiveOptions {
   ReduceOp op = ReduceOp::kSum;
   Algorithm algorithm = Algorithm::kAuto;
+  // Longest wait (seconds) for this call before it throws PeerTimeout; kDefaultTimeout: the
+  // communicator's default_timeout(); kNoTimeout: none. Wall seconds on real backends; the
+  // simulator has no timeouts (a hang there is reported as a deadlock as soon as it happens).
+  double timeout_s = kDefaultTimeout;
 };
 
 // Handle of an asynchronous operation. wait() blocks until it completes and rethrows any error
@@ -57,6 +95,22 @@ struct MergeRule {
   float global_weight = 0.5f;
   float local_weight = 0.5f;
 };
+
+// The shared global model of epoch_async, made by Communicator::create_shared_model. merge() is
+// not collective: it runs under mutual exclusion, in arrival order, global = rule(global, local),
+// then copies the new global into `local` (the worker's snapshot). local.size() must be the size
+// of the initial model (else UserError). Must not outlive the communicator that made it; the
+// destructor is collective (every member destroys its handle).
+class SharedModel {
+ public:
+  virtual ~SharedModel() = default;
+  virtual size_t size() const = 0;
+  virtual void merge(std::span<float> local, const MergeRule& rule) = 0;
+};
+
+// The contract's UserError for a merge of `local` floats into a shared model of `global` floats
+// on `rank` (`backend` names the backend in the message); nothing when the sizes agree.
+void check_merge_size(size_t local, size_t global, const char* backend, int rank);
 
 // global = global_weight*global + local_weight*local, element by element, written as one fma so
 // that every backend rounds it identically.
@@ -106,17 +160,25 @@ class Communicator {
   virtual void barrier() = 0;
   virtual void send(std::span<const float> data, int peer) = 0;
   virtual void recv(std::span<float> data, int peer) = 0;
-  // Collective: members with the same color form a group, ranked by (key, old rank).
+  // Collective: members with the same color form a group, ranked by (key, old rank). The group
+  // starts with this communicator's default timeout.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
-  // The shared global model of epoch_async. create_global is collective and called once with
-  // the same initial model on every rank. merge_into_global is not collective: it runs under
-  // mutual exclusion, in arrival order, global = rule(global, local), then copies the new global
-  // into `local` (the worker's snapshot).
-  virtual void create_global(std::span<const float> initial) = 0;
-  virtual void merge_into_global(std::span<float> local, const MergeRule& rule) = 0;
+  // Collective: the shared model of epoch_async (see SharedModel), starting from `initial`,
+  // which every member passes with the same size (else UserError on every member).
+  virtual std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) = 0;
 
   virtual CommCounters counters() const = 0;
+
+  // The timeout of every call that has no CollectiveOptions, and of those whose timeout_s is
+  // kDefaultTimeout (seconds; kNoTimeout: none). Set once, from the scenario or the command
+  // line; a backend starts from its own default (MPI: SYNCOPATE_MPI_WATCHDOG_S, else 600 s).
+  virtual void set_default_timeout(double seconds) = 0;
+  virtual double default_timeout() const = 0;
+  // options.timeout_s, or default_timeout() for kDefaultTimeout.
+  double timeout_of(const CollectiveOptions& options) const {
+    return options.timeout_s == kDefaultTimeout ? default_timeout() : options.timeout_s;
+  }
 };
 
 // Where math runs and what time it is.

@@ -22,12 +22,14 @@ class LocalCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  void create_global(std::span<const float> initial) override;
-  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
   CommCounters counters() const override { return {}; }
+  // Nothing here waits for a peer; stored for split groups.
+  void set_default_timeout(double seconds) override { timeout_s_ = seconds; }
+  double default_timeout() const override { return timeout_s_; }
 
  private:
-  std::vector<float> global_;
+  double timeout_s_ = kNoTimeout;
 };
 
 class WallClockExecutor final : public Executor {

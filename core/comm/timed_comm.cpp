@@ -1,37 +1,50 @@
+// TimedCommunicator: every blocking call, Work::wait() and shared-model merge timed as comm/idle.
 #include "core/comm/timed_comm.hpp"
 
 namespace syncopate {
-namespace {
 
 class TimedWork final : public Work {
  public:
-  TimedWork(WorkPtr inner, Executor& exec, PhaseTimes& times)
-      : inner_(std::move(inner)), exec_(exec), times_(times) {}
+  TimedWork(WorkPtr inner, TimedCommunicator& comm)
+      : inner_(std::move(inner)), comm_(comm), unwinding_at_start_(std::uncaught_exceptions()) {}
+  // Not while unwinding: waiting could block on a peer that will never come, and an error of
+  // that wait would have nowhere to go. inner_'s destructor then follows its backend's policy.
   ~TimedWork() override {
-    if (!waited_) {
-      try {
-        wait();
-      } catch (...) {
-        // A destructor must not throw; the error was the caller's to collect with wait().
-      }
+    if (waited_ || std::uncaught_exceptions() > unwinding_at_start_) return;
+    try {
+      wait();
+    } catch (const std::exception&) {  // kept, rethrown by the communicator's next call
+      comm_.defer(std::current_exception());
     }
   }
   void wait() override {
     if (waited_) return;
     waited_ = true;
-    const double start = exec_.now();
-    inner_->wait();
-    times_.comm_s += exec_.now() - start;
+    comm_.timed(&PhaseTimes::comm_s, [&] { inner_->wait(); });
   }
 
  private:
   WorkPtr inner_;
-  Executor& exec_;
-  PhaseTimes& times_;
+  TimedCommunicator& comm_;
+  int unwinding_at_start_;
   bool waited_ = false;
 };
 
-}  // namespace
+// Merges count as comm time of the communicator that created the model.
+class TimedSharedModel final : public SharedModel {
+ public:
+  TimedSharedModel(std::unique_ptr<SharedModel> inner, TimedCommunicator& comm)
+      : inner_(std::move(inner)), comm_(comm) {}
+  size_t size() const override { return inner_->size(); }
+  void merge(std::span<float> local, const MergeRule& rule) override {
+    comm_.rethrow_deferred();
+    comm_.timed(&PhaseTimes::comm_s, [&] { inner_->merge(local, rule); });
+  }
+
+ private:
+  std::unique_ptr<SharedModel> inner_;
+  TimedCommunicator& comm_;
+};
 
 template <typename F>
 void TimedCommunicator::timed(double PhaseTimes::*phase, F&& f) {
@@ -40,44 +53,62 @@ void TimedCommunicator::timed(double PhaseTimes::*phase, F&& f) {
   times_.*phase += exec_.now() - start;
 }
 
+void TimedCommunicator::defer(std::exception_ptr error) {
+  if (!deferred_) deferred_ = std::move(error);  // the first error is the cause
+}
+
+void TimedCommunicator::rethrow_deferred() {
+  if (deferred_) std::rethrow_exception(std::exchange(deferred_, nullptr));
+}
+
 WorkPtr TimedCommunicator::allreduce_async(std::span<float> data,
                                            const CollectiveOptions& options) {
+  rethrow_deferred();
   WorkPtr work;
   timed(&PhaseTimes::comm_s, [&] { work = inner_.allreduce_async(data, options); });
-  return std::make_unique<TimedWork>(std::move(work), exec_, times_);
+  return std::make_unique<TimedWork>(std::move(work), *this);
 }
 void TimedCommunicator::broadcast(std::span<float> data, int root) {
+  rethrow_deferred();
   timed(&PhaseTimes::comm_s, [&] { inner_.broadcast(data, root); });
 }
 void TimedCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
+  rethrow_deferred();
   timed(&PhaseTimes::comm_s, [&] { inner_.reduce(data, root, op); });
 }
 void TimedCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+  rethrow_deferred();
   timed(&PhaseTimes::comm_s, [&] { inner_.allgather(mine, all); });
 }
 void TimedCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
                                        ReduceOp op) {
+  rethrow_deferred();
   timed(&PhaseTimes::comm_s, [&] { inner_.reduce_scatter(in, out, op); });
 }
 void TimedCommunicator::barrier() {
+  rethrow_deferred();
   timed(&PhaseTimes::idle_s, [&] { inner_.barrier(); });
 }
 void TimedCommunicator::send(std::span<const float> data, int peer) {
+  rethrow_deferred();
   timed(&PhaseTimes::comm_s, [&] { inner_.send(data, peer); });
 }
 void TimedCommunicator::recv(std::span<float> data, int peer) {
+  rethrow_deferred();
   timed(&PhaseTimes::comm_s, [&] { inner_.recv(data, peer); });
 }
 std::unique_ptr<Communicator> TimedCommunicator::split(int color, int key) {
+  rethrow_deferred();
   std::unique_ptr<Communicator> group;
   timed(&PhaseTimes::comm_s, [&] { group = inner_.split(color, key); });
   return std::make_unique<TimedCommunicator>(std::move(group), exec_, times_);
 }
-void TimedCommunicator::create_global(std::span<const float> initial) {
-  timed(&PhaseTimes::comm_s, [&] { inner_.create_global(initial); });
-}
-void TimedCommunicator::merge_into_global(std::span<float> local, const MergeRule& rule) {
-  timed(&PhaseTimes::comm_s, [&] { inner_.merge_into_global(local, rule); });
+std::unique_ptr<SharedModel> TimedCommunicator::create_shared_model(
+    std::span<const float> initial) {
+  rethrow_deferred();
+  std::unique_ptr<SharedModel> model;
+  timed(&PhaseTimes::comm_s, [&] { model = inner_.create_shared_model(initial); });
+  return std::make_unique<TimedSharedModel>(std::move(model), *this);
 }
 
 }  // namespace syncopate

@@ -1,8 +1,9 @@
 #pragma once
 // A Communicator decorator that accounts the time a worker spends blocked in communication,
 // measured with the Executor's clock, so every backend reports comm/idle the same way:
-//   comm: blocked in collectives, point-to-point, global-model merges, and Work::wait();
+//   comm: blocked in collectives, point-to-point, shared-model merges, and Work::wait();
 //   idle: blocked in barrier().
+#include <exception>
 #include <memory>
 
 #include "core/comm/comm.hpp"
@@ -15,6 +16,10 @@ struct PhaseTimes {
   double idle_s = 0;
 };
 
+// Works it returns: destroying one that was not waited for waits for it, except while an
+// exception unwinds the stack (it then neither blocks nor catches anything; the wrapped Work's
+// own destructor decides). An error raised by that wait cannot leave a destructor: it is kept
+// and rethrown by the next call on this communicator (or by rethrow_deferred()).
 class TimedCommunicator final : public Communicator {
  public:
   TimedCommunicator(Communicator& inner, Executor& exec, PhaseTimes& times)
@@ -35,18 +40,26 @@ class TimedCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  void create_global(std::span<const float> initial) override;
-  void merge_into_global(std::span<float> local, const MergeRule& rule) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
   CommCounters counters() const override { return inner_.counters(); }
+  void set_default_timeout(double seconds) override { inner_.set_default_timeout(seconds); }
+  double default_timeout() const override { return inner_.default_timeout(); }
+
+  // Rethrows (once) an error kept from a Work's destructor; nothing if there is none.
+  void rethrow_deferred();
 
  private:
+  friend class TimedWork;
+  friend class TimedSharedModel;
   template <typename F>
   void timed(double PhaseTimes::*phase, F&& f);
+  void defer(std::exception_ptr error);
 
   std::unique_ptr<Communicator> owned_;
   Communicator& inner_;
   Executor& exec_;
   PhaseTimes& times_;
+  std::exception_ptr deferred_;
 };
 
 }  // namespace syncopate

@@ -136,14 +136,16 @@ class EpochAsync final : public Strategy {
  public:
   EpochAsync(double merge_local_weight, Algorithm algorithm, OptimizerStatePolicy policy)
       : merge_local_weight_(merge_local_weight), algorithm_(algorithm), policy_(policy) {}
-  void on_train_begin(WorkerContext& ctx) override { ctx.comm.create_global(ctx.params); }
+  void on_train_begin(WorkerContext& ctx) override {
+    global_ = ctx.comm.create_shared_model(ctx.params);
+  }
   void on_block_begin(WorkerContext& ctx) override {
     if (policy_ == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     traced(ctx, "merge", [&] {
       const double w = merge_local_weight_;
-      ctx.comm.merge_into_global(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
+      global_->merge(ctx.params, {static_cast<float>(1.0 - w), static_cast<float>(w)});
     });
   }
   // The final model is the mean of the workers' last snapshots.
@@ -155,6 +157,7 @@ class EpochAsync final : public Strategy {
   double merge_local_weight_;
   Algorithm algorithm_;
   OptimizerStatePolicy policy_;
+  std::unique_ptr<SharedModel> global_;
 };
 
 // Local SGD (Lin et al. 2020): weights averaged every H steps; the first k epochs may run as

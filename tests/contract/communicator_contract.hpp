@@ -6,7 +6,9 @@
 // small integers (so any summation order is exact and every result must equal a serial reduction
 // bit for bit), plus non-integer inputs for the cross-rank bit-identity check. It never throws
 // on a wrong result and never skips a collective (so ranks stay in step): it returns the failure
-// messages of this rank, empty when the contract holds. No test framework inside.
+// messages of this rank, empty when the contract holds. No test framework inside. It ends with
+// the error contract of core/comm/comm.hpp: misuse must raise the same typed errors on every
+// backend (tests/contract/misuse_contract.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "core/comm/comm.hpp"
+#include "tests/contract/misuse_contract.hpp"
+#include "tests/contract/recorder.hpp"
 
 namespace syncopate::contract {
 
@@ -25,7 +29,9 @@ struct ContractOptions {
                                     Algorithm::kRabenseifner, Algorithm::kRecursiveDoubling,
                                     Algorithm::kBinomialTree, Algorithm::kHierarchical,
                                     Algorithm::kMaster};
-  bool check_global_model = true;
+  bool check_shared_model = true;
+  // Misuse must raise the contract's errors (tests/contract/misuse_contract.hpp).
+  bool check_misuse = true;
 };
 
 namespace detail {
@@ -45,38 +51,6 @@ inline float reference(ReduceOp op, int p, size_t i, int salt) {
   const float result = static_cast<float>(acc);  // exact: a small integer
   return op == ReduceOp::kAvg ? result / static_cast<float>(p) : result;
 }
-
-class Recorder {
- public:
-  explicit Recorder(int rank) : rank_(rank) {}
-  // Compares got[i] with want[i] bit for bit; records at most a few mismatches per check.
-  void expect_equal(const std::string& what, std::span<const float> got,
-                    std::span<const float> want) {
-    if (got.size() != want.size()) {
-      fail(what, "size " + std::to_string(got.size()) + " != " + std::to_string(want.size()));
-      return;
-    }
-    int shown = 0;
-    for (size_t i = 0; i < got.size() && shown < 3; ++i)
-      if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) {
-        std::ostringstream out;
-        out << "[" << i << "] = " << got[i] << ", expected " << want[i];
-        fail(what, out.str());
-        ++shown;
-      }
-  }
-  void expect(bool ok, const std::string& what, const std::string& detail_text) {
-    if (!ok) fail(what, detail_text);
-  }
-  std::vector<std::string> take() { return std::move(failures_); }
-
- private:
-  void fail(const std::string& what, const std::string& detail_text) {
-    failures_.push_back("rank " + std::to_string(rank_) + ": " + what + ": " + detail_text);
-  }
-  int rank_;
-  std::vector<std::string> failures_;
-};
 
 inline std::string name(Algorithm a, ReduceOp op, size_t n) {
   return "allreduce(" + std::string(to_string(a)) + ", " + std::string(to_string(op)) +
@@ -263,30 +237,32 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
     half->barrier();
   }
 
-  // Global model: exclusive read-modify-write. Adding (rank + 1) from every rank, in any order,
+  // Shared model: exclusive read-modify-write. Adding (rank + 1) from every rank, in any order,
   // must lose no update; each snapshot includes the caller's own addition.
-  if (options.check_global_model) {
+  if (options.check_shared_model) {
     const size_t n = 6;
     std::vector<float> initial(n);
     for (size_t i = 0; i < n; ++i) initial[i] = static_cast<float>(i);
-    comm.create_global(initial);
+    const std::unique_ptr<SharedModel> global = comm.create_shared_model(initial);
+    rec.expect(global->size() == n, "shared model size", std::to_string(global->size()));
     const float total = static_cast<float>(p) * static_cast<float>(p + 1) / 2;
     std::vector<float> local(n, static_cast<float>(me + 1));
-    comm.merge_into_global(local, {.global_weight = 1.0f, .local_weight = 1.0f});
+    global->merge(local, {.global_weight = 1.0f, .local_weight = 1.0f});
     for (size_t i = 0; i < n; ++i) {
       const float added = local[i] - initial[i];
-      rec.expect(added >= static_cast<float>(me + 1) && added <= total,
-                 "merge_into_global snapshot",
+      rec.expect(added >= static_cast<float>(me + 1) && added <= total, "shared model snapshot",
                  "[" + std::to_string(i) + "] added " + std::to_string(added));
     }
     comm.barrier();
     std::vector<float> snapshot(n, 0.0f);
-    comm.merge_into_global(snapshot, {.global_weight = 1.0f, .local_weight = 0.0f});
+    global->merge(snapshot, {.global_weight = 1.0f, .local_weight = 0.0f});
     std::vector<float> want(n);
     for (size_t i = 0; i < n; ++i) want[i] = initial[i] + total;
-    rec.expect_equal("merge_into_global final", snapshot, want);
+    rec.expect_equal("shared model final", snapshot, want);
     comm.barrier();
   }
+
+  if (options.check_misuse) check_misuse(comm, rec, options.check_shared_model);
   return rec.take();
 }
 

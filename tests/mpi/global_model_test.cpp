@@ -33,14 +33,14 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }
 
-TEST(MpiGlobalModel, ConcurrentMergesFormOneSequentialChain) {
+TEST(MpiSharedModel, ConcurrentMergesFormOneSequentialChain) {
   MpiCommunicator& comm = world();
   const int p = comm.size();
-  comm.create_global(initial_global());
+  const std::unique_ptr<SharedModel> global = comm.create_shared_model(initial_global());
   std::vector<float> snapshots;  // this rank's, merge after merge
   for (int m = 0; m < kMergesPerRank; ++m) {
     std::vector<float> local = local_of(comm.rank(), m);
-    comm.merge_into_global(local, MergeRule{0.5f, 0.5f});
+    global->merge(local, MergeRule{0.5f, 0.5f});
     snapshots.insert(snapshots.end(), local.begin(), local.end());
   }
   const size_t merges = static_cast<size_t>(p * kMergesPerRank);
@@ -50,7 +50,7 @@ TEST(MpiGlobalModel, ConcurrentMergesFormOneSequentialChain) {
   comm.barrier();
   // Read the final global with a merge that keeps it: 1 * global + 0 * local.
   std::vector<float> final_global(kFloats, 0.0f);
-  if (comm.rank() == 0) comm.merge_into_global(final_global, MergeRule{1.0f, 0.0f});
+  if (comm.rank() == 0) global->merge(final_global, MergeRule{1.0f, 0.0f});
   comm.broadcast(final_global, 0);
 
   // Merge i = rank * kMergesPerRank + m. Find each merge's predecessor: the initial global
@@ -101,20 +101,21 @@ TEST(MpiGlobalModel, ConcurrentMergesFormOneSequentialChain) {
 
 // Many merges of a large model at once, with rule {1, 1} (global += local, exact in float for
 // these integers): no update may be lost or torn, whatever the order.
-TEST(MpiGlobalModel, ManyLargeConcurrentMergesLoseNoUpdate) {
+TEST(MpiSharedModel, ManyLargeConcurrentMergesLoseNoUpdate) {
   MpiCommunicator& comm = world();
   const int p = comm.size();
   constexpr size_t kLarge = size_t{1} << 18;
   constexpr int kMerges = 10;
   auto pattern = [](size_t j) { return static_cast<float>(1 + j % 3); };
-  comm.create_global(std::vector<float>(kLarge, 0.0f));
+  const std::unique_ptr<SharedModel> global =
+      comm.create_shared_model(std::vector<float>(kLarge, 0.0f));
   // Merge id i = rank * kMerges + m adds (i + 1) * pattern; the global is always S * pattern.
   std::vector<float> sums;  // S after each of this rank's merges
   std::vector<float> local(kLarge);
   for (int m = 0; m < kMerges; ++m) {
     const float id = static_cast<float>(comm.rank() * kMerges + m + 1);
     for (size_t j = 0; j < kLarge; ++j) local[j] = id * pattern(j);
-    comm.merge_into_global(local, MergeRule{1.0f, 1.0f});
+    global->merge(local, MergeRule{1.0f, 1.0f});
     const float s = local[0];
     size_t torn = 0;
     for (size_t j = 0; j < kLarge; ++j) torn += local[j] != s * pattern(j) ? 1 : 0;
@@ -125,7 +126,7 @@ TEST(MpiGlobalModel, ManyLargeConcurrentMergesLoseNoUpdate) {
   MPI_Allgather(sums.data(), kMerges, MPI_FLOAT, all.data(), kMerges, MPI_FLOAT, comm.handle());
   comm.barrier();
   std::vector<float> final_global(kLarge, 0.0f);
-  if (comm.rank() == 0) comm.merge_into_global(final_global, MergeRule{1.0f, 0.0f});
+  if (comm.rank() == 0) global->merge(final_global, MergeRule{1.0f, 0.0f});
   comm.broadcast(final_global, 0);
 
   const int n = p * kMerges;
@@ -142,17 +143,18 @@ TEST(MpiGlobalModel, ManyLargeConcurrentMergesLoseNoUpdate) {
   }
 }
 
-TEST(MpiGlobalModel, MergesInRankOrderFollowTheRule) {
+TEST(MpiSharedModel, MergesInRankOrderFollowTheRule) {
   MpiCommunicator& comm = world();
   const MergeRule rule{0.25f, 0.75f};
-  comm.create_global(std::vector<float>(100, 2.0f));
+  const std::unique_ptr<SharedModel> shared =
+      comm.create_shared_model(std::vector<float>(100, 2.0f));
   double expected = 2.0;  // global after the merges so far, in double precision
   std::vector<float> snapshot;
   for (int turn = 0; turn < comm.size(); ++turn) {
     expected = 0.25 * expected + 0.75 * (turn + 1);
     if (turn == comm.rank()) {
       snapshot.assign(100, static_cast<float>(turn + 1));
-      comm.merge_into_global(snapshot, rule);
+      shared->merge(snapshot, rule);
     }
     comm.barrier();
     if (turn == comm.rank()) {

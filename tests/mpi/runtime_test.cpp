@@ -167,6 +167,7 @@ TEST(MpiScenarioCheck, Fnv1a64MatchesPublishedVectors) {
 TEST(MpiWatchdog, RecvWithoutSenderTimesOutNamingThePeerThenMessagesStillMatch) {
   MpiCommunicator& comm = world();
   const int p = comm.size(), rank = comm.rank();
+  if (p < 2) GTEST_SKIP() << "needs a peer: a recv from oneself is a UserError";
   const int next = (rank + 1) % p, previous = (rank + p - 1) % p;
   const double saved = Runtime::watchdog_seconds();
   Runtime::set_watchdog_seconds(0.2);
@@ -194,6 +195,28 @@ TEST(MpiWatchdog, RecvWithoutSenderTimesOutNamingThePeerThenMessagesStillMatch) 
   }
   EXPECT_EQ(got, std::vector<float>(4, static_cast<float>(next)));
   Runtime::set_watchdog_seconds(saved);
+}
+
+// The communicator's default timeout (inherited by its splits) and a collective's own timeout
+// win over the process default (the watchdog, 60 s in these tests).
+TEST(MpiWatchdog, CommunicatorAndCallTimeoutsWinOverTheProcessDefault) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size(), rank = comm.rank();
+  EXPECT_EQ(comm.default_timeout(), Runtime::watchdog_seconds());
+  if (p < 2) GTEST_SKIP() << "needs a peer: a recv from oneself is a UserError";
+  std::unique_ptr<Communicator> group = comm.split(0, rank);
+  group->set_default_timeout(0.2);
+  EXPECT_EQ(group->split(0, rank)->default_timeout(), 0.2);
+  std::vector<float> got(4);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(group->recv(got, (rank + 1) % p), PeerTimeout);  // nobody sends
+  const std::unique_ptr<Communicator> other = comm.split(0, rank);
+  if (rank == 0) {  // alone in the allreduce: its own timeout ends it
+    EXPECT_THROW(other->allreduce(got, {.timeout_s = 0.2}), PeerTimeout);
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20);
+  detail::reset_failed_for_tests();
+  comm.barrier();
 }
 
 std::mutex g_expired_mutex;
