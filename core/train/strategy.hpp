@@ -6,8 +6,8 @@
 #include "core/comm/comm.hpp"
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
-#include "core/train/recorder.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/recorder.hpp"
 
 namespace syncopate {
 
@@ -21,7 +21,6 @@ struct GlobalBatch {
 
 // What a strategy may touch. The communicator is already timed (see timed_comm.hpp).
 struct WorkerContext {
-  const Scenario& scenario;
   Model& model;
   Optimizer& optimizer;
   Communicator& comm;

@@ -107,7 +107,7 @@ TEST(Trainer, OptimizerResetPerBlockChangesTraining) {
   EXPECT_NE(keep.final_params, reset.final_params);
 }
 
-TEST(Trainer, DivergingLossStopsNamingWorkerAndEpoch) {
+TEST(Trainer, DivergingLossStopsNamingWorkerEpochAndStep) {
   try {
     train_local(small({"schedule.lr=1000", "data.normalize=false"}));
     FAIL() << "expected the NaN check to stop training";
@@ -115,6 +115,8 @@ TEST(Trainer, DivergingLossStopsNamingWorkerAndEpoch) {
     const std::string what = e.what();
     EXPECT_NE(what.find("worker 0"), std::string::npos) << what;
     EXPECT_NE(what.find("epoch 0"), std::string::npos) << what;
+    EXPECT_NE(what.find(", step "), std::string::npos) << what;
+    EXPECT_NE(what.find("the training loss is"), std::string::npos) << what;
   }
 }
 

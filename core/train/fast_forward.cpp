@@ -1,0 +1,58 @@
+// The steady-state fast-forward's decision: when, and how many steps, to skip.
+#include "core/train/fast_forward.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace syncopate {
+
+bool StepDelta::same_as(const StepDelta& o) const {
+  const auto close = [](double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-12});
+  };
+  return close(time, o.time) && close(compute, o.compute) && close(comm, o.comm) &&
+         close(idle, o.idle) && sent == o.sent && recv == o.recv;
+}
+
+StepDelta& StepDelta::operator+=(const StepDelta& o) {
+  time += o.time;
+  compute += o.compute;
+  comm += o.comm;
+  idle += o.idle;
+  sent += o.sent;
+  recv += o.recv;
+  return *this;
+}
+
+Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const Step> steps,
+                             int64_t sync, Executor& exec) {
+  if (!on_) return {};
+  history_.push_back(delta);
+  const size_t period = static_cast<size_t>(std::max<int64_t>(sync, 1));
+  if (history_.size() % period != 0) return {};
+  const auto periods = static_cast<int64_t>(history_.size() / period);
+  // Tries after 3..8 periods of steady state, then at powers of two: soon, and cheaply.
+  if (periods < 3 || (periods > 8 && (periods & (periods - 1)) != 0)) return {};
+  size_t limit = k + 1;  // the first step that must run
+  while (limit + 1 < steps.size() && steps[limit].size == steps[k].size &&
+         !steps[limit].block_begin)
+    ++limit;
+  const size_t remaining = (limit - (k + 1)) / period;
+  const StepDelta last = sum(history_.size() - period, history_.size());
+  const StepDelta before = sum(history_.size() - 2 * period, history_.size() - period);
+  const bool vote = remaining > 0 && last.same_as(before);
+  if (!(sync > 0 ? exec.all_agree(vote) : vote)) return {};
+  history_.clear();
+  const double r = static_cast<double>(remaining);
+  return {remaining * period,
+          {r * last.time, r * last.compute, r * last.comm, r * last.idle, remaining * last.sent,
+           remaining * last.recv}};
+}
+
+StepDelta FastForward::sum(size_t from, size_t to) const {
+  StepDelta d;
+  for (size_t i = from; i < to; ++i) d += history_[i];
+  return d;
+}
+
+}  // namespace syncopate

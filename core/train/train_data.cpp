@@ -1,0 +1,112 @@
+// Loading the scenario's datasets (Fashion-MNIST, synthetic, CSV), their prefixes and splits,
+// the cost-only stand-in, and the ds-tensor over the training set.
+#include "core/train/train_data.hpp"
+
+#include <algorithm>
+
+#include "core/base/check.hpp"
+#include "core/nn/model.hpp"
+
+namespace syncopate {
+namespace {
+
+// Prefix of a dataset (copies the first n samples).
+Dataset head(const Dataset& data, int64_t n) {
+  if (n <= 0 || n >= data.size()) return data;
+  std::vector<int64_t> indices(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) indices[static_cast<size_t>(i)] = i;
+  Dataset out;
+  out.name = data.name;
+  out.num_classes = data.num_classes;
+  gather_batch(data, indices, out.x, out.y);
+  return out;
+}
+
+// The first n_train samples for training, the rest for testing.
+std::pair<Dataset, Dataset> split(const Dataset& all, int64_t n_train) {
+  std::vector<int64_t> first(static_cast<size_t>(n_train)),
+      rest(static_cast<size_t>(all.size() - n_train));
+  for (int64_t i = 0; i < all.size(); ++i)
+    (i < n_train ? first[static_cast<size_t>(i)] : rest[static_cast<size_t>(i - n_train)]) = i;
+  std::pair<Dataset, Dataset> parts;
+  parts.first.name = parts.second.name = all.name;
+  parts.first.num_classes = parts.second.num_classes = all.num_classes;
+  gather_batch(all, first, parts.first.x, parts.first.y);
+  gather_batch(all, rest, parts.second.x, parts.second.y);
+  return parts;
+}
+
+// The scenario's training and test sets, shaped for a model taking `sample` and giving
+// `outputs` values. Synthetic sets are one draw split in two (train and test share the classes).
+std::pair<Dataset, Dataset> load_datasets(const Scenario& s, const Shape& sample, int64_t outputs) {
+  const DatasetKind kind = s.data.dataset;
+  if (kind == DatasetKind::kFashionMnist) {
+    const std::string dir = s.data.dir.empty() ? default_fashion_mnist_dir() : s.data.dir;
+    return {load_fashion_mnist(dir, true), load_fashion_mnist(dir, false)};
+  }
+  const int64_t n = s.data.train_samples > 0 ? s.data.train_samples : 10000;
+  const int64_t nt = s.data.test_samples > 0 ? s.data.test_samples : n / 5;
+  if (kind == DatasetKind::kSynthetic)
+    return split(make_synthetic_classification(n + nt, sample, static_cast<int>(outputs), s.seed),
+                 n);
+  if (kind == DatasetKind::kSyntheticRegression) {
+    Dataset all = make_synthetic_regression(n + nt, numel(sample), outputs, s.seed, s.data.noise);
+    Shape x_shape{n + nt};
+    x_shape.insert(x_shape.end(), sample.begin(), sample.end());
+    all.x.reshape(x_shape);
+    return split(all, n);
+  }
+  Dataset all = load_csv_regression(s.data.path, s.data.targets);  // csv: the last fifth tests
+  if (all.sample_numel() != numel(sample))
+    throw UserError(s.data.path + ": " + std::to_string(all.sample_numel()) +
+                    " feature columns, model " + s.model.name + " takes " +
+                    std::to_string(numel(sample)));
+  return split(all, all.size() - std::max<int64_t>(1, all.size() / 5));
+}
+
+// Cost-only runs read no data: a shape-only training set of the scenario's size.
+Dataset cost_only_train_set(const Scenario& s, const Shape& sample, int64_t outputs) {
+  int64_t n = s.sim.cost_only_train_samples;
+  if (n <= 0) n = s.data.train_samples > 0 ? s.data.train_samples : 60000;
+  Dataset shapes;
+  shapes.name = "cost-only";
+  Shape x_shape{n};
+  x_shape.insert(x_shape.end(), sample.begin(), sample.end());
+  shapes.x = Tensor::shape_only(x_shape);
+  shapes.y = Tensor::shape_only({n});
+  shapes.num_classes = static_cast<int>(outputs);
+  return shapes;
+}
+
+}  // namespace
+
+TrainData prepare_data(const Scenario& s, bool cost_only) {
+  TrainData data;
+  auto model = make_model(s.model.name, Storage::kShapeOnly);
+  const Shape sample = model->sample_shape();
+  const int64_t outputs = model->output_shape(1).back();
+  if (cost_only) {
+    data.train = std::make_shared<const Dataset>(cost_only_train_set(s, sample, outputs));
+  } else {
+    auto [train, test] = load_datasets(s, sample, outputs);
+    train = head(train, s.data.train_samples);
+    test = head(test, s.data.test_samples);
+    if (s.data.normalize) {
+      const Normalizer norm = fit_normalizer(train, false);
+      apply(norm, train);
+      apply(norm, test);
+    }
+    data.train = std::make_shared<const Dataset>(std::move(train));
+    data.test = std::make_shared<const Dataset>(std::move(test));
+  }
+  if (s.data_order() == DataOrder::kBlocks) {
+    const int64_t blocks = s.row_blocks();
+    if (blocks > data.train->size())
+      throw UserError(s.source + ": data.blocks: " + std::to_string(blocks) + " blocks for " +
+                      std::to_string(data.train->size()) + " samples");
+    data.blocks = DsTensor::from_dataset(data.train, blocks);
+  }
+  return data;
+}
+
+}  // namespace syncopate

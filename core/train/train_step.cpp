@@ -1,0 +1,117 @@
+// A worker's training step: forward, loss and backward on the host or an accelerator, with the
+// strategy's hooks, then the optimizer step.
+#include "core/train/train_step.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/base/check.hpp"
+
+namespace syncopate {
+namespace {
+
+void check_loss(const LossResult& r, int rank, int epoch, size_t step) {
+  if (std::isfinite(r.loss)) return;
+  std::ostringstream message;
+  message << "worker " << rank << ", epoch " << epoch << ", step " << step
+          << ": the training loss is " << r.loss
+          << "; stopping (lower schedule.lr or check the data)";
+  throw UserError(message.str());
+}
+
+}  // namespace
+
+TrainStep::TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases,
+                     const Dataset& train, bool classify, const StepContext& step_ctx,
+                     std::unique_ptr<Accelerator> accelerator)
+    : ctx_(ctx),
+      strategy_(strategy),
+      phases_(phases),
+      train_(train),
+      classify_(classify),
+      cost_only_(ctx.exec.cost_only()),
+      step_ctx_(step_ctx),
+      accelerator_(std::move(accelerator)),
+      zero_cost_{.bytes = 4.0 * static_cast<double>(ctx.model.num_params()),
+                 .kind = OpKind::kElementwise},
+      step_cost_(ctx.optimizer.cost(ctx.model.num_params())) {}
+
+StepOutcome TrainStep::run(const Step& step, const StepPosition& at, double lr) {
+  if (step.block_begin) strategy_.on_block_begin(ctx_);
+  step_ctx_.epoch = static_cast<uint32_t>(at.epoch);
+  step_ctx_.step = static_cast<uint32_t>(at.global);
+  StepOutcome outcome;
+  if (step.size > 0) {
+    outcome = {forward_backward(step), step.size};
+    if (!cost_only_) check_loss(outcome.loss, ctx_.comm.rank(), at.epoch, at.index);
+  } else {  // no samples this step (uneven last global batch): contribute zeros
+    empty_pass();
+  }
+  strategy_.before_step(ctx_);
+  compute(step_cost_, [&] {
+    ctx_.optimizer.step(ctx_.params, ctx_.grads, static_cast<float>(lr), ++ctx_.optimizer_steps);
+  });
+  strategy_.after_step(ctx_, at.global + 1);
+  return outcome;
+}
+
+void TrainStep::compute(const Cost& cost, FunctionRef<void()> math) {
+  const double t = ctx_.exec.now();
+  ctx_.exec.compute(cost, math);
+  phases_.compute_s += ctx_.exec.now() - t;
+}
+
+LossResult TrainStep::forward_backward(const Step& step) {
+  Model& model = ctx_.model;
+  model.set_batch(step.size);
+  if (!cost_only_) gather_batch(train_, step.samples, model.input(), labels_);
+  const float scale = strategy_.gradient_scale(ctx_, step.global);
+  return accelerator_ ? device_pass(step.size, scale) : host_pass(scale);
+}
+
+// Forward, loss and backward on the host, layer by layer: each layer's cost is accounted, and
+// each bucket's allreduce starts as soon as backward has filled it.
+LossResult TrainStep::host_pass(float scale) {
+  Model& model = ctx_.model;
+  for (int i = 0; i < model.num_layers(); ++i)
+    compute(model.forward_cost(i), [&] { model.forward_layer(i, step_ctx_); });
+  LossResult r{};
+  compute(loss_cost(model.output().shape()), [&] {
+    Tensor& dout = model.output_grad();
+    r = classify_ ? softmax_cross_entropy(model.output(), labels_, &dout)
+                  : mse(model.output(), labels_, &dout);
+    if (scale != 1.0f)
+      for (float& g : dout.span()) g *= scale;
+  });
+  compute(zero_cost_, [&] { model.zero_grads(); });
+  for (int i = model.num_layers() - 1; i >= 0; --i) {
+    compute(model.backward_cost(i), [&] { model.backward_layer(i); });
+    strategy_.after_backward_layer(ctx_, i);
+  }
+  return r;
+}
+
+// The same on the accelerator, as one piece; the buckets start when the gradients are back.
+LossResult TrainStep::device_pass(int64_t batch, float scale) {
+  Model& model = ctx_.model;
+  Cost pass = loss_cost(model.output_shape(batch));
+  for (int i = 0; i < model.num_layers(); ++i) {
+    pass.flops += model.forward_cost(i).flops + model.backward_cost(i).flops;
+    pass.bytes += model.forward_cost(i).bytes + model.backward_cost(i).bytes;
+  }
+  LossResult r{};
+  compute(pass, [&] {
+    r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, classify_, scale,
+                                       step_ctx_, ctx_.grads);
+  });
+  for (int i = model.num_layers() - 1; i >= 0; --i) strategy_.after_backward_layer(ctx_, i);
+  return r;
+}
+
+// A step without samples: zero gradients, so that the collectives still match.
+void TrainStep::empty_pass() {
+  compute(zero_cost_, [&] { ctx_.model.zero_grads(); });
+  for (int i = ctx_.model.num_layers() - 1; i >= 0; --i) strategy_.after_backward_layer(ctx_, i);
+}
+
+}  // namespace syncopate

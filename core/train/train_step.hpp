@@ -1,0 +1,63 @@
+#pragma once
+// One training step of one worker: the strategy's hooks around forward, loss and backward (on
+// the host layer by layer, or on an accelerator in one piece) and the optimizer step, every
+// piece of compute accounted on the Executor.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/base/function_ref.hpp"
+#include "core/comm/timed_comm.hpp"
+#include "core/data/data.hpp"
+#include "core/nn/accelerator.hpp"
+#include "core/nn/loss.hpp"
+#include "core/train/epoch_plan.hpp"
+#include "core/train/strategy.hpp"
+
+namespace syncopate {
+
+// Where a step sits in the run.
+struct StepPosition {
+  int epoch = 0;
+  size_t index = 0;    // in the epoch
+  int64_t global = 0;  // this worker's steps before it, over the whole run
+};
+
+// What a step adds to the epoch's tally.
+struct StepOutcome {
+  LossResult loss;
+  int64_t samples = 0;  // 0: the step had no samples (its loss means nothing)
+};
+
+class TrainStep {
+ public:
+  // classify: softmax cross-entropy, else mse. `step_ctx` carries the seed and the worker;
+  // without an accelerator the passes run on the host.
+  TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases, const Dataset& train,
+            bool classify, const StepContext& step_ctx, std::unique_ptr<Accelerator> accelerator);
+
+  // Runs `step` at learning rate `lr`. Throws UserError when the loss is NaN or Inf (naming
+  // worker, epoch and step).
+  StepOutcome run(const Step& step, const StepPosition& at, double lr);
+
+ private:
+  void compute(const Cost& cost, FunctionRef<void()> math);
+  LossResult forward_backward(const Step& step);
+  LossResult host_pass(float scale);
+  LossResult device_pass(int64_t batch, float scale);
+  void empty_pass();
+
+  WorkerContext& ctx_;
+  Strategy& strategy_;
+  PhaseTimes& phases_;
+  const Dataset& train_;
+  const bool classify_;
+  const bool cost_only_;
+  StepContext step_ctx_;
+  std::unique_ptr<Accelerator> accelerator_;
+  const Cost zero_cost_;  // zeroing the gradients
+  const Cost step_cost_;  // the optimizer step
+  Tensor labels_;
+};
+
+}  // namespace syncopate
