@@ -52,8 +52,10 @@ macro(syncopate_vendored_dependencies)
       get_target_property(dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
       set_target_properties(${t} PROPERTIES INTERFACE_SYSTEM_INCLUDE_DIRECTORIES "${dirs}")
     endforeach()
-    add_library(GTest::gtest ALIAS gtest)
-    add_library(GTest::gtest_main ALIAS gtest_main)
+    if(NOT TARGET GTest::gtest)  # googletest >= 1.11 defines them itself
+      add_library(GTest::gtest ALIAS gtest)
+      add_library(GTest::gtest_main ALIAS gtest_main)
+    endif()
   endif()
 endmacro()
 

@@ -28,8 +28,9 @@ enum class LayerKind {
   kUnusedConv2d,
 };
 
-// The CPU Layer::kind() name: "dense", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool",
-// "relu", "flatten", "dropout", "batchnorm2d", "bottleneck", "unused_conv2d".
+// "dense", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool", "relu", "flatten", "dropout",
+// "batchnorm2d", "bottleneck", "unused_conv2d": the CPU Layer::kind() names, except that a
+// bottleneck's CPU layer is a "residual" (core/nn/layers_extra.hpp).
 std::string_view to_string(LayerKind kind);
 std::optional<LayerKind> parse_layer_kind(std::string_view name);
 
