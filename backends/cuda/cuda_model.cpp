@@ -38,8 +38,17 @@ void check_runs_on_cuda(const ModelSpec& spec) {
   }
 }
 
+namespace {
+
+ModelSpec runnable_on_cuda(ModelSpec spec) {
+  check_runs_on_cuda(spec);
+  return spec;
+}
+
+}  // namespace
+
 CudaModel::CudaModel(ModelSpec spec, MathMode math)
-    : spec_((check_runs_on_cuda(spec), std::move(spec))), cublas_(stream_.get(), math) {
+    : spec_(runnable_on_cuda(std::move(spec))), cublas_(stream_.get(), math) {
   SYNC_CHECK(!spec_.layers.empty(), "model " << spec_.name << " has no layers");
   size_t offset = 0;
   for (const LayerSpec& layer : spec_.layers) {
