@@ -8,6 +8,7 @@
 #include "app/process.hpp"
 #include "app/sweep.hpp"
 #include "core/base/check.hpp"
+#include "core/base/data_dir.hpp"
 #include "core/nn/model.hpp"
 
 namespace syncopate::app {
@@ -35,7 +36,7 @@ Scenario resolve(const RunOptions& o) {
   if (o.fidelity) sets.push_back("sim.fidelity=\"" + *o.fidelity + "\"");
   return o.scenario_path.empty()
              ? parse_scenario(default_scenario_text(), "<embedded default scenario>", sets)
-             : load_scenario(o.scenario_path, sets);
+             : load_scenario(find_scenario(o.scenario_path), sets);
 }
 
 void print_summary(const RunSummary& s, const std::string& dir) {
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
   cli.require_subcommand(1);
   app::RunOptions o;
   CLI::App* run = cli.add_subcommand("run", "train a scenario and write its run directory");
-  run->add_option("scenario", o.scenario_path, "scenario TOML file (default: embedded scenario)");
+  run->add_option("scenario", o.scenario_path,
+                  "scenario TOML file or shipped scenario name (default: embedded scenario)");
   run->add_option("--set", o.sets, "override a scenario key: key.path=value (repeatable)");
   run->add_option("--out", o.out, "run directory (default runs/<name>; never overwritten)");
   run->add_option("--workers", o.workers, "number of workers");

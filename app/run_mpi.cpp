@@ -1,5 +1,5 @@
+// `syncopate run` on the MPI backend: one rank per worker; rank 0 gathers the reports.
 #include <cstdio>
-#include <sstream>
 
 #include "app/commands.hpp"
 #include "backends/mpi/deadline.hpp"
@@ -8,58 +8,16 @@
 #include "backends/mpi/runtime.hpp"
 #include "backends/mpi/startup_check.hpp"
 #include "core/base/check.hpp"
+#include "core/train/run_files.hpp"
 #include "core/train/trainer.hpp"
 
 namespace syncopate::app {
 namespace {
 
-// Reports travel to rank 0 as text: exact (round-trip) numbers, one record per line.
-std::string serialize(const WorkerReport& r) {
-  std::ostringstream out;
-  out.precision(17);
-  out << "R " << r.worker << ' ' << r.final_test_accuracy << ' ' << r.final_test_loss << ' '
-      << r.steps << '\n';
-  for (const auto& e : r.epochs)
-    out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
-        << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
-        << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy
-        << ' ' << e.lr << '\n';
-  for (const auto& t : r.trace)
-    out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category << ' '
-        << t.name << '\n';
-  return out.str();
-}
-
-WorkerReport deserialize(const std::string& text) {
-  WorkerReport r;
-  std::istringstream in(text);
-  std::string tag;
-  while (in >> tag) {
-    if (tag == "R") {
-      in >> r.worker >> r.final_test_accuracy >> r.final_test_loss >> r.steps;
-    } else if (tag == "E") {
-      EpochMetrics e;
-      in >> e.worker >> e.epoch >> e.start_s >> e.end_s >> e.compute_s >> e.comm_s >> e.idle_s >>
-          e.bytes_sent >> e.bytes_recv >> e.train_loss >> e.train_accuracy >> e.test_accuracy >>
-          e.lr;
-      r.epochs.push_back(e);
-    } else if (tag == "T") {
-      TraceEvent t;
-      in >> t.worker >> t.start_s >> t.duration_s >> t.category;
-      in.get();
-      std::getline(in, t.name);
-      r.trace.push_back(t);
-    } else {
-      SYNC_CHECK(false, "bad report record " << tag);
-    }
-  }
-  return r;
-}
-
 // Every rank's report, on rank 0 (empty elsewhere).
 std::vector<WorkerReport> gather_reports(mpi::MpiCommunicator& comm, const WorkerReport& mine) {
   const mpi::Deadline deadline("gathering the reports on rank 0 (MPI_Gatherv)");
-  const std::string text = serialize(mine);
+  const std::string text = serialize_report(mine);
   int length = static_cast<int>(text.size());
   std::vector<int> lengths(static_cast<size_t>(comm.size())), offsets(lengths.size());
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm.handle());
@@ -74,8 +32,8 @@ std::vector<WorkerReport> gather_reports(mpi::MpiCommunicator& comm, const Worke
   std::vector<WorkerReport> reports;
   if (comm.rank() != 0) return reports;
   for (size_t i = 0; i < lengths.size(); ++i)
-    reports.push_back(
-        deserialize(all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i]))));
+    reports.push_back(deserialize_report(
+        all.substr(static_cast<size_t>(offsets[i]), static_cast<size_t>(lengths[i]))));
   return reports;
 }
 

@@ -122,7 +122,7 @@ std::vector<float> he_uniform(const ModelSpec& spec) {
 void BM_TrainStep(benchmark::State& state) {
   const std::string name = state.range(0) == 0 ? "mlp" : "cnn";
   const int64_t batch = state.range(1), dim = 784;
-  CudaModel model(cuda_zoo_spec(name));
+  CudaModel model(zoo_spec(name));
   model.set_params(he_uniform(model.spec()));
   model.set_batch(batch);
   // A learnable batch: each sample is its class's prototype plus noise.

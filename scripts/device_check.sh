@@ -8,9 +8,11 @@
 #   OUT=... scripts/device_check.sh  # THERE (carry build-vendor along)
 #
 # The GPU machine's image has CUDA, CMake and ninja but not the Debian packages the full
-# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++, zlib). So the script tries the
-# full project first and, when it does not configure, builds the same two programs with the
-# stand-alone scripts/device/CMakeLists.txt and the vendored code.
+# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++, zlib, CLI11). So the script
+# configures the full project first and, when that fails, the same top-level CMakeLists.txt
+# without the simulator and MPI (-DSYNCOPATE_WITH_SIM=OFF -DSYNCOPATE_WITH_MPI=OFF), taking the
+# third-party code from the vendored copy (-DSYNCOPATE_VENDOR_DIR). CUDA_ARCHS (default 90)
+# sets CMAKE_CUDA_ARCHITECTURES.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENDOR=build-vendor
@@ -22,7 +24,7 @@ if [ "${1:-}" = vendor ]; then
   cp -r /usr/src/googletest "$VENDOR/googletest"
   cp -r /usr/include/eigen3 "$VENDOR/eigen3"
   rm -rf "$VENDOR/eigen3/unsupported"
-  cp -r /usr/include/benchmark /usr/include/toml++ "$VENDOR/include/"
+  cp -r /usr/include/benchmark /usr/include/toml++ /usr/include/CLI "$VENDOR/include/"
   cp /usr/include/zlib.h /usr/include/zconf.h "$VENDOR/include/"
   lib=/usr/lib/x86_64-linux-gnu
   cp -L "$lib/libbenchmark.so.1debian" "$VENDOR/lib/libbenchmark.so.1debian"
@@ -53,20 +55,27 @@ step "machine"
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
+common=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}"
+        -DSYNCOPATE_WITH_CUDA=ON)
+configured=$OUT/configure.txt
 step "configure the full project"
-if timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-     -DSYNCOPATE_NATIVE=OFF >"$OUT/configure.txt" 2>&1; then
+if timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" "${common[@]}" \
+     >"$OUT/configure.txt" 2>&1; then
   # The NCCL communicator over MPI and the NCCL allreduce benchmark need the full project.
   targets=(test_cuda bench_cuda test_mpi bench_allreduce_mpi)
 else
   tail -n 5 "$OUT/configure.txt"
-  step "configure the stand-alone CUDA build (scripts/device)"
+  step "configure without the simulator and MPI, with the vendored third-party code"
   [ -d "$VENDOR/googletest" ] || { echo "missing $VENDOR: run '$0 vendor' first, carry it"; exit 1; }
-  BUILD=$BUILD-standalone
-  timeout 120 cmake -S scripts/device -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    >>"$OUT/configure.txt" 2>&1 || { tail -n 30 "$OUT/configure.txt"; exit 1; }
+  BUILD=$BUILD-vendored
+  configured=$OUT/configure-vendored.txt
+  timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" "${common[@]}" \
+    -DSYNCOPATE_WITH_SIM=OFF -DSYNCOPATE_WITH_MPI=OFF -DSYNCOPATE_VENDOR_DIR="$PWD/$VENDOR" \
+    >"$configured" 2>&1 || { tail -n 30 "$configured"; exit 1; }
   targets=(test_cuda bench_cuda)
 fi
+grep -q "syncopate: CUDA backend ON" "$configured" ||
+  { echo "the CUDA backend is not configured (see $configured)"; exit 1; }
 
 step "build ${targets[*]}"
 timeout 360 cmake --build "$BUILD" --target "${targets[@]}" -j"$JOBS" >"$OUT/build.txt" 2>&1

@@ -1,16 +1,19 @@
+// The Accelerator that runs a model's forward and backward passes on the CUDA device.
 #include "backends/cuda/cuda_accelerator.hpp"
 
 #include "backends/cuda/cuda_model.hpp"
 #include "backends/cuda/device.hpp"
 #include "core/base/check.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate::cuda {
 namespace {
 
 class CudaAccelerator final : public Accelerator {
  public:
+  // Built from the description the CPU model was built from.
   explicit CudaAccelerator(const Model& model)
-      : model_(CudaModel::from_cpu(model, cuda_zoo_spec(model.name()))) {}
+      : model_(CudaModel::from_cpu(model, *model.spec())) {}
 
   LossResult forward_backward(std::span<const float> params, const Tensor& x, const Tensor& y,
                               bool classify, float grad_scale, const StepContext& ctx,
@@ -38,6 +41,10 @@ class CudaAccelerator final : public Accelerator {
 std::unique_ptr<Accelerator> make_cuda_accelerator(const Model& model) {
   if (!cuda_available())
     throw UserError("model.device = \"cuda\": no CUDA device is visible to this process");
+  if (!model.spec()) {
+    throw UserError("model.device = \"cuda\": model '" + model.name() +
+                    "' has no description (ModelSpec) to build its CUDA model from");
+  }
   return std::make_unique<CudaAccelerator>(model);
 }
 

@@ -1,3 +1,4 @@
+// The CUDA model: construction from a description, passes, losses, and the device optimizers.
 #include "backends/cuda/cuda_model.hpp"
 
 #include <algorithm>
@@ -9,12 +10,49 @@
 
 namespace syncopate::cuda {
 
+void check_runs_on_cuda(const ModelSpec& spec) {
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& layer = spec.layers[i];
+    std::string problem;
+    switch (layer.kind) {
+      case LayerKind::kBatchNorm2d:
+      case LayerKind::kBottleneck:
+      case LayerKind::kUnusedConv2d:
+        problem = "has no CUDA kernels";
+        break;
+      case LayerKind::kConv2d:
+        if (layer.bias == Bias::kNo) problem = "without bias has no CUDA kernels";
+        break;
+      case LayerKind::kMaxPool2d:
+        if (layer.padding != 0) problem = "with padding has no CUDA kernels";
+        break;
+      default:
+        break;
+    }
+    if (!problem.empty()) {
+      throw UserError("model '" + spec.name + "': layer " + std::to_string(i) + " (" +
+                      std::string(to_string(layer.kind)) + ") " + problem +
+                      "; the CUDA backend runs dense, conv2d, maxpool2d, avgpool2d, "
+                      "global_avgpool, relu, flatten, dropout");
+    }
+  }
+}
+
+namespace {
+
+ModelSpec runnable_on_cuda(ModelSpec spec) {
+  check_runs_on_cuda(spec);
+  return spec;
+}
+
+}  // namespace
+
 CudaModel::CudaModel(ModelSpec spec, MathMode math)
-    : spec_(std::move(spec)), cublas_(stream_.get(), math) {
+    : spec_(runnable_on_cuda(std::move(spec))), cublas_(stream_.get(), math) {
   SYNC_CHECK(!spec_.layers.empty(), "model " << spec_.name << " has no layers");
   size_t offset = 0;
   for (const LayerSpec& layer : spec_.layers) {
-    const auto count = static_cast<size_t>(cuda::num_params(layer));
+    const auto count = static_cast<size_t>(syncopate::num_params(layer));
     ranges_.push_back({offset, count});
     offset += count;
   }
@@ -54,10 +92,10 @@ void check_matches(const Model& cpu, const ModelSpec& spec) {
     if (theirs.kind() != to_string(mine.kind)) {
       fail(i, std::string(theirs.kind()) + " vs " + std::string(to_string(mine.kind)));
     }
-    if (theirs.num_params() != cuda::num_params(mine)) fail(i, "parameter count");
+    if (theirs.num_params() != syncopate::num_params(mine)) fail(i, "parameter count");
     if (cpu.param_range(i).offset != offset) fail(i, "parameter offset");
-    offset += static_cast<size_t>(cuda::num_params(mine));
-    const Shape next = cuda::output_shape(mine, shape);
+    offset += static_cast<size_t>(syncopate::num_params(mine));
+    const Shape next = syncopate::output_shape(mine, shape);
     if (numel(theirs.output_shape(shape)) != numel(next)) fail(i, "output size");
     shape = next;
   }
@@ -113,7 +151,7 @@ void CudaModel::set_batch(int64_t batch) {
   std::vector<Shape> shapes = {{batch}};
   shapes[0].insert(shapes[0].end(), spec_.sample_shape.begin(), spec_.sample_shape.end());
   for (const LayerSpec& layer : spec_.layers) {
-    shapes.push_back(cuda::output_shape(layer, shapes.back()));
+    shapes.push_back(syncopate::output_shape(layer, shapes.back()));
   }
   batch_ = batch;
   shapes_ = std::move(shapes);
@@ -222,6 +260,10 @@ void CudaModel::forward_layer(int i, const StepContext& ctx) {
         copy_device_to_device(x, y, static_cast<size_t>(n_in), stream());
       }
       break;
+    case LayerKind::kBatchNorm2d:
+    case LayerKind::kBottleneck:
+    case LayerKind::kUnusedConv2d:
+      SYNC_CHECK(false, "refused by check_runs_on_cuda: " << to_string(layer.kind));
   }
 }
 
@@ -278,6 +320,10 @@ void CudaModel::backward_layer(int i) {
     case LayerKind::kDense:
     case LayerKind::kConv2d:
       break;  // handled above
+    case LayerKind::kBatchNorm2d:
+    case LayerKind::kBottleneck:
+    case LayerKind::kUnusedConv2d:
+      SYNC_CHECK(false, "refused by check_runs_on_cuda: " << to_string(layer.kind));
   }
 }
 

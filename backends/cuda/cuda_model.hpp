@@ -3,10 +3,11 @@
 // layout: all parameters in ONE device buffer, all gradients in another, layers in order, each
 // layer's weights then its bias (dense w is (out, in), conv w is (oc, c, k, k)).
 //
-// The CPU layers do not expose their hyper-parameters (kernel, stride, padding, dropout rate),
-// so a CudaModel is built from a plain layer description list (LayerSpec). cuda_zoo_specs()
-// gives the lists of the zoo's mlp and cnn; from_cpu() checks a list against a CPU Model
-// (kinds, parameter counts and offsets, output sizes) and copies its parameters.
+// A CudaModel is built from the model's description (ModelSpec, core/nn/model_spec.hpp), the
+// same one the CPU Model is built from: zoo_spec(name), or Model::spec(). It runs the layer
+// kinds dense, conv2d (with bias), maxpool2d (no padding), avgpool2d, global_avgpool, relu,
+// flatten and dropout, and refuses others (UserError). from_cpu() checks a description against
+// a CPU Model (kinds, parameter counts and offsets, output sizes) and copies its parameters.
 //
 // Usage mirrors the CPU Model:
 //   model.set_batch(B); model.set_input(x); model.forward(ctx);
@@ -25,6 +26,7 @@
 #include "core/comm/comm.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/loss.hpp"
+#include "core/nn/model_spec.hpp"
 #include "core/optim/optim.hpp"
 #include "core/tensor/tensor.hpp"
 
@@ -34,51 +36,9 @@ class Model;
 
 namespace syncopate::cuda {
 
-enum class LayerKind {
-  kDense,
-  kConv2d,
-  kMaxPool2d,
-  kAvgPool2d,
-  kGlobalAvgPool,
-  kRelu,
-  kFlatten,
-  kDropout
-};
-
-// The CPU Layer::kind() name: "dense", "conv2d", "maxpool2d", "avgpool2d", "global_avgpool",
-// "relu", "flatten", "dropout".
-std::string_view to_string(LayerKind kind);
-
-struct LayerSpec {
-  LayerKind kind = LayerKind::kRelu;
-  int64_t in = 0, out = 0;  // dense features or conv channels
-  int64_t kernel = 0, stride = 1, padding = 0;
-  float rate = 0.0f;  // dropout
-};
-
-// Same arguments as the CPU factories in core/nn/layer.hpp.
-LayerSpec dense_spec(int64_t in, int64_t out);
-LayerSpec conv2d_spec(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1,
-                      int64_t padding = 0);
-LayerSpec maxpool2d_spec(int64_t kernel, int64_t stride);
-LayerSpec avgpool2d_spec(int64_t kernel, int64_t stride);
-LayerSpec global_avgpool_spec();
-LayerSpec relu_spec();
-LayerSpec flatten_spec();
-LayerSpec dropout_spec(float rate);
-
-int64_t num_params(const LayerSpec& spec);
-// Input and output include the batch; throws UserError if the input does not fit the layer.
-Shape output_shape(const LayerSpec& spec, const Shape& input);
-
-// The layer lists of the zoo models the CUDA backend runs ("mlp", "cnn"), with their sample
-// shapes. Throws UserError for other names.
-struct ModelSpec {
-  std::string name;
-  Shape sample_shape;  // without the batch
-  std::vector<LayerSpec> layers;
-};
-ModelSpec cuda_zoo_spec(const std::string& name);
+// Throws UserError naming the first layer of `spec` this backend does not run (a kind without
+// kernels, conv2d without bias, maxpool2d with padding). Needs no device.
+void check_runs_on_cuda(const ModelSpec& spec);
 
 // Throws UserError unless `spec` describes `cpu`: same sample shape, layer kinds, parameter
 // counts and offsets, and output sizes (at batch 2). Needs no device.
@@ -86,6 +46,7 @@ void check_matches(const Model& cpu, const ModelSpec& spec);
 
 class CudaModel {
  public:
+  // Throws UserError for a layer this backend does not run (see above).
   explicit CudaModel(ModelSpec spec, MathMode math = MathMode::kFp32);
   CudaModel(const CudaModel&) = delete;
   CudaModel& operator=(const CudaModel&) = delete;

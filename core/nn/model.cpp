@@ -1,3 +1,4 @@
+// The sequential model over one flat parameter buffer: construction, passes and costs.
 #include "core/nn/model.hpp"
 
 #include <algorithm>
@@ -6,6 +7,21 @@
 #include "core/base/check.hpp"
 
 namespace syncopate {
+namespace {
+
+std::vector<std::unique_ptr<Layer>> make_layers(const ModelSpec& spec) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  layers.reserve(spec.layers.size());
+  for (const LayerSpec& layer : spec.layers) layers.push_back(make_layer(layer));
+  return layers;
+}
+
+}  // namespace
+
+Model::Model(const ModelSpec& spec, Storage storage)
+    : Model(spec.name, spec.sample_shape, make_layers(spec), storage) {
+  spec_ = spec;
+}
 
 Model::Model(std::string name, Shape sample_shape, std::vector<std::unique_ptr<Layer>> layers,
              Storage storage)

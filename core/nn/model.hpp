@@ -10,12 +10,14 @@
 // A cost-only model has shape-only activations and no parameter storage: the same calls then
 // only yield shapes and costs.
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/comm/comm.hpp"
 #include "core/nn/layer.hpp"
+#include "core/nn/model_spec.hpp"
 
 namespace syncopate {
 
@@ -26,6 +28,8 @@ class Model {
   // sample_shape excludes the batch dimension, e.g. {1, 28, 28}.
   Model(std::string name, Shape sample_shape, std::vector<std::unique_ptr<Layer>> layers,
         Storage storage = Storage::kReal);
+  // The layers `spec` describes (make_layer), in order; spec() keeps the description.
+  explicit Model(const ModelSpec& spec, Storage storage = Storage::kReal);
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -33,6 +37,9 @@ class Model {
   const Shape& sample_shape() const { return sample_shape_; }
   Shape output_shape(int64_t batch) const;
   Storage storage() const { return storage_; }
+  // The description the model was built from (what other builds of it, e.g. on CUDA, start
+  // from); empty for a model built from a list of layers.
+  const std::optional<ModelSpec>& spec() const { return spec_; }
 
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const Layer& layer(int i) const { return *layers_[static_cast<size_t>(i)]; }
@@ -71,6 +78,7 @@ class Model {
  private:
   std::string name_;
   Shape sample_shape_;
+  std::optional<ModelSpec> spec_;
   std::vector<std::unique_ptr<Layer>> layers_;
   Storage storage_;
   int64_t num_params_ = 0;
@@ -83,9 +91,12 @@ class Model {
   std::vector<Tensor> grads_of_activations_;  // same shapes
 };
 
-// The model zoo. Sample shapes: mlp {1,28,28} (flattened inside), cnn {1,28,28},
-// nfnet {3,64,64}, resnet50 {3,224,224}. nfnet and resnet50 are meant for cost-only use but are
-// real models when built with Storage::kReal.
+// A model built from its description (real parameters, or shape-only for cost-only runs).
+std::unique_ptr<Model> make_model(const ModelSpec& spec, Storage storage = Storage::kReal);
+
+// The model zoo (descriptions: zoo_spec, core/nn/model_spec.hpp). Sample shapes: mlp {1,28,28}
+// (flattened inside), cnn {1,28,28}, nfnet {3,64,64}, resnet50 {3,224,224}. nfnet and resnet50 are
+// meant for cost-only use but are real models when built with Storage::kReal.
 std::unique_ptr<Model> make_model(const std::string& name, Storage storage = Storage::kReal);
 std::vector<std::string> model_names();
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/train/run_files.hpp"
+
 #if defined(SYNCOPATE_HAVE_NCCL)
 #include "backends/cuda/device.hpp"
 #endif
@@ -60,15 +62,9 @@ struct RunFiles {
 
 RunFiles read_run(const fs::path& dir) {
   RunFiles r;
-  std::ifstream csv(dir / "metrics.csv");
-  std::string line;
-  std::getline(csv, line);
-  while (std::getline(csv, line)) {
-    std::vector<std::string> cells;
-    std::stringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    r.loss[{std::stoi(cells[0]), std::stoi(cells[1])}] = std::stod(cells[9]);
-  }
+  for (const syncopate::EpochMetrics& e :
+       syncopate::read_metrics_csv((dir / "metrics.csv").string()))
+    r.loss[{e.worker, e.epoch}] = e.train_loss;
   std::ifstream model(dir / "model.bin", std::ios::binary);
   model.seekg(0, std::ios::end);
   r.model.resize(static_cast<size_t>(model.tellg()) / sizeof(float));

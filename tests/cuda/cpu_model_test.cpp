@@ -51,8 +51,8 @@ struct Pair {
 
 std::vector<Pair> pairs() {
   std::vector<Pair> out;
-  out.push_back({make_model("mlp"), cuda_zoo_spec("mlp")});
-  out.push_back({make_model("cnn"), cuda_zoo_spec("cnn")});
+  out.push_back({make_model("mlp"), zoo_spec("mlp")});
+  out.push_back({make_model("cnn"), zoo_spec("cnn")});
   out.push_back({mixed_cpu_model(), mixed_spec()});
   return out;
 }
@@ -62,13 +62,31 @@ TEST(CudaHostMath, ZooLayerListsMatchTheCpuZoo) {
     EXPECT_NO_THROW(check_matches(*p.cpu, p.spec)) << p.spec.name;
   }
   const auto cnn = make_model("cnn");
-  EXPECT_THROW(check_matches(*cnn, cuda_zoo_spec("mlp")), UserError);
+  EXPECT_THROW(check_matches(*cnn, zoo_spec("mlp")), UserError);
   ModelSpec wrong_pool = mixed_spec();
   wrong_pool.layers[2] = avgpool2d_spec(3, 2);  // kind differs
   EXPECT_THROW(check_matches(*mixed_cpu_model(), wrong_pool), UserError);
-  ModelSpec wrong_width = cuda_zoo_spec("mlp");
+  ModelSpec wrong_width = zoo_spec("mlp");
   wrong_width.layers[1] = dense_spec(784, 255);
   EXPECT_THROW(check_matches(*make_model("mlp"), wrong_width), UserError);
+}
+
+// One description builds both models: the CPU model of a description matches it, and the CUDA
+// backend takes every zoo model whose layers it has kernels for and refuses the others.
+TEST(CudaHostMath, TheCudaModelIsBuiltFromTheCpuModelsDescription) {
+  const auto mixed = make_model(mixed_spec());
+  ASSERT_TRUE(mixed->spec().has_value());
+  EXPECT_NO_THROW(check_matches(*mixed, *mixed->spec()));
+  EXPECT_NO_THROW(check_matches(*mixed_cpu_model(), *mixed->spec()));
+  for (const std::string name : {"mlp", "cnn", "nfnet"}) {
+    EXPECT_NO_THROW(check_runs_on_cuda(*make_model(name, Storage::kShapeOnly)->spec())) << name;
+  }
+  for (const std::string name : {"nfnet_full", "resnet50"}) {
+    EXPECT_THROW(check_runs_on_cuda(zoo_spec(name)), UserError) << name;
+  }
+  ModelSpec padded = mixed_spec();
+  padded.layers[2] = maxpool2d_spec(3, 2, 1);
+  EXPECT_THROW(check_runs_on_cuda(padded), UserError);
 }
 
 // The reference loops the device tests compare against (with their flat parameter layout:
@@ -157,9 +175,9 @@ TEST_F(CudaVsCpuModel, TrainingStepsMatchTheCpuModel) {
 
 TEST_F(CudaVsCpuModel, FromCpuRejectsAMismatchedList) {
   const auto cnn = make_model("cnn");
-  EXPECT_THROW(CudaModel::from_cpu(*cnn, cuda_zoo_spec("mlp")), UserError);
+  EXPECT_THROW(CudaModel::from_cpu(*cnn, zoo_spec("mlp")), UserError);
   const auto cost_only = make_model("mlp", Storage::kShapeOnly);
-  EXPECT_THROW(CudaModel::from_cpu(*cost_only, cuda_zoo_spec("mlp")), UserError);
+  EXPECT_THROW(CudaModel::from_cpu(*cost_only, zoo_spec("mlp")), UserError);
 }
 
 }  // namespace

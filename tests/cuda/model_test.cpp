@@ -39,7 +39,7 @@ std::vector<float> labels_for(int64_t batch) {
 using CudaModelTest = CudaTest;
 
 TEST_F(CudaModelTest, ForwardBackwardAndStepMatchReference) {
-  for (const ModelSpec& spec : {cuda_zoo_spec("mlp"), cuda_zoo_spec("cnn"), mixed_spec()}) {
+  for (const ModelSpec& spec : {zoo_spec("mlp"), zoo_spec("cnn"), mixed_spec()}) {
     for (const int64_t batch : {int64_t{8}, int64_t{3}}) {
       SCOPED_TRACE(spec.name + " batch " + std::to_string(batch));
       CudaModel model(spec);
@@ -100,7 +100,7 @@ TEST_F(CudaModelTest, DropoutIsDeterministicPerStepAndIdentityInEval) {
 
 TEST_F(CudaModelTest, TrainingReducesTheLoss) {
   // Ten well-separated classes: prototypes plus noise; a few SGD steps must fit them.
-  const ModelSpec spec = cuda_zoo_spec("mlp");
+  const ModelSpec spec = zoo_spec("mlp");
   CudaModel model(spec);
   model.set_params(random_floats(size_t(model.num_params()), 5, -0.05f, 0.05f));
   const int64_t batch = 64, dim = 784;
@@ -126,7 +126,7 @@ TEST_F(CudaModelTest, TrainingReducesTheLoss) {
 }
 
 TEST_F(CudaModelTest, RejectsBadLabelsAndShapes) {
-  CudaModel model(cuda_zoo_spec("mlp"));
+  CudaModel model(zoo_spec("mlp"));
   model.set_batch(2);
   model.set_input(random_floats(2 * 784, 8));
   model.forward({});

@@ -1,5 +1,5 @@
 #pragma once
-// A whole model (a cuda::ModelSpec layer list) run through the reference loops of
+// A whole model (a ModelSpec layer list) run through the reference loops of
 // reference.hpp: forward in eval mode (dropout is the identity) and backward.
 #include <span>
 #include <vector>
@@ -69,6 +69,11 @@ inline ReferenceRun reference_forward(const ModelSpec& spec, std::span<const flo
       case LayerKind::kDropout:
         out = in;
         break;
+      case LayerKind::kBatchNorm2d:
+      case LayerKind::kBottleneck:
+      case LayerKind::kUnusedConv2d:
+        ADD_FAILURE() << "no reference for " << to_string(l.kind);
+        break;
     }
     offset += size_t(num_params(l));
     run.acts.push_back(out);
@@ -114,6 +119,11 @@ inline void reference_backward(const ModelSpec& spec, std::span<const float> par
       case LayerKind::kFlatten:
       case LayerKind::kDropout:
         dx = to_double(dy);
+        break;
+      case LayerKind::kBatchNorm2d:
+      case LayerKind::kBottleneck:
+      case LayerKind::kUnusedConv2d:
+        ADD_FAILURE() << "no reference for " << to_string(l.kind);
         break;
     }
     dy = to_float(dx);

@@ -9,6 +9,7 @@
 
 #include "backends/sim/sim_backend.hpp"
 #include "core/comm/local_backend.hpp"
+#include "core/train/run_files.hpp"
 #include "core/train/trainer.hpp"
 #include "tests/sim/fork_util.hpp"
 
@@ -334,15 +335,9 @@ TEST(SimStrategies, EpochAsyncMergesFollowArrivalOrder) {
 
 // End of `worker`'s epoch `epoch` in a metrics.csv text.
 double epoch_end(const std::string& metrics, int worker, int epoch) {
-  std::istringstream in(metrics);
-  std::string line;
-  std::getline(in, line);
   double end = 0;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    if (std::stoi(cells[0]) == worker && std::stoi(cells[1]) == epoch) end = std::stod(cells[3]);
+  for (const EpochMetrics& e : parse_metrics_csv(metrics, "metrics.csv")) {
+    if (e.worker == worker && e.epoch == epoch) end = e.end_s;
   }
   return end;
 }
@@ -414,16 +409,10 @@ struct Totals {
 };
 Totals totals(const std::string& metrics) {
   Totals t;
-  std::istringstream in(metrics);
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    t.end = std::max(t.end, std::stod(cells[3]));
-    t.comm += std::stod(cells[5]);
-    t.bytes += std::stoull(cells[7]);
+  for (const EpochMetrics& e : parse_metrics_csv(metrics, "metrics.csv")) {
+    t.end = std::max(t.end, e.end_s);
+    t.comm += e.comm_s;
+    t.bytes += e.bytes_sent;
   }
   return t;
 }

@@ -9,6 +9,7 @@
 #include "backends/sim/platform/platform_builders.hpp"
 #include "backends/sim/platform/platform_recipe.hpp"
 #include "core/base/check.hpp"
+#include "core/base/data_dir.hpp"
 
 namespace syncopate::sim {
 namespace {
@@ -237,7 +238,7 @@ std::string platforms_dir() {
   if (const char* dir = std::getenv("SYNCOPATE_PLATFORMS"); dir != nullptr && *dir != '\0') {
     return dir;
   }
-  return SYNCOPATE_SOURCE_DIR "/platforms";
+  return data_path("platforms");
 }
 
 std::vector<std::string> platform_names() {

@@ -78,7 +78,7 @@ void configure_engine(simgrid::s4u::Engine& engine, const std::vector<std::strin
 Platform load_platform(simgrid::s4u::Engine& engine, const std::string& name_or_path,
                        const std::map<std::string, std::string>& overrides, int min_gpus);
 
-// $SYNCOPATE_PLATFORMS if set, else SYNCOPATE_SOURCE_DIR "/platforms".
+// $SYNCOPATE_PLATFORMS if set, else data_path("platforms") (core/base/data_dir.hpp).
 std::string platforms_dir();
 // Names of the platforms in platforms_dir() (recipes and XML files), sorted.
 std::vector<std::string> platform_names();

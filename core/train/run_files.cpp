@@ -1,0 +1,140 @@
+// metrics.csv reading and the WorkerReport text form.
+#include "core/train/run_files.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+#include "core/base/check.hpp"
+
+namespace syncopate {
+namespace {
+
+constexpr std::array<std::string_view, 13> kColumns = {
+    "worker",     "epoch",      "start_s",    "end_s",          "compute_s",     "comm_s", "idle_s",
+    "bytes_sent", "bytes_recv", "train_loss", "train_accuracy", "test_accuracy", "lr"};
+
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> cells;
+  size_t start = 0;
+  for (size_t comma; (comma = line.find(',', start)) != std::string_view::npos; start = comma + 1)
+    cells.push_back(line.substr(start, comma - start));
+  cells.push_back(line.substr(start));
+  return cells;
+}
+
+// One cell as a T; `where` is "source:line".
+template <typename T>
+T cell(std::string_view text, const std::string& where, size_t column) {
+  T value{};
+  const std::string copy(text);  // strtod needs a terminated string
+  if constexpr (std::is_floating_point_v<T>) {
+    char* end = nullptr;
+    value = std::strtod(copy.c_str(), &end);
+    if (!copy.empty() && end == copy.c_str() + copy.size()) return value;
+  } else {
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc() && end == text.data() + text.size() && !text.empty()) return value;
+  }
+  throw UserError(where + ": " + std::string(kColumns[column]) + ": '" + copy +
+                  "' is not a number");
+}
+
+EpochMetrics parse_row(std::string_view line, const std::string& where) {
+  const std::vector<std::string_view> c = split(line);
+  if (c.size() != kColumns.size()) {
+    throw UserError(where + ": " + std::to_string(c.size()) + " cells, the header has " +
+                    std::to_string(kColumns.size()));
+  }
+  EpochMetrics e;
+  e.worker = cell<int>(c[0], where, 0);
+  e.epoch = cell<int>(c[1], where, 1);
+  e.start_s = cell<double>(c[2], where, 2);
+  e.end_s = cell<double>(c[3], where, 3);
+  e.compute_s = cell<double>(c[4], where, 4);
+  e.comm_s = cell<double>(c[5], where, 5);
+  e.idle_s = cell<double>(c[6], where, 6);
+  e.bytes_sent = cell<uint64_t>(c[7], where, 7);
+  e.bytes_recv = cell<uint64_t>(c[8], where, 8);
+  e.train_loss = cell<double>(c[9], where, 9);
+  e.train_accuracy = cell<double>(c[10], where, 10);
+  e.test_accuracy = c[11].empty() ? -1.0 : cell<double>(c[11], where, 11);
+  e.lr = cell<double>(c[12], where, 12);
+  return e;
+}
+
+}  // namespace
+
+std::vector<EpochMetrics> parse_metrics_csv(std::string_view text, const std::string& source) {
+  std::vector<EpochMetrics> rows;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  std::string header;
+  for (const auto column : kColumns) {
+    if (!header.empty()) header += ',';
+    header += column;
+  }
+  if (!std::getline(in, line) || line != header) {
+    throw UserError(source + ":1: the header is not the metrics.csv header '" + header + "'");
+  }
+  for (int number = 2; std::getline(in, line); ++number) {
+    rows.push_back(parse_row(line, source + ":" + std::to_string(number)));
+  }
+  return rows;
+}
+
+std::vector<EpochMetrics> read_metrics_csv(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw UserError(path + ": cannot open");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return parse_metrics_csv(text.str(), path);
+}
+
+std::string serialize_report(const WorkerReport& r) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "R " << r.worker << ' ' << r.final_test_accuracy << ' ' << r.final_test_loss << ' '
+      << r.steps << '\n';
+  for (const auto& e : r.epochs)
+    out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
+        << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
+        << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy
+        << ' ' << e.lr << '\n';
+  for (const auto& t : r.trace)
+    out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category << ' '
+        << t.name << '\n';
+  return out.str();
+}
+
+WorkerReport deserialize_report(std::string_view text) {
+  WorkerReport r;
+  std::istringstream in{std::string(text)};
+  std::string tag;
+  while (in >> tag) {
+    if (tag == "R") {
+      in >> r.worker >> r.final_test_accuracy >> r.final_test_loss >> r.steps;
+    } else if (tag == "E") {
+      EpochMetrics e;
+      in >> e.worker >> e.epoch >> e.start_s >> e.end_s >> e.compute_s >> e.comm_s >> e.idle_s >>
+          e.bytes_sent >> e.bytes_recv >> e.train_loss >> e.train_accuracy >> e.test_accuracy >>
+          e.lr;
+      r.epochs.push_back(e);
+    } else if (tag == "T") {
+      TraceEvent t;
+      in >> t.worker >> t.start_s >> t.duration_s >> t.category;
+      in.get();
+      std::getline(in, t.name);
+      r.trace.push_back(t);
+    } else {
+      SYNC_CHECK(false, "bad report record " << tag);
+    }
+    SYNC_CHECK(!in.fail(), "malformed report record " << tag);
+  }
+  return r;
+}
+
+}  // namespace syncopate

@@ -1,0 +1,115 @@
+// metrics.csv read back as written, and a WorkerReport through its text form and back.
+#include "core/train/run_files.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "core/base/check.hpp"
+
+namespace syncopate {
+namespace {
+
+EpochMetrics row(int worker, int epoch, double scale) {
+  EpochMetrics e;
+  e.worker = worker;
+  e.epoch = epoch;
+  e.start_s = 0.1 * scale;
+  e.end_s = 1.0 / 3.0 * scale;  // no short decimal form: exercises the round trip
+  e.compute_s = 0.2 * scale;
+  e.comm_s = std::nextafter(0.05, 1.0) * scale;
+  e.idle_s = 0;
+  e.bytes_sent = (uint64_t{1} << 40) + static_cast<uint64_t>(worker);
+  e.bytes_recv = 12345;
+  e.train_loss = 2.302585092994046 * scale;
+  e.train_accuracy = 0.125;
+  e.test_accuracy = epoch == 0 ? -1 : 0.875;  // -1: not evaluated (an empty cell)
+  e.lr = 1e-3;
+  return e;
+}
+
+void expect_same(const EpochMetrics& a, const EpochMetrics& b) {
+  EXPECT_EQ(a.worker, b.worker);
+  EXPECT_EQ(a.epoch, b.epoch);
+  for (auto field :
+       {&EpochMetrics::start_s, &EpochMetrics::end_s, &EpochMetrics::compute_s,
+        &EpochMetrics::comm_s, &EpochMetrics::idle_s, &EpochMetrics::train_loss,
+        &EpochMetrics::train_accuracy, &EpochMetrics::test_accuracy, &EpochMetrics::lr}) {
+    EXPECT_EQ(a.*field, b.*field);
+  }
+  EXPECT_EQ(a.bytes_sent, b.bytes_sent);
+  EXPECT_EQ(a.bytes_recv, b.bytes_recv);
+}
+
+std::vector<WorkerReport> two_workers() {
+  std::vector<WorkerReport> reports(2);
+  for (int w = 0; w < 2; ++w) {
+    reports[w].worker = w;
+    for (int epoch = 0; epoch < 3; ++epoch) reports[w].epochs.push_back(row(w, epoch, w + 1.5));
+  }
+  return reports;
+}
+
+TEST(RunFiles, MetricsCsvReadsBackExactlyWhatWasWritten) {
+  const std::vector<WorkerReport> reports = two_workers();
+  const std::vector<EpochMetrics> rows = parse_metrics_csv(metrics_csv(reports), "test");
+  ASSERT_EQ(rows.size(), 6u);
+  // metrics_csv orders by epoch, then worker.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    expect_same(rows[i], reports[i % 2].epochs[i / 2]);
+  }
+}
+
+TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("syncopate-metrics-" + std::to_string(getpid()) + ".csv");
+  std::ofstream(path) << metrics_csv(two_workers());
+  EXPECT_EQ(read_metrics_csv(path.string()).size(), 6u);
+  std::filesystem::remove(path);
+  EXPECT_THROW(read_metrics_csv(path.string()), UserError);  // gone
+  const std::string header = metrics_csv({});
+  EXPECT_TRUE(parse_metrics_csv(header, "empty").empty());
+  EXPECT_THROW(parse_metrics_csv("worker,epoch\n", "short header"), UserError);
+  try {
+    parse_metrics_csv(header + "0,0,0,1,0,0,0,x,0,1,0,,0.1\n", "bad.csv");
+    FAIL() << "a non-number was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.csv:2: bytes_sent"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_metrics_csv(header + "0,0,0,1\n", "cells"), UserError);
+}
+
+TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
+  WorkerReport r = two_workers()[1];
+  r.final_test_accuracy = 0.8765432109876543;
+  r.final_test_loss = std::numeric_limits<double>::min();
+  r.steps = 938;
+  r.trace.push_back({"epoch 0", "epoch", 1, 0.0, 1.0 / 7.0});
+  r.trace.push_back({"merge into global", "sync", 1, 2.5, 1e-9});
+  r.final_params = {1.0f, 2.0f};  // not carried
+  const WorkerReport back = deserialize_report(serialize_report(r));
+  EXPECT_EQ(back.worker, r.worker);
+  EXPECT_EQ(back.final_test_accuracy, r.final_test_accuracy);
+  EXPECT_EQ(back.final_test_loss, r.final_test_loss);
+  EXPECT_EQ(back.steps, r.steps);
+  ASSERT_EQ(back.epochs.size(), r.epochs.size());
+  for (size_t i = 0; i < r.epochs.size(); ++i) expect_same(back.epochs[i], r.epochs[i]);
+  ASSERT_EQ(back.trace.size(), r.trace.size());
+  for (size_t i = 0; i < r.trace.size(); ++i) {
+    EXPECT_EQ(back.trace[i].name, r.trace[i].name);
+    EXPECT_EQ(back.trace[i].category, r.trace[i].category);
+    EXPECT_EQ(back.trace[i].worker, r.trace[i].worker);
+    EXPECT_EQ(back.trace[i].start_s, r.trace[i].start_s);
+    EXPECT_EQ(back.trace[i].duration_s, r.trace[i].duration_s);
+  }
+  EXPECT_TRUE(back.final_params.empty());
+  EXPECT_THROW(deserialize_report("X 1 2 3\n"), InternalError);
+  EXPECT_THROW(deserialize_report("E 0 zero\n"), InternalError);
+}
+
+}  // namespace
+}  // namespace syncopate
