@@ -1,3 +1,5 @@
+// The device set-up of a run: the accelerator model.device asks for, and the MPI ranks' GPUs and
+// NCCL.
 #include "app/commands.hpp"
 #include "core/base/check.hpp"
 #include "core/nn/model.hpp"

@@ -1,3 +1,4 @@
+// The local backend's entry point: one worker in-process, on the wall clock.
 #include <chrono>
 
 #include "app/commands.hpp"

@@ -1,3 +1,4 @@
+// The simulator's entry point: every worker as an actor on the modelled platform.
 #include <chrono>
 
 #include "app/commands.hpp"

@@ -1,3 +1,4 @@
+// CUDA devices, streams, events and device buffers (RAII over the runtime API).
 #include "backends/cuda/device.hpp"
 
 #include <sstream>

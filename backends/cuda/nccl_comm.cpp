@@ -1,3 +1,4 @@
+// NcclCommunicator: the core's schedules as NCCL send/recv rounds, NCCL's own collectives, staging.
 #include "backends/cuda/nccl_comm.hpp"
 
 #if defined(SYNCOPATE_HAVE_NCCL)

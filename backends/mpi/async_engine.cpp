@@ -1,3 +1,4 @@
+// AsyncEngine: asynchronous allreduces in submission order, on a helper thread or in wait().
 #include "backends/mpi/async_engine.hpp"
 
 #include <cstdio>

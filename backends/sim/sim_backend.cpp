@@ -1,3 +1,4 @@
+// run_simulation: the engine, the platform, one actor per worker, and the run's statistics.
 #include "backends/sim/sim_backend.hpp"
 
 #include <array>

@@ -1,3 +1,4 @@
+// SimCommunicator: collectives, point-to-point and the shared model on simulated time.
 #include "backends/sim/sim_communicator.hpp"
 
 #include <algorithm>

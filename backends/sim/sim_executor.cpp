@@ -1,3 +1,4 @@
+// SimExecutor: compute as simulated time from the host profile, fast-forward votes.
 #include "backends/sim/sim_executor.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Group: the workers of one communicator, their schedules and how a collective runs at each
+// fidelity.
 #include "backends/sim/sim_group.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SimWorld: state shared by every actor (workers and their clocks, fast-forward votes, failures).
 #include "backends/sim/sim_world.hpp"
 
 #include <simgrid/s4u/Actor.hpp>

@@ -1,3 +1,4 @@
+// The SYNC_CHECK failure path: an InternalError naming file, line, condition and values.
 #include "core/base/check.hpp"
 
 namespace syncopate::detail {

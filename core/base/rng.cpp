@@ -1,3 +1,4 @@
+// Philox4x32-10 and the keyed streams built on it.
 #include "core/base/rng.hpp"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// Building collective schedules (ring, Rabenseifner, recursive doubling, trees, hierarchical,
+// master) and applying their steps.
 #include "core/comm/collective_schedule.hpp"
 
 #include <algorithm>

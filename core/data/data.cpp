@@ -1,3 +1,5 @@
+// Datasets: the IDX reader, synthetic generators, the CSV reader, normalisation, batches, the DDP
+// sampler.
 #include "core/data/data.hpp"
 
 #include <zlib.h>

@@ -1,3 +1,4 @@
+// The ds-tensor: blocks, their per-epoch deal to workers, rechunk, shuffle, apply and collect.
 #include "core/data/ds_tensor.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Softmax cross-entropy and mean squared error, with their gradients and costs.
 #include "core/nn/loss.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SGD, Adam and AdamW over the flat parameter buffer, and the learning-rate schedules.
 #include "core/optim/optim.hpp"
 
 // GCC 12 reports a false maybe-uninitialized inside its AVX-512 intrinsics when Eigen's

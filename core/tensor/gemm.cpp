@@ -1,3 +1,4 @@
+// GEMM over row-major floats through Eigen, and the im2col / col2im transforms.
 #include "core/tensor/gemm.hpp"
 
 // GCC 12 reports false "may be used uninitialized" warnings inside Eigen's AVX-512 kernels.

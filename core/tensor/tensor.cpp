@@ -1,3 +1,4 @@
+// Tensor: shapes, owning and shape-only tensors, views, copies and moves.
 #include "core/tensor/tensor.hpp"
 
 #include <algorithm>

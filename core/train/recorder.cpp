@@ -1,3 +1,4 @@
+// The run directory: summaries, metrics.csv, summary.json, trace.json, written atomically.
 #include "core/train/recorder.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical.
 #include <numeric>
 
 #include "core/base/check.hpp"

@@ -1,3 +1,4 @@
+// Loading a platform (recipe or SimGrid XML) and its host profile into a Platform.
 #include "backends/sim/platform/platform.hpp"
 
 #include <algorithm>

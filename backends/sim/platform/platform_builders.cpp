@@ -1,3 +1,5 @@
+// Building a recipe's topology into SimGrid zones, hosts and links (fat tree, dragonfly, torus,
+// star).
 #include "backends/sim/platform/platform_builders.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Reading platform and profile TOML files: units, dimension lists, overrides.
 #include "backends/sim/platform/platform_reader.hpp"
 
 #include <algorithm>

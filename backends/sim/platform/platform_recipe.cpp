@@ -1,3 +1,4 @@
+// Parsing a platform recipe (topology, links, NICs, fabric, master, profile) from TOML.
 #include "backends/sim/platform/platform_recipe.hpp"
 
 #include <filesystem>

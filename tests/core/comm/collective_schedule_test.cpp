@@ -1,3 +1,5 @@
+// Collective schedules: every algorithm and p = 1..17 against the direct reduction, traffic, steps
+// per rank.
 #include "core/comm/collective_schedule.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// Datasets: IDX files crafted, truncated and corrupt, the real Fashion-MNIST, synthetic sets, CSV,
+// normalisation.
 #include "core/data/data.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// The ds-tensor: coverage of every sample per epoch, deal order, rechunk, shuffle, apply and
+// collect.
 #include "core/data/ds_tensor.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// Losses: values and finite-difference gradients against double-precision references.
 #include "core/nn/loss.hpp"
 
 #include <gtest/gtest.h>

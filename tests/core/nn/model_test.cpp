@@ -1,3 +1,5 @@
+// The flat-buffer model: views, parameter ranges, finite-difference backward, shape-only costs,
+// initialisation, layer fit.
 #include "core/nn/model.hpp"
 
 #include <gtest/gtest.h>

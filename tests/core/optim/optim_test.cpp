@@ -1,3 +1,4 @@
+// Optimizers and schedules against hand-computed and PyTorch values.
 #include "core/optim/optim.hpp"
 
 #include <gtest/gtest.h>

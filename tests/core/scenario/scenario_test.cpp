@@ -1,3 +1,5 @@
+// Scenarios: defaults, overrides, refused keys with file:line:key, enum names, the resolved
+// scenario.
 #include "core/scenario/scenario.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,5 @@
+// Tensors, the counter-based RNG (Philox known answer, keyed streams, moments, shuffles),
+// block ranges and name tables.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The Trainer on the local backend (learning, determinism, one worker = serial SGD, block order,
+// NaN reporting, regression) and the run directory.
 #include "core/train/trainer.hpp"
 
 #include <gtest/gtest.h>
