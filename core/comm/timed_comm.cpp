@@ -1,6 +1,8 @@
 // TimedCommunicator: every blocking call, Work::wait() and shared-model merge timed as comm/idle.
 #include "core/comm/timed_comm.hpp"
 
+#include <algorithm>
+
 namespace syncopate {
 
 class TimedWork final : public Work {
@@ -101,7 +103,40 @@ std::unique_ptr<Communicator> TimedCommunicator::split(int color, int key) {
   rethrow_deferred();
   std::unique_ptr<Communicator> group;
   timed(&PhaseTimes::comm_s, [&] { group = inner_.split(color, key); });
-  return std::make_unique<TimedCommunicator>(std::move(group), exec_, times_);
+  return std::unique_ptr<Communicator>(new TimedCommunicator(std::move(group), *this));
+}
+
+TimedCommunicator::TimedCommunicator(std::unique_ptr<Communicator> group,
+                                     const TimedCommunicator& parent)
+    : owned_(std::move(group)),
+      inner_(*owned_),
+      exec_(parent.exec_),
+      times_(parent.times_),
+      groups_(parent.groups_),
+      is_root_(false) {
+  groups_->live.push_back(&inner_);
+}
+
+TimedCommunicator::~TimedCommunicator() {
+  if (is_root_) return;
+  auto& live = groups_->live;
+  live.erase(std::remove(live.begin(), live.end(), &inner_), live.end());
+  const CommCounters mine = inner_.counters();
+  groups_->retired.bytes_sent += mine.bytes_sent;
+  groups_->retired.bytes_recv += mine.bytes_recv;
+}
+
+CommCounters TimedCommunicator::counters() const {
+  CommCounters total = inner_.counters();
+  if (!is_root_) return total;
+  for (const Communicator* group : groups_->live) {
+    const CommCounters c = group->counters();
+    total.bytes_sent += c.bytes_sent;
+    total.bytes_recv += c.bytes_recv;
+  }
+  total.bytes_sent += groups_->retired.bytes_sent;
+  total.bytes_recv += groups_->retired.bytes_recv;
+  return total;
 }
 std::unique_ptr<SharedModel> TimedCommunicator::create_shared_model(
     std::span<const float> initial) {

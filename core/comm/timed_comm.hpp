@@ -5,6 +5,7 @@
 //   idle: blocked in barrier().
 #include <exception>
 #include <memory>
+#include <vector>
 
 #include "core/comm/comm.hpp"
 
@@ -23,10 +24,8 @@ struct PhaseTimes {
 class TimedCommunicator final : public Communicator {
  public:
   TimedCommunicator(Communicator& inner, Executor& exec, PhaseTimes& times)
-      : inner_(inner), exec_(exec), times_(times) {}
-  // Owns the wrapped communicator (for split groups).
-  TimedCommunicator(std::unique_ptr<Communicator> inner, Executor& exec, PhaseTimes& times)
-      : owned_(std::move(inner)), inner_(*owned_), exec_(exec), times_(times) {}
+      : inner_(inner), exec_(exec), times_(times), groups_(std::make_shared<GroupLedger>()) {}
+  ~TimedCommunicator() override;
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -41,7 +40,9 @@ class TimedCommunicator final : public Communicator {
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
-  CommCounters counters() const override { return inner_.counters(); }
+  // This worker's traffic on this communicator and on every group split from it (hierarchical's
+  // node-local allreduces count as this worker's bytes), including groups already destroyed.
+  CommCounters counters() const override;
   void set_default_timeout(double seconds) override { inner_.set_default_timeout(seconds); }
   double default_timeout() const override { return inner_.default_timeout(); }
 
@@ -55,11 +56,22 @@ class TimedCommunicator final : public Communicator {
   void timed(double PhaseTimes::*phase, F&& f);
   void defer(std::exception_ptr error);
 
+  // The groups split from a communicator (and from those), shared by all of them: the root sums
+  // their counters; a group that is destroyed leaves its final counters in `retired`.
+  struct GroupLedger {
+    std::vector<const Communicator*> live;
+    CommCounters retired;
+  };
+  // A group split from `parent` (owns the wrapped group communicator).
+  TimedCommunicator(std::unique_ptr<Communicator> group, const TimedCommunicator& parent);
+
   std::unique_ptr<Communicator> owned_;
   Communicator& inner_;
   Executor& exec_;
   PhaseTimes& times_;
   std::exception_ptr deferred_;
+  std::shared_ptr<GroupLedger> groups_;
+  bool is_root_ = true;
 };
 
 }  // namespace syncopate

@@ -171,18 +171,11 @@ struct Row {
 // metrics.csv text -> rows[worker][epoch].
 std::vector<std::vector<Row>> rows_of(const std::string& metrics) {
   std::vector<std::vector<Row>> rows;
-  std::istringstream in(metrics);
-  std::string line;
-  std::getline(in, line);
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream row(line);
-    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    const auto worker = static_cast<size_t>(std::stoi(cells[0]));
-    const auto epoch = static_cast<size_t>(std::stoi(cells[1]));
+  for (const EpochMetrics& e : parse_metrics_csv(metrics, "metrics.csv")) {
+    const auto worker = static_cast<size_t>(e.worker), epoch = static_cast<size_t>(e.epoch);
     if (rows.size() <= worker) rows.resize(worker + 1);
     if (rows[worker].size() <= epoch) rows[worker].resize(epoch + 1);
-    rows[worker][epoch] = {std::stod(cells[2]), std::stod(cells[3]), std::stoull(cells[7])};
+    rows[worker][epoch] = {e.start_s, e.end_s, e.bytes_sent};
   }
   return rows;
 }
@@ -257,20 +250,30 @@ TEST(SimStrategies, LocalSgdWithHOneTakesTheStepsOfDdp) {
 }
 
 // Hierarchical: weights across the nodes once per epoch, at its end. Each worker's one "average"
-// per epoch lies inside that epoch, and each epoch's bytes are one world average (what
-// epoch_sync's first epoch sends). The node-local gradient allreduces run on a split
-// communicator whose bytes metrics.csv does not count today (its time is counted); the test
-// below shows those allreduces by their effect.
+// per epoch lies inside that epoch, and each epoch's bytes are the closed form of its traffic:
+// one node-local gradient allreduce per step (what a one-node ddp step sends) plus one world
+// average (what epoch_sync's first epoch sends).
 TEST(SimStrategies, HierarchicalAveragesAcrossNodesOnceEveryEpoch) {
   const SimRun run = simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=hierarchical"})));
   const SimRun world = simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=epoch_sync"})));
-  ASSERT_TRUE(run.error.empty() && world.error.empty()) << run.error << world.error;
-  const auto rows = rows_of(run.metrics), world_rows = rows_of(world.metrics);
+  // One node of four: the gradient allreduce that each of hierarchical's steps runs in a node.
+  const SimRun node =
+      simulate(scenario({"workers=4", "sim.platform_params.nodes=1", "strategy.name=ddp"}));
+  ASSERT_TRUE(run.error.empty() && world.error.empty() && node.error.empty())
+      << run.error << world.error << node.error;
+  const auto rows = rows_of(run.metrics), world_rows = rows_of(world.metrics),
+             node_rows = rows_of(node.metrics);
   ASSERT_EQ(rows.size(), 8u);
+  // 768 samples: 12 steps of 4 x 16 on one node, 6 steps of 8 x 16 for hierarchical.
+  constexpr uint64_t kNodeSteps = 12, kSteps = 6;
   for (size_t w = 0; w < 8; ++w) {
     EXPECT_GT(world_rows[w][0].sent, 0u);
+    const uint64_t node_epoch = node_rows[w % 4][0].sent;
+    ASSERT_EQ(node_epoch % kNodeSteps, 0u) << "every ddp step sends the same bytes";
+    // Counted on both levels: 6 node-local gradient allreduces and one cross-node average.
+    const uint64_t expected = node_epoch / kNodeSteps * kSteps + world_rows[w][0].sent;
     for (size_t e = 0; e < 2; ++e)
-      EXPECT_EQ(rows[w][e].sent, world_rows[w][0].sent) << "worker " << w << " epoch " << e;
+      EXPECT_EQ(rows[w][e].sent, expected) << "worker " << w << " epoch " << e;
     std::vector<double> averages;
     for (const auto& t : run.syncs)
       if (t.name == "average" && t.worker == static_cast<int>(w)) averages.push_back(t.start_s);
