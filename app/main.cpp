@@ -1,6 +1,10 @@
 // syncopate: train a scenario on one of the backends and write its run directory.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "app/check.hpp"
@@ -93,6 +97,21 @@ struct SweepCli {
   std::string emit;
 };
 
+// `syncopate report`: analysis/report.py (Python, matplotlib) with Debian's interpreter.
+int report(const std::string& dir, const std::string& out) {
+  const std::string script = data_path("analysis") + "/report.py";
+  const char* python = "/usr/bin/python3";
+  std::vector<std::string> words = {python, script, dir};
+  if (!out.empty()) words.insert(words.end(), {"--out", out});
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execv(python, argv.data());
+  throw UserError(std::string("report: cannot run ") + python + " " + script + ": " +
+                  std::strerror(errno) + " (it needs python3-matplotlib)");
+}
+
 int sweep(SweepCli& c, const char* argv0) {
   SweepOptions& o = c.options;
   o.self_exe = self_executable(argv0);
@@ -151,6 +170,11 @@ int main(int argc, char** argv) {
   sweep->add_option("--emit", sw.emit, "slurm: write a Slurm job-array script instead of running");
   sweep->add_option("--collect", sw.options.collect, "only build DIR/sweep.csv from its runs");
   sweep->add_flag("--quiet", sw.options.quiet, "no progress lines");
+  std::string report_dir, report_out;
+  CLI::App* report =
+      cli.add_subcommand("report", "report.md and PNG plots for a run or sweep directory");
+  report->add_option("dir", report_dir, "a run directory or a sweep directory")->required();
+  report->add_option("--out", report_out, "where report.md and the plots go (default: DIR)");
   app::CheckOptions ck;
   std::string tolerance = "1%";
   CLI::App* check = cli.add_subcommand(
@@ -167,6 +191,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (sweep->parsed()) return app::sweep(sw, argv[0]);
+    if (report->parsed()) return app::report(report_dir, report_out);
     if (check->parsed()) {
       ck.tolerance = app::parse_tolerance(tolerance);
       ck.self_exe = app::self_executable(argv[0]);
