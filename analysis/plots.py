@@ -17,7 +17,7 @@ def scaling_groups(sweep):
     grid = grid_columns(sweep)
     groups = {}
     for point in sweep.points:
-        if point.get("total_time_s") is None:
+        if point.get("total_time_s") is None or point.get("workers") is None:
             continue
         key = tuple((c, point.get(c)) for c in grid if c != "workers")
         groups.setdefault(key, []).append((int(point["workers"]), float(point["total_time_s"])))

@@ -102,9 +102,11 @@ def sweep_report(sweep, out_dir):
     md = [f"# Sweep report: {os.path.basename(os.path.abspath(sweep.path))}", "",
           f"{len(done)} of {len(sweep.points)} points finished.", ""]
     speed = {}
+    scales = any(len(v) > 1 for v in plots.scaling_groups(sweep).values())
     for label, values in plots.scaling_groups(sweep).items():
         for w, s, e in plots.speedup_efficiency(values):
-            speed[(label, w)] = (s, e)
+            if len(values) > 1:  # one worker count: no speedup to speak of
+                speed[(label, w)] = (s, e)
     labels_of = {}
     for label, values in plots.scaling_groups(sweep).items():
         for w, t in values:
@@ -124,8 +126,10 @@ def sweep_report(sweep, out_dir):
                     [t, s, e, comm_share, bpw, p.get("final_test_accuracy")])
     md.append(table(grid + [f"time ({kind} s)", "speedup", "efficiency", "comm share",
                             "bytes/worker/epoch", "final accuracy"], rows))
-    images = [("Speedup and efficiency",
-               save(plots.plot_scaling(sweep, kind), out_dir, "scaling.png"))]
+    images = []
+    if scales:
+        images.append(("Speedup and efficiency",
+                       save(plots.plot_scaling(sweep, kind), out_dir, "scaling.png")))
     point_labels, phase_rows = [], []
     for i, p in enumerate(sweep.points):
         if i in sweep.runs:

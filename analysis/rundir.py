@@ -140,7 +140,7 @@ def read_sweep(path):
     with open(csv_path, newline="") as f:
         reader = csv.DictReader(f)
         columns = list(reader.fieldnames or [])
-        for required in ("strategy", "workers", "run_dir", "total_time_s"):
+        for required in ("run_dir", "total_time_s"):
             if required not in columns:
                 raise RunDirError(f"{csv_path}:1: missing column {required}")
         points = [{k: _parse_cell(v) for k, v in row.items()} for row in reader]
@@ -152,6 +152,12 @@ def read_sweep(path):
         full = run_dir if os.path.isabs(run_dir) else os.path.join(path, run_dir)
         if os.path.isfile(os.path.join(full, "summary.json")):
             runs[i] = read_run(full)
+    # A grid without a strategy or worker axis: the values come from the runs' summaries.
+    for key in ("workers", "strategy"):
+        if key not in columns:
+            columns.insert(columns.index("run_dir"), key)
+            for i, point in enumerate(points):
+                point[key] = runs[i].summary.get(key) if i in runs else None
     return Sweep(path, columns, points, runs)
 
 

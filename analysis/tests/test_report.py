@@ -170,3 +170,21 @@ def test_cost_only_run_without_accuracy(tmp_path):
     assert report.main([path]) == 0
     text = open(os.path.join(path, "report.md")).read()
     assert dict(md_table(text, "figure"))["final test accuracy"] == "-"
+
+
+def test_sweep_of_strategies_at_one_worker_count(tmp_path):
+    """The main job's comparison: no workers axis (taken from the runs), no speedup to plot."""
+    import csv
+    path = str(tmp_path / "sweep")
+    make_sweep(path, workers=(4,))
+    rows = list(csv.reader(open(os.path.join(path, "sweep.csv"))))
+    keep = [i for i, c in enumerate(rows[0]) if c != "workers"]
+    with open(os.path.join(path, "sweep.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([[r[i] for i in keep] for r in rows])
+    assert report.main([path]) == 0
+    text = open(os.path.join(path, "report.md")).read()
+    table_rows = md_table(text, "strategy")
+    assert [(r[0], r[1]) for r in table_rows] == [("ddp", "4"), ("epoch_sync", "4")]
+    assert all(r[3] == "-" and r[4] == "-" for r in table_rows)  # speedup, efficiency
+    assert not os.path.exists(os.path.join(path, "scaling.png"))
+    assert is_png(os.path.join(path, "phases.png"))

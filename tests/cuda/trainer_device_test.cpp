@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_accelerator.hpp"
 #include "core/comm/local_backend.hpp"
 #include "core/train/trainer.hpp"
+#include "tests/common/serial_defaults.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 
 namespace syncopate::cuda {
@@ -16,11 +17,11 @@ class CudaTrainer : public CudaTest {};
 
 TEST_F(CudaTrainer, DeviceTrainingMatchesHostTraining) {
   for (const char* model : {"mlp", "cnn"}) {
-    const Scenario s =
-        parse_scenario(default_scenario_text(), "<test>",
-                       {"data.dataset=synthetic", "data.train_samples=256", "data.test_samples=64",
-                        "epochs=2", "batch_size=32", "schedule.lr=0.01",
-                        std::string("model.name=") + model, "strategy.name=ddp"});
+    const Scenario s = parse_scenario(
+        default_scenario_text(), "<test>",
+        serial_defaults({"data.dataset=synthetic", "data.train_samples=256", "data.test_samples=64",
+                         "epochs=2", "batch_size=32", "schedule.lr=0.01",
+                         std::string("model.name=") + model, "strategy.name=ddp"}));
     const TrainData data = prepare_data(s, false);
     LocalCommunicator comm;
     WallClockExecutor exec;

@@ -6,6 +6,7 @@
 
 #include "backends/sim/sim_backend.hpp"
 #include "core/train/trainer.hpp"
+#include "tests/common/serial_defaults.hpp"
 #include "tests/sim/sim_test_util.hpp"
 
 namespace syncopate {
@@ -19,7 +20,7 @@ std::string diverge(const std::vector<std::string>& extra) {
                                    "sim.platform=mn5-acc",   "sim.platform_params.nodes=1",
                                    "sim.fidelity=flow",      "strategy.name=epoch_sync"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  const Scenario s = parse_scenario(default_scenario_text(), "<test>", sets);
+  const Scenario s = parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
   return sim::testing::run_in_child([&] {
            sim::SimOptions options;
            options.platform = s.sim.platform;

@@ -11,6 +11,7 @@
 #include "core/comm/local_backend.hpp"
 #include "core/train/run_files.hpp"
 #include "core/train/trainer.hpp"
+#include "tests/common/serial_defaults.hpp"
 #include "tests/sim/fork_util.hpp"
 
 namespace syncopate {
@@ -29,7 +30,7 @@ Scenario scenario(const std::vector<std::string>& extra) {
                                    "sim.fidelity=flow",
                                    "eval_every_epoch=false"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  return parse_scenario(default_scenario_text(), "<test>", sets);
+  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
 }
 
 struct SimRun {

@@ -42,10 +42,13 @@ TEST(Scenario, NestedPlatformParamsBecomeDottedKeys) {
 TEST(Scenario, DefaultParsesToDocumentedValues) {
   const Scenario s = parse_scenario(default_scenario_text(), "<default>");
   EXPECT_EQ(s.model.name, "mlp");
-  EXPECT_EQ(s.workers, 1);
+  EXPECT_EQ(s.workers, 4);
+  EXPECT_EQ(s.epochs, 3);
   EXPECT_EQ(s.batch_size, 64);
-  EXPECT_EQ(s.backend, BackendKind::kLocal);
-  EXPECT_EQ(s.strategy.kind, StrategyKind::kSerial);
+  EXPECT_EQ(s.backend, BackendKind::kSim);
+  EXPECT_EQ(s.sim.mode, SimMode::kEmulation);
+  EXPECT_EQ(s.sim.platform, "mn5-acc");
+  EXPECT_EQ(s.strategy.kind, StrategyKind::kEpochSync);
   EXPECT_DOUBLE_EQ(s.optimizer.momentum, 0.9);
   EXPECT_NE(s.resolved_json.find("\"mlp\""), std::string::npos);
 }

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "core/tensor/gemm.hpp"
 #include "core/base/rng.hpp"
+#include "core/tensor/gemm.hpp"
 
 namespace syncopate {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "core/comm/fake_comm.hpp"
 #include "core/train/trainer.hpp"
+#include "tests/common/serial_defaults.hpp"
 
 namespace syncopate {
 namespace {
@@ -17,7 +18,7 @@ Scenario small(const std::vector<std::string>& extra) {
                                    "data.test_samples=64",   "epochs=2",
                                    "batch_size=32",          "schedule.kind=constant"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  return parse_scenario(default_scenario_text(), "<test>", sets);
+  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
 }
 
 struct Case {

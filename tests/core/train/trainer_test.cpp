@@ -13,6 +13,7 @@
 #include "core/comm/local_backend.hpp"
 #include "core/nn/model.hpp"
 #include "core/train/run_files.hpp"
+#include "tests/common/serial_defaults.hpp"
 
 namespace syncopate {
 namespace {
@@ -23,7 +24,7 @@ Scenario small(const std::vector<std::string>& extra = {}) {
       "data.dataset=synthetic", "data.train_samples=1024", "data.test_samples=256", "epochs=3",
       "batch_size=32",          "schedule.lr=0.02",        "schedule.kind=constant"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  return parse_scenario(default_scenario_text(), "<test>", sets);
+  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
 }
 
 WorkerReport train_local(const Scenario& s) {
