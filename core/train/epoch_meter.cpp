@@ -43,8 +43,9 @@ EpochMetrics EpochMeter::finish(const MeterReading& end, int worker, int epoch,
   m.bytes_recv = end.counters.bytes_recv - start_.counters.bytes_recv + skipped_.recv;
   const bool seen = tally.seen > 0;
   m.train_loss = seen ? tally.loss_sum / static_cast<double>(tally.seen) : 0.0;
-  m.train_accuracy =
-      seen && classify ? static_cast<double>(tally.correct) / static_cast<double>(tally.seen) : 0.0;
+  m.train_accuracy = seen && classify
+                         ? static_cast<double>(tally.correct) / static_cast<double>(tally.seen)
+                         : -1.0;
   m.lr = tally.lr;
   return m;
 }

@@ -28,6 +28,9 @@ std::string num(double value) {
   return buffer;
 }
 
+// A figure that may be absent (negative): an empty CSV cell then.
+std::string absent_if_negative(double value) { return value < 0 ? "" : num(value); }
+
 std::string json_number(double value) { return std::isfinite(value) ? num(value) : "null"; }
 
 std::string json_string(const std::string& text) {
@@ -118,9 +121,9 @@ std::string metrics_csv(const std::vector<WorkerReport>& reports) {
   for (const EpochMetrics* e : rows) {
     out << e->worker << ',' << e->epoch << ',' << num(e->start_s) << ',' << num(e->end_s) << ','
         << num(e->compute_s) << ',' << num(e->comm_s) << ',' << num(e->idle_s) << ','
-        << e->bytes_sent << ',' << e->bytes_recv << ',' << num(e->train_loss) << ','
-        << num(e->train_accuracy) << ',' << (e->test_accuracy >= 0 ? num(e->test_accuracy) : "")
-        << ',' << num(e->lr) << '\n';
+        << e->bytes_sent << ',' << e->bytes_recv << ',' << absent_if_negative(e->train_loss) << ','
+        << absent_if_negative(e->train_accuracy) << ','
+        << (e->test_accuracy >= 0 ? num(e->test_accuracy) : "") << ',' << num(e->lr) << '\n';
   }
   return out.str();
 }

@@ -21,8 +21,8 @@ struct EpochMetrics {
   double start_s = 0, end_s = 0;  // training part of the epoch (evaluation excluded)
   double compute_s = 0, comm_s = 0, idle_s = 0;
   uint64_t bytes_sent = 0, bytes_recv = 0;
-  double train_loss = 0, train_accuracy = 0;
-  double test_accuracy = -1;  // -1: not evaluated
+  double train_loss = 0, train_accuracy = 0;  // -1: absent (cost-only; accuracy of regression)
+  double test_accuracy = -1;                  // -1: not evaluated
   double lr = 0;
 };
 

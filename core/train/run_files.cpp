@@ -59,8 +59,8 @@ EpochMetrics parse_row(std::string_view line, const std::string& where) {
   e.idle_s = cell<double>(c[6], where, 6);
   e.bytes_sent = cell<uint64_t>(c[7], where, 7);
   e.bytes_recv = cell<uint64_t>(c[8], where, 8);
-  e.train_loss = cell<double>(c[9], where, 9);
-  e.train_accuracy = cell<double>(c[10], where, 10);
+  e.train_loss = c[9].empty() ? -1.0 : cell<double>(c[9], where, 9);
+  e.train_accuracy = c[10].empty() ? -1.0 : cell<double>(c[10], where, 10);
   e.test_accuracy = c[11].empty() ? -1.0 : cell<double>(c[11], where, 11);
   e.lr = cell<double>(c[12], where, 12);
   return e;

@@ -10,8 +10,9 @@
 
 namespace syncopate {
 
-// The rows of a metrics.csv text, in file order; an empty test_accuracy cell reads as -1.
-// Throws UserError naming source:line and the column when the header or a cell is malformed.
+// The rows of a metrics.csv text, in file order; an empty train_loss, train_accuracy or
+// test_accuracy cell (absent) reads as -1. Throws UserError naming source:line and the column when
+// the header or a cell is malformed.
 std::vector<EpochMetrics> parse_metrics_csv(std::string_view text, const std::string& source);
 // The same, from a file (a run directory's metrics.csv).
 std::vector<EpochMetrics> read_metrics_csv(const std::string& path);

@@ -115,6 +115,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     report.trace.push_back(
         {"epoch " + std::to_string(epoch), "epoch", rank, meter.start(), end.time - meter.start()});
     report.epochs.push_back(meter.finish(end, rank, epoch, tally, classify));
+    if (cost_only) report.epochs.back().train_loss = report.epochs.back().train_accuracy = -1;
     if (!cost_only && s.eval_every_epoch && data.test)
       report.epochs.back().test_accuracy = evaluate(model, *data.test, s.loss).accuracy;
   }

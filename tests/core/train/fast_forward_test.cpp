@@ -129,7 +129,7 @@ TEST(EpochMeter, RowHoldsTheDifferencesPlusSkippedStepsAndTheRestAsIdle) {
   EXPECT_EQ(m.train_loss, 1.5);
   EXPECT_EQ(m.train_accuracy, 0.5);
   EXPECT_EQ(m.lr, 0.025);
-  EXPECT_EQ(meter.finish(end, 3, 7, tally, false).train_accuracy, 0.0);  // regression
+  EXPECT_EQ(meter.finish(end, 3, 7, tally, false).train_accuracy, -1.0);  // regression: absent
 }
 
 }  // namespace
