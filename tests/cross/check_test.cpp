@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/common/run_command.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -17,23 +19,11 @@ const std::string kBin = SYNCOPATE_BIN;
 const std::string kSource = SYNCOPATE_SOURCE_DIR;
 const std::string kDdp = "scenarios/ci/ddp-resnet50-64.toml";
 
-fs::path scratch() {
-  const fs::path d =
-      fs::temp_directory_path() / ("syncopate-check-test-" + std::to_string(getpid()));
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch() { return syncopate::scratch_folder("check-test"); }
 
 // Runs `syncopate check ARGS` from the source tree; returns the exit code and the output.
 int check(const std::string& args, std::string* output) {
-  const fs::path log = scratch() / "check.log";
-  const int status = std::system(
-      ("cd " + kSource + " && " + kBin + " check " + args + " > " + log.string() + " 2>&1")
-          .c_str());
-  std::stringstream text;
-  text << std::ifstream(log).rdbuf();
-  *output = text.str();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return syncopate::run_command("cd " + kSource + " && " + kBin + " check " + args, output);
 }
 
 std::string copy_of_shipped_baseline() {

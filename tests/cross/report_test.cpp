@@ -9,32 +9,17 @@
 #include <sstream>
 #include <string>
 
+#include "tests/common/run_command.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
 const std::string kBin = SYNCOPATE_BIN;
 const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/scenarios/fmnist-mlp.toml";
 
-fs::path scratch() {
-  const fs::path d = fs::temp_directory_path() / ("syncopate-report-" + std::to_string(getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-int run(const std::string& cmd, std::string* output) {
-  const fs::path log = scratch() / "last.log";
-  const int status = std::system((cmd + " > " + log.string() + " 2>&1").c_str());
-  std::stringstream text;
-  text << std::ifstream(log).rdbuf();
-  *output = text.str();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-std::string read(const fs::path& path) {
-  std::stringstream text;
-  text << std::ifstream(path).rdbuf();
-  return text.str();
-}
+fs::path scratch() { return syncopate::scratch_folder("report"); }
+int run(const std::string& cmd, std::string* output) { return syncopate::run_command(cmd, output); }
+std::string read(const fs::path& path) { return syncopate::read_text(path); }
 
 TEST(Report, SimulatedRunGetsItsReportAndPlots) {
   const fs::path dir = scratch() / "run";

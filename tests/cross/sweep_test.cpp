@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/run_command.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -34,14 +36,7 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 int run(const std::string& cmd, std::string* output = nullptr) {
-  const fs::path log =
-      fs::temp_directory_path() / ("syncopate-sweep-" + std::to_string(getpid())) / "last.log";
-  fs::create_directories(log.parent_path());
-  const int status = std::system((cmd + " > " + log.string() + " 2>&1").c_str());
-  std::stringstream text;
-  text << std::ifstream(log).rdbuf();
-  if (output) *output = text.str();
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return syncopate::run_command(cmd, output);
 }
 
 std::vector<std::vector<std::string>> read_csv(const fs::path& path) {

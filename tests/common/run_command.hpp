@@ -1,0 +1,44 @@
+#pragma once
+// For the tests that drive the syncopate binary: a scratch folder per test program, and a shell
+// command run with its output captured.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace syncopate {
+
+// <tmp>/syncopate-<name>-<pid>/, created (emptied) on first use.
+inline std::filesystem::path scratch_folder(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("syncopate-" + name + "-" + std::to_string(getpid()));
+  if (!fs::exists(dir)) fs::create_directories(dir);
+  return dir;
+}
+
+// Runs `cmd` through the shell; returns its exit code (128 if a signal ended it) and, if
+// `output` is given, its stdout and stderr together.
+inline int run_command(const std::string& cmd, std::string* output = nullptr) {
+  const std::filesystem::path log = scratch_folder("command") / "last.log";
+  const int status = std::system((cmd + " > " + log.string() + " 2>&1").c_str());
+  if (output != nullptr) {
+    std::stringstream text;
+    text << std::ifstream(log).rdbuf();
+    *output = text.str();
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// The whole text of a file ("" if it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+}  // namespace syncopate
