@@ -136,14 +136,17 @@ int sweep(SweepCli& c, const char* argv0) {
   return run_sweep(o);
 }
 
-}  // namespace
-}  // namespace syncopate::app
+// Every subcommand's options; the subcommands themselves, once declared.
+struct Commands {
+  RunOptions run;
+  SweepCli sweep;
+  std::string report_dir, report_out;
+  CheckOptions check;
+  std::string tolerance = "1%";
+  CLI::App *sweep_cmd = nullptr, *report_cmd = nullptr, *check_cmd = nullptr;
+};
 
-int main(int argc, char** argv) {
-  using namespace syncopate;
-  CLI::App cli{"syncopate: data-parallel training strategies on simulated and real clusters"};
-  cli.require_subcommand(1);
-  app::RunOptions o;
+void declare_run(CLI::App& cli, RunOptions& o) {
   CLI::App* run = cli.add_subcommand("run", "train a scenario and write its run directory");
   run->add_option("scenario", o.scenario_path,
                   "scenario TOML file or shipped scenario name (default: embedded scenario)");
@@ -157,7 +160,9 @@ int main(int argc, char** argv) {
   run->add_option("--platform", o.platform, "simulated platform (name or file)");
   run->add_option("--fidelity", o.fidelity, "simulation fidelity: " + names_in(kFidelityNames));
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
-  app::SweepCli sw;
+}
+
+CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {
   CLI::App* sweep = cli.add_subcommand(
       "sweep", "run the cross product of scenario settings, one run directory per point");
   sweep->add_option("scenario", sw.options.scenario_path, "scenario TOML file");
@@ -170,35 +175,48 @@ int main(int argc, char** argv) {
   sweep->add_option("--emit", sw.emit, "slurm: write a Slurm job-array script instead of running");
   sweep->add_option("--collect", sw.options.collect, "only build DIR/sweep.csv from its runs");
   sweep->add_flag("--quiet", sw.options.quiet, "no progress lines");
-  std::string report_dir, report_out;
+  return sweep;
+}
+
+CLI::App* declare_report(CLI::App& cli, Commands& c) {
   CLI::App* report =
       cli.add_subcommand("report", "report.md and PNG plots for a run or sweep directory");
-  report->add_option("dir", report_dir, "a run directory or a sweep directory")->required();
-  report->add_option("--out", report_out, "where report.md and the plots go (default: DIR)");
-  app::CheckOptions ck;
-  std::string tolerance = "1%";
+  report->add_option("dir", c.report_dir, "a run directory or a sweep directory")->required();
+  report->add_option("--out", c.report_out, "where report.md and the plots go (default: DIR)");
+  return report;
+}
+
+CLI::App* declare_check(CLI::App& cli, Commands& c) {
   CLI::App* check = cli.add_subcommand(
       "check", "the communication-cost gate: scenarios cost-only on the simulator vs a baseline");
-  check->add_option("scenarios", ck.scenarios, "scenario TOML files")->required();
-  check->add_option("--baseline", ck.baseline, "baseline file (TOML)")->required();
-  check->add_option("--tolerance", tolerance, "relative growth allowed, e.g. 1% (default)");
-  check->add_flag("--update", ck.update, "write this run's figures into the baseline");
-  check->add_option("--set", ck.sets, "override a key in every scenario: key.path=value");
+  check->add_option("scenarios", c.check.scenarios, "scenario TOML files")->required();
+  check->add_option("--baseline", c.check.baseline, "baseline file (TOML)")->required();
+  check->add_option("--tolerance", c.tolerance, "relative growth allowed, e.g. 1% (default)");
+  check->add_flag("--update", c.check.update, "write this run's figures into the baseline");
+  check->add_option("--set", c.check.sets, "override a key in every scenario: key.path=value");
+  return check;
+}
+
+void declare(CLI::App& cli, Commands& c) {
+  cli.require_subcommand(1);
+  declare_run(cli, c.run);
+  c.sweep_cmd = declare_sweep(cli, c.sweep);
+  c.report_cmd = declare_report(cli, c);
+  c.check_cmd = declare_check(cli, c);
+}
+
+// Runs the parsed subcommand; errors become exit codes: 2 usage, 1 user error, 3 internal.
+int dispatch(Commands& c, int* argc, char*** argv) {
   try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli.exit(e) == 0 ? 0 : 2;  // --help is a success; any other parse error is usage
-  }
-  try {
-    if (sweep->parsed()) return app::sweep(sw, argv[0]);
-    if (report->parsed()) return app::report(report_dir, report_out);
-    if (check->parsed()) {
-      ck.tolerance = app::parse_tolerance(tolerance);
-      ck.self_exe = app::self_executable(argv[0]);
-      return app::run_check(ck);
+    if (c.sweep_cmd->parsed()) return sweep(c.sweep, (*argv)[0]);
+    if (c.report_cmd->parsed()) return report(c.report_dir, c.report_out);
+    if (c.check_cmd->parsed()) {
+      c.check.tolerance = parse_tolerance(c.tolerance);
+      c.check.self_exe = self_executable((*argv)[0]);
+      return run_check(c.check);
     }
-    return app::run(o, &argc, &argv);
-  } catch (const app::UsageError& e) {
+    return run(c.run, argc, argv);
+  } catch (const UsageError& e) {
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());
     return 2;
   } catch (const UserError& e) {
@@ -208,4 +226,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "syncopate: internal error: %s\n", e.what());
     return 3;
   }
+}
+
+}  // namespace
+}  // namespace syncopate::app
+
+int main(int argc, char** argv) {
+  CLI::App cli{"syncopate: data-parallel training strategies on simulated and real clusters"};
+  syncopate::app::Commands commands;
+  syncopate::app::declare(cli, commands);
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e) == 0 ? 0 : 2;  // --help is a success; any other parse error is usage
+  }
+  return syncopate::app::dispatch(commands, &argc, &argv);
 }
