@@ -182,7 +182,8 @@ class LocalSgd final : public Strategy {
   void before_step(WorkerContext& ctx) override { warmup_.before_step(ctx); }
   void after_step(WorkerContext& ctx, int64_t) override {
     if (warming_up(ctx)) return;
-    if (++local_steps_ % every_ == 0) average_params(ctx, ctx.comm, algorithm_, policy_);
+    if (++local_steps_ % every_ == 0)
+      traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
   }
   void on_train_end(WorkerContext& ctx) override {
     traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });

@@ -211,12 +211,13 @@ TEST(SimStrategies, LocalSgdAveragesEveryHStepsAndAtTheEnd) {
   struct Expectation {
     std::vector<std::string> sets;
     uint64_t averages[2];  // per epoch
+    size_t traced;         // "average" spans in the trace (the warm-up's ddp steps are not)
   };
   const Expectation cases[] = {
-      {{"strategy.every=3"}, {2, 2 + 1}},                              // steps 3, 6 | 9, 12 + end
-      {{"strategy.every=4"}, {1, 2 + 1}},                              // step 4 | 8, 12 + end
-      {{"strategy.every=4", "strategy.warmup_epochs=1"}, {6, 1 + 1}},  // ddp x 6 | local 4 + end
-      {{"strategy.every=100"}, {0, 0 + 1}},                            // only the end
+      {{"strategy.every=3"}, {2, 2 + 1}, 5},  // steps 3, 6 | 9, 12 + end
+      {{"strategy.every=4"}, {1, 2 + 1}, 4},  // step 4 | 8, 12 + end
+      {{"strategy.every=4", "strategy.warmup_epochs=1"}, {6, 1 + 1}, 2},  // ddp x 6 | 4 + end
+      {{"strategy.every=100"}, {0, 0 + 1}, 1},                            // only the end
   };
   const auto unit_rows = rows_of(unit.metrics);
   for (const Expectation& c : cases) {
@@ -231,6 +232,10 @@ TEST(SimStrategies, LocalSgdAveragesEveryHStepsAndAtTheEnd) {
       for (size_t e = 0; e < 2; ++e)
         EXPECT_EQ(rows[w][e].sent, c.averages[e] * one)
             << c.sets.back() << " worker " << w << " epoch " << e;
+      size_t traced = 0;
+      for (const auto& t : run.syncs)
+        traced += t.name == "average" && t.worker == static_cast<int>(w);
+      EXPECT_EQ(traced, c.traced) << c.sets.back() << " worker " << w;
     }
     for (size_t w = 1; w < run.params.size(); ++w) EXPECT_EQ(run.params[w], run.params[0]);
   }
