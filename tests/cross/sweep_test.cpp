@@ -144,6 +144,25 @@ TEST(Sweep, KilledMidwayResumesToTheSameCsv) {
   EXPECT_EQ(deterministic_part(cut / "sweep.csv"), deterministic_part(whole / "sweep.csv"));
 }
 
+TEST(Sweep, MpiPointsRunUnderMpirun) {
+  const fs::path dir = fresh_dir("mpi");
+  std::string out;
+  ASSERT_EQ(run(kBin + " sweep " + kScenario +
+                    " --set backend=mpi --set epochs=1 --set data.train_samples=1000"
+                    " --set data.test_samples=200 --strategy ddp --workers 1,2 --jobs 1 --out " +
+                    dir.string(),
+                &out),
+            0)
+      << out;
+  const auto rows = read_csv(dir / "sweep.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const std::string summary = syncopate::read_text(dir / rows[i][2] / "summary.json");
+    EXPECT_NE(summary.find("\"backend\": \"mpi\""), std::string::npos) << summary;
+    EXPECT_NE(summary.find("\"workers\": " + rows[i][1]), std::string::npos) << summary;
+  }
+}
+
 TEST(Sweep, EmitsASlurmArrayWithSrunForMpiPoints) {
   const fs::path dir = fresh_dir("slurm");
   std::string out;
