@@ -7,6 +7,7 @@
 #include "core/base/check.hpp"
 #include "core/nn/accelerator.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/progress.hpp"
 #include "core/train/recorder.hpp"
 
 namespace syncopate::app {
@@ -37,8 +38,9 @@ AcceleratorFactory accelerator_for(const Scenario& scenario);
 std::unique_ptr<Communicator> mpi_device_setup(const Scenario& scenario, Communicator& world,
                                                int local_rank, double watchdog_seconds);
 
-RunResult run_local(const Scenario& scenario);
-RunResult run_sim(const Scenario& scenario);
-RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv);
+// `progress` is called after every step of worker 0 (on MPI: in rank 0's process).
+RunResult run_local(const Scenario& scenario, const ProgressFn& progress);
+RunResult run_sim(const Scenario& scenario, const ProgressFn& progress);
+RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress);
 
 }  // namespace syncopate::app

@@ -10,6 +10,7 @@
 #include "app/check.hpp"
 #include "app/commands.hpp"
 #include "app/process.hpp"
+#include "app/progress.hpp"
 #include "app/sweep.hpp"
 #include "core/base/check.hpp"
 #include "core/base/data_dir.hpp"
@@ -26,6 +27,7 @@ struct RunOptions {
   std::optional<uint64_t> seed;
   std::optional<std::string> strategy, backend, platform, fidelity;
   bool print_scenario = false;
+  bool quiet = false;
 };
 
 Scenario resolve(const RunOptions& o) {
@@ -56,6 +58,18 @@ void print_summary(const RunSummary& s, const std::string& dir) {
   std::printf("run directory        %s\n", dir.c_str());
 }
 
+RunResult train(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress) {
+  switch (scenario.backend) {
+    case BackendKind::kLocal:
+      return run_local(scenario, progress);
+    case BackendKind::kSim:
+      return run_sim(scenario, progress);
+    case BackendKind::kMpi:
+      return run_mpi(scenario, argc, argv, progress);
+  }
+  throw InternalError("unknown backend");
+}
+
 int run(RunOptions& o, int* argc, char*** argv) {
   const Scenario scenario = resolve(o);
   if (o.print_scenario) {
@@ -67,17 +81,9 @@ int run(RunOptions& o, int* argc, char*** argv) {
   const std::string requested = o.out.empty() ? "runs/" + scenario.name : o.out;
   RunResult result;
   try {
-    switch (scenario.backend) {
-      case BackendKind::kLocal:
-        result = run_local(scenario);
-        break;
-      case BackendKind::kSim:
-        result = run_sim(scenario);
-        break;
-      case BackendKind::kMpi:
-        result = run_mpi(scenario, argc, argv);
-        break;
-    }
+    ProgressLine line(ProgressLine::style_for_stdout(o.quiet),
+                      scenario.backend == BackendKind::kSim);
+    result = train(scenario, argc, argv, line.callback());
   } catch (const std::exception& e) {
     write_failure(unique_run_dir(requested), e.what());
     throw;
@@ -160,6 +166,7 @@ void declare_run(CLI::App& cli, RunOptions& o) {
   run->add_option("--platform", o.platform, "simulated platform (name or file)");
   run->add_option("--fidelity", o.fidelity, "simulation fidelity: " + names_in(kFidelityNames));
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
+  run->add_flag("--quiet", o.quiet, "no progress line");
 }
 
 CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {

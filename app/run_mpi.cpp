@@ -47,7 +47,7 @@ int local_rank(const mpi::MpiCommunicator& comm) {
 
 }  // namespace
 
-RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
+RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress) {
   mpi::Runtime runtime(argc, argv);
   RunResult result;
   try {
@@ -76,7 +76,8 @@ RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv) {
     const double start = MPI_Wtime();
     const AcceleratorFactory accelerator = accelerator_for(scenario);
     const TrainData data = prepare_data(scenario, false);
-    const WorkerReport mine = train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator);
+    const WorkerReport mine =
+        train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress);
     result.reports = gather_reports(*comm, mine);
     if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
     result.info.wall_seconds = MPI_Wtime() - start;

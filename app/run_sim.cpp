@@ -8,7 +8,7 @@
 
 namespace syncopate::app {
 
-RunResult run_sim(const Scenario& scenario) {
+RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
   sim::SimOptions options;
   options.platform = scenario.sim.platform;
   options.platform_overrides = scenario.sim.platform_params;
@@ -22,7 +22,8 @@ RunResult run_sim(const Scenario& scenario) {
   RunResult result;
   result.reports.resize(static_cast<size_t>(scenario.workers));
   const sim::SimStats stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
-    result.reports[static_cast<size_t>(comm.rank())] = train_worker(scenario, data, comm, exec);
+    result.reports[static_cast<size_t>(comm.rank())] =
+        train_worker(scenario, data, comm, exec, {}, progress);
   });
   result.info.platform = scenario.sim.platform;
   result.info.wall_seconds = stats.wall_seconds;

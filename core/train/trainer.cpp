@@ -57,10 +57,25 @@ void record_final_model(WorkerReport& report, Model& model, std::span<const floa
   report.final_params.assign(params.begin(), params.end());
 }
 
+// Where the epoch stands after its k-th step, for the progress display.
+Progress step_progress(const LossTally& tally, bool classify, int epoch, int epochs, size_t k,
+                       const std::vector<Step>& steps, const Executor& exec) {
+  const bool seen = tally.seen > 0 && !exec.cost_only();
+  const double n = static_cast<double>(tally.seen);
+  return {.epoch = epoch,
+          .epochs = epochs,
+          .step = k,
+          .steps = steps.size(),
+          .loss = seen ? tally.loss_sum / n : -1,
+          .accuracy = seen && classify ? static_cast<double>(tally.correct) / n : -1,
+          .time_s = exec.now()};
+}
+
 }  // namespace
 
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
-                          Executor& exec, const AcceleratorFactory& accelerator_factory) {
+                          Executor& exec, const AcceleratorFactory& accelerator_factory,
+                          const ProgressFn& progress) {
   const bool cost_only = exec.cost_only();
   const bool classify = s.loss == LossKind::kCrossEntropy;
   WorkerModel worker = make_worker_model(s, cost_only, accelerator_factory);
@@ -108,6 +123,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       k += 1 + skip.steps;
       global_step += 1 + static_cast<int64_t>(skip.steps);
       ctx.optimizer_steps += static_cast<int64_t>(skip.steps);
+      if (progress && rank == 0)
+        progress(step_progress(tally, classify, epoch, s.epochs, k, steps, exec));
     }
     strategy->on_epoch_end(ctx);
     if (epoch + 1 == s.epochs) strategy->on_train_end(ctx);
