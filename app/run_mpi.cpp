@@ -72,10 +72,12 @@ RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const Progr
       result.exit_code = 1;
       return result;
     }
-    mpi::MpiExecutor exec;
     const double start = MPI_Wtime();
     const AcceleratorFactory accelerator = accelerator_for(scenario);
     const TrainData data = prepare_data(scenario, false);
+    // Time 0 is the start of training on every rank alike: start-up and data loading excluded.
+    comm->barrier();
+    mpi::MpiExecutor exec;
     const WorkerReport mine =
         train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress);
     result.reports = gather_reports(*comm, mine);
