@@ -1,7 +1,8 @@
 # The third-party packages, each only where a component needs it: the system's (Debian), or the
 # copies in SYNCOPATE_VENDOR_DIR (written by `scripts/device_check.sh vendor` for a machine that
 # has CUDA but none of the Debian packages). Either way the same imported targets exist:
-#   Eigen3::Eigen ZLIB::ZLIB tomlplusplus::tomlplusplus CLI11::CLI11   core and app
+#   Eigen3::Eigen ZLIB::ZLIB tomlplusplus::tomlplusplus nlohmann_json::nlohmann_json
+#   CLI11::CLI11                                                        core and app
 #   GTest::gtest GTest::gtest_main                                      SYNCOPATE_WITH_TESTS
 #   benchmark::benchmark                                                SYNCOPATE_WITH_BENCH
 #   PkgConfig::SIMGRID  MPI::MPI_CXX                                    SYNCOPATE_WITH_SIM, _MPI
@@ -32,6 +33,7 @@ macro(syncopate_vendored_dependencies)
   # toml++ header-only (the system build links Debian's shared library).
   syncopate_vendored_target(tomlplusplus::tomlplusplus ${_vendor}/include DEFINITIONS TOML_HEADER_ONLY=1)
   syncopate_vendored_target(CLI11::CLI11 ${_vendor}/include)
+  syncopate_vendored_target(nlohmann_json::nlohmann_json ${_vendor}/include)
   # zlib: the machine's library if it has one (its headers may be missing), else the copy.
   find_library(SYNCOPATE_ZLIB_LIBRARY NAMES z libz.so.1 PATHS ${_vendor}/lib)
   syncopate_vendored_target(ZLIB::ZLIB ${_vendor}/include LIBRARY ${SYNCOPATE_ZLIB_LIBRARY})
@@ -69,6 +71,7 @@ macro(syncopate_system_dependencies)
     add_library(tomlplusplus::tomlplusplus ALIAS PkgConfig::TOMLPP)
   endif()
   find_package(CLI11 CONFIG REQUIRED)
+  find_package(nlohmann_json 3 REQUIRED)
   if(SYNCOPATE_WITH_TESTS)
     find_package(GTest REQUIRED)
   endif()

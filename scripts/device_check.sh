@@ -8,7 +8,8 @@
 #   OUT=... scripts/device_check.sh  # THERE (carry build-vendor along)
 #
 # The GPU machine's image has CUDA, CMake and ninja but not the Debian packages the full
-# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++, zlib, CLI11). So the script
+# project needs (SimGrid, MPI, GoogleTest, Benchmark, Eigen, toml++, nlohmann-json, zlib, CLI11).
+# So the script
 # configures the full project first and, when that fails, the same top-level CMakeLists.txt
 # without the simulator and MPI (-DSYNCOPATE_WITH_SIM=OFF -DSYNCOPATE_WITH_MPI=OFF), taking the
 # third-party code from the vendored copy (-DSYNCOPATE_VENDOR_DIR). CUDA_ARCHS (default 90)
@@ -24,7 +25,7 @@ if [ "${1:-}" = vendor ]; then
   cp -r /usr/src/googletest "$VENDOR/googletest"
   cp -r /usr/include/eigen3 "$VENDOR/eigen3"
   rm -rf "$VENDOR/eigen3/unsupported"
-  cp -r /usr/include/benchmark /usr/include/toml++ /usr/include/CLI "$VENDOR/include/"
+  cp -r /usr/include/benchmark /usr/include/toml++ /usr/include/CLI /usr/include/nlohmann "$VENDOR/include/"
   cp /usr/include/zlib.h /usr/include/zconf.h "$VENDOR/include/"
   lib=/usr/lib/x86_64-linux-gnu
   cp -L "$lib/libbenchmark.so.1debian" "$VENDOR/lib/libbenchmark.so.1debian"

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/base/check.hpp"
@@ -31,35 +32,13 @@ std::string num(double value) {
 // A figure that may be absent (negative): an empty CSV cell then.
 std::string absent_if_negative(double value) { return value < 0 ? "" : num(value); }
 
-std::string json_number(double value) { return std::isfinite(value) ? num(value) : "null"; }
+using Json = nlohmann::ordered_json;
 
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+// A figure as JSON: null when absent (negative) or not finite; integral values as integers.
+Json figure(double value, bool may_be_absent = false) {
+  if (!std::isfinite(value) || (may_be_absent && value < 0)) return nullptr;
+  if (value == std::floor(value) && std::abs(value) < 9.0e15) return static_cast<int64_t>(value);
+  return value;
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -129,61 +108,51 @@ std::string metrics_csv(const std::vector<WorkerReport>& reports) {
 }
 
 std::string summary_json(const Scenario& scenario, const RunSummary& s, const RunInfo& info) {
-  std::ostringstream out;
-  out << "{\n";
-  out << "  \"name\": " << json_string(scenario.name) << ",\n";
-  out << "  \"backend\": " << json_string(s.backend) << ",\n";
-  out << "  \"strategy\": " << json_string(s.strategy) << ",\n";
-  out << "  \"platform\": " << json_string(s.platform) << ",\n";
-  out << "  \"workers\": " << s.workers << ",\n";
-  out << "  \"epochs\": " << s.epochs << ",\n";
-  out << "  \"seed\": " << s.seed << ",\n";
-  out << "  \"final_test_accuracy\": "
-      << (s.final_test_accuracy >= 0 ? json_number(s.final_test_accuracy) : "null") << ",\n";
-  out << "  \"total_time_s\": " << json_number(s.total_time_s) << ",\n";
-  out << "  \"compute_time_s\": " << json_number(s.compute_time_s) << ",\n";
-  out << "  \"comm_time_s\": " << json_number(s.comm_time_s) << ",\n";
-  out << "  \"idle_time_s\": " << json_number(s.idle_time_s) << ",\n";
-  out << "  \"bytes_sent\": " << s.bytes_sent << ",\n";
-  out << "  \"bytes_recv\": " << s.bytes_recv << ",\n";
-  out << "  \"time_to_accuracy\": {";
-  for (size_t i = 0; i < s.time_to_accuracy.size(); ++i) {
-    const auto& [target, when] = s.time_to_accuracy[i];
-    out << (i ? ", " : "") << json_string(num(target)) << ": "
-        << (when >= 0 ? json_number(when) : "null");
-  }
-  out << "},\n";
-  out << "  \"backend_stats\": {";
-  for (size_t i = 0; i < info.extra.size(); ++i)
-    out << (i ? ", " : "") << json_string(info.extra[i].first) << ": "
-        << json_number(info.extra[i].second);
-  out << "},\n";
-  out << "  \"wall_seconds\": " << json_number(info.wall_seconds) << ",\n";
-  out << "  \"scenario\": " << (scenario.resolved_json.empty() ? "{}" : scenario.resolved_json)
-      << "\n";
-  out << "}\n";
-  return out.str();
+  Json j;
+  j["name"] = scenario.name;
+  j["backend"] = s.backend;
+  j["strategy"] = s.strategy;
+  j["platform"] = s.platform;
+  j["workers"] = s.workers;
+  j["epochs"] = s.epochs;
+  j["seed"] = s.seed;
+  j["final_test_accuracy"] = figure(s.final_test_accuracy, true);
+  j["total_time_s"] = s.total_time_s;
+  j["compute_time_s"] = s.compute_time_s;
+  j["comm_time_s"] = s.comm_time_s;
+  j["idle_time_s"] = s.idle_time_s;
+  j["bytes_sent"] = s.bytes_sent;
+  j["bytes_recv"] = s.bytes_recv;
+  j["time_to_accuracy"] = Json::object();
+  for (const auto& [target, when] : s.time_to_accuracy)
+    j["time_to_accuracy"][num(target)] = figure(when, true);
+  j["backend_stats"] = Json::object();
+  for (const auto& [name, value] : info.extra) j["backend_stats"][name] = figure(value);
+  j["wall_seconds"] = info.wall_seconds;
+  j["scenario"] =
+      scenario.resolved_json.empty() ? Json::object() : Json::parse(scenario.resolved_json);
+  return j.dump(2) + "\n";
 }
 
 std::string trace_json(const std::vector<WorkerReport>& reports) {
-  std::ostringstream out;
-  out << "{\"traceEvents\": [\n";
-  bool first = true;
+  Json events = Json::array();
   for (const auto& report : reports) {
-    out << (first ? "" : ",\n")
-        << "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " << report.worker
-        << ", \"args\": {\"name\": \"worker " << report.worker << "\"}}";
-    first = false;
-    for (const auto& e : report.trace) {
-      // Chrome traces are in microseconds.
-      out << ",\n{\"name\": " << json_string(e.name) << ", \"cat\": " << json_string(e.category)
-          << ", \"ph\": \"X\", \"pid\": 0, \"tid\": " << e.worker
-          << ", \"ts\": " << num(e.start_s * 1e6) << ", \"dur\": " << num(e.duration_s * 1e6)
-          << "}";
-    }
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", report.worker},
+                      {"args", {{"name", "worker " + std::to_string(report.worker)}}}});
+    for (const auto& e : report.trace)  // Chrome traces are in microseconds
+      events.push_back({{"name", e.name},
+                        {"cat", e.category},
+                        {"ph", "X"},
+                        {"pid", 0},
+                        {"tid", e.worker},
+                        {"ts", e.start_s * 1e6},
+                        {"dur", e.duration_s * 1e6}});
   }
-  out << "\n], \"displayTimeUnit\": \"ms\"}\n";
-  return out.str();
+  const Json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  return trace.dump() + "\n";
 }
 
 std::string unique_run_dir(const std::string& dir) {

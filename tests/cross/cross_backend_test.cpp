@@ -57,7 +57,6 @@ int run(const std::string& cmd, std::string* output = nullptr) {
 struct RunFiles {
   std::map<std::pair<int, int>, double> loss;  // (worker, epoch) -> train_loss
   std::vector<float> model;
-  std::string merges;  // trace
 };
 
 RunFiles read_run(const fs::path& dir) {

@@ -1,0 +1,74 @@
+// summary.json and trace.json: valid JSON with the documented schema (README, "The run
+// directory"), absent figures as null.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/scenario/scenario.hpp"
+#include "core/train/recorder.hpp"
+#include "tests/common/serial_defaults.hpp"
+
+namespace syncopate {
+namespace {
+
+WorkerReport one_worker() {
+  WorkerReport r;
+  EpochMetrics e;
+  e.end_s = 2.5;
+  e.compute_s = 2.0;
+  e.comm_s = 0.5;
+  e.bytes_sent = 1024;
+  e.test_accuracy = 0.86;
+  r.epochs = {e};
+  r.trace = {{"epoch 0", "epoch", 0, 0.0, 2.5}, {"average", "sync", 0, 2.0, 0.5}};
+  r.final_test_accuracy = 0.86;
+  return r;
+}
+
+TEST(RunJson, SummaryHasTheDocumentedFieldsAndTypes) {
+  const Scenario s = parse_scenario(default_scenario_text(), "<test>", serial_defaults({}));
+  RunInfo info;
+  info.wall_seconds = 3.0;
+  info.extra = {{"simulated_comms", 12}, {"simulated_seconds", 2.5}};
+  const std::vector<WorkerReport> reports = {one_worker()};
+  const auto j = nlohmann::json::parse(summary_json(s, summarize(s, reports, info), info));
+  for (const char* key : {"name", "backend", "strategy", "platform"})
+    EXPECT_TRUE(j.at(key).is_string()) << key;
+  for (const char* key : {"workers", "epochs", "seed", "bytes_sent", "bytes_recv"})
+    EXPECT_TRUE(j.at(key).is_number_integer()) << key;
+  for (const char* key : {"total_time_s", "compute_time_s", "comm_time_s", "idle_time_s",
+                          "wall_seconds", "final_test_accuracy"})
+    EXPECT_TRUE(j.at(key).is_number()) << key;
+  EXPECT_DOUBLE_EQ(j["total_time_s"].get<double>(), 2.5);
+  EXPECT_EQ(j["bytes_sent"].get<uint64_t>(), 1024u);
+  EXPECT_DOUBLE_EQ(j["time_to_accuracy"]["0.85"].get<double>(), 2.5);  // reached at epoch 0
+  EXPECT_TRUE(j["time_to_accuracy"]["0.9"].is_null());                 // never reached
+  EXPECT_TRUE(j["backend_stats"]["simulated_comms"].is_number_integer());
+  EXPECT_TRUE(j["scenario"].is_object());
+  EXPECT_EQ(j["scenario"]["strategy"]["name"], "serial");
+}
+
+TEST(RunJson, AbsentAccuracyIsNull) {
+  const Scenario s = parse_scenario(default_scenario_text(), "<test>", serial_defaults({}));
+  WorkerReport r = one_worker();
+  r.final_test_accuracy = -1;  // cost-only: nothing evaluated
+  r.epochs[0].test_accuracy = -1;
+  const auto j = nlohmann::json::parse(summary_json(s, summarize(s, {r}, {}), {}));
+  EXPECT_TRUE(j.at("final_test_accuracy").is_null());
+  EXPECT_TRUE(j["time_to_accuracy"]["0.8"].is_null());
+}
+
+TEST(RunJson, TraceIsChromeTraceEventsInMicroseconds) {
+  const auto j = nlohmann::json::parse(trace_json({one_worker()}));
+  const auto& events = j.at("traceEvents");
+  ASSERT_EQ(events.size(), 3u);  // the thread name, then the two spans
+  EXPECT_EQ(events[0]["ph"], "M");
+  EXPECT_EQ(events[0]["args"]["name"], "worker 0");
+  EXPECT_EQ(events[2]["name"], "average");
+  EXPECT_EQ(events[2]["ph"], "X");
+  EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 2.0e6);
+  EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 0.5e6);
+}
+
+}  // namespace
+}  // namespace syncopate
