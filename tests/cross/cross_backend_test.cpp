@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/train/run_files.hpp"
+#include "tests/common/run_command.hpp"
 
 #if defined(SYNCOPATE_HAVE_NCCL)
 #include "backends/cuda/device.hpp"
@@ -27,15 +28,7 @@ namespace fs = std::filesystem;
 
 const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
 
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("syncopate-cross-" + std::to_string(getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+fs::path scratch_dir() { return syncopate::scratch_folder("cross"); }
 
 std::string mpirun(int ranks) {
   std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +

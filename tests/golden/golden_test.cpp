@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/run_command.hpp"
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -74,15 +76,7 @@ const std::vector<Case>& cases() {
   return all;
 }
 
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("syncopate-golden-" + std::to_string(getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+fs::path scratch_dir() { return syncopate::scratch_folder("golden"); }
 
 std::vector<std::string> split(const std::string& line, char separator) {
   std::vector<std::string> cells;
