@@ -11,25 +11,24 @@ PHASES = (("compute", "compute_s", "tab:blue"), ("communication", "comm_s", "tab
           ("idle", "idle_s", "tab:gray"))
 
 
-def scaling_groups(sweep):
-    """{label: [(workers, total_time_s), ...] sorted by workers} over the finished points. A group
-    holds the points that differ only in their worker count."""
+def group_label(sweep, point):
+    """The label of the group a point belongs to: the points that differ only in their worker
+    count form a group (named by the other grid values that vary in the sweep)."""
     grid = grid_columns(sweep)
+    varying = [c for c in grid if c != "workers" and len({p.get(c) for p in sweep.points}) > 1]
+    return ", ".join(str(point.get(c)) if c == "strategy" else f"{c}={point.get(c)}"
+                     for c in varying) or str(point.get("strategy", "run"))
+
+
+def scaling_groups(sweep):
+    """{label: [(workers, total_time_s), ...] sorted by workers} over the finished points."""
     groups = {}
     for point in sweep.points:
         if point.get("total_time_s") is None or point.get("workers") is None:
             continue
-        key = tuple((c, point.get(c)) for c in grid if c != "workers")
-        groups.setdefault(key, []).append((int(point["workers"]), float(point["total_time_s"])))
-    varying = [c for c in grid if c not in ("workers",) and
-               len({p.get(c) for p in sweep.points}) > 1]
-    out = {}
-    for key, values in groups.items():
-        d = dict(key)
-        label = ", ".join(str(d[c]) if c == "strategy" else f"{c}={d[c]}" for c in varying) or \
-            str(d.get("strategy", "run"))
-        out[label] = sorted(values)
-    return out
+        groups.setdefault(group_label(sweep, point), []).append(
+            (int(point["workers"]), float(point["total_time_s"])))
+    return {label: sorted(values) for label, values in groups.items()}
 
 
 def grid_columns(sweep):

@@ -107,15 +107,10 @@ def sweep_report(sweep, out_dir):
         for w, s, e in plots.speedup_efficiency(values):
             if len(values) > 1:  # one worker count: no speedup to speak of
                 speed[(label, w)] = (s, e)
-    labels_of = {}
-    for label, values in plots.scaling_groups(sweep).items():
-        for w, t in values:
-            labels_of.setdefault((w, t), label)
     rows = []
     for i, p in enumerate(sweep.points):
         t = p.get("total_time_s")
-        label = labels_of.get((int(p["workers"]), float(t))) if t is not None else None
-        s, e = speed.get((label, int(p["workers"])), (None, None))
+        s, e = speed.get((plots.group_label(sweep, p), p.get("workers")), (None, None))
         run = sweep.runs.get(i)
         bpw = run.bytes_per_worker_per_epoch() if run else None
         comm_share = None
@@ -142,13 +137,10 @@ def sweep_report(sweep, out_dir):
                                               "sweep point (" + ", ".join(grid) + ")"),
                             out_dir, "phases.png")))
     bytes_groups = {}
-    for label, values in plots.scaling_groups(sweep).items():
-        bytes_groups[label] = []
     for i, p in enumerate(sweep.points):
-        if i not in sweep.runs or p.get("total_time_s") is None:
+        if i not in sweep.runs or p.get("workers") is None:
             continue
-        label = labels_of.get((int(p["workers"]), float(p["total_time_s"])))
-        bytes_groups.setdefault(label, []).append(
+        bytes_groups.setdefault(plots.group_label(sweep, p), []).append(
             (int(p["workers"]), sweep.runs[i].bytes_per_worker_per_epoch()))
     images.append(("Bytes per worker per epoch",
                    save(plots.plot_bytes_vs_workers(
@@ -172,7 +164,6 @@ def main(argv=None):
     out_dir = args.out or args.dir
     try:
         if rundir.is_sweep(args.dir):
-            text = None
             os.makedirs(out_dir, exist_ok=True)
             text = sweep_report(rundir.read_sweep(args.dir), out_dir)
         else:

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "app/check.hpp"
@@ -227,6 +228,10 @@ int dispatch(Commands& c, int* argc, char*** argv) {
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());
     return 2;
   } catch (const UserError& e) {
+    std::fprintf(stderr, "syncopate: error: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be made or written (read-only, a file in the way, ...).
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {

@@ -15,7 +15,6 @@
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 #include <thread>
 

@@ -199,6 +199,11 @@ TEST(Sweep, BadCommandLinesExitWith2AndSayWhy) {
   EXPECT_EQ(run(sweep_cmd(dir, "--workers 4"), &out), 2);
   EXPECT_NE(out.find("holds another sweep"), std::string::npos) << out;
   EXPECT_EQ(run(kBin + " run --no-such-flag", &out), 2);
+  // An --out that cannot be made (a file in the way) is the user's error, not an internal one.
+  const fs::path file = fresh_dir("a-file");
+  std::ofstream(file) << "x";
+  EXPECT_EQ(run(sweep_cmd(file / "sweep", "--workers 2"), &out), 1) << out;
+  EXPECT_NE(out.find(file.string()), std::string::npos) << out;
 }
 
 }  // namespace
