@@ -180,12 +180,17 @@ TIMELINE_COLORS = {"compute": "tab:blue", "comm": "tab:orange", "sync": "tab:red
 
 
 def plot_timeline(run, time_kind):
-    """Per-worker overview of the trace: epochs as outlines, other categories as coloured spans."""
-    workers = sorted({e.get("tid", 0) for e in run.trace}) or list(range(run.workers))
+    """Per-worker overview of the trace (one process per worker): epochs as outlines, compute,
+    exposed communication, synchronisations and idle time as coloured spans (step outlines are
+    left out; synchronisations and waits are drawn over the compute they interrupt)."""
+    spans = [e for e in run.trace if e.get("cat") != "step"]
+    order = {"epoch": 0, "compute": 1}
+    spans.sort(key=lambda e: order.get(e.get("cat", ""), 2))
+    workers = sorted({e.get("pid", 0) for e in spans}) or list(range(run.workers))
     fig, ax = plt.subplots(figsize=(11, max(2.5, 0.45 * len(workers) + 1.5)))
     seen = set()
-    for e in run.trace:
-        row = workers.index(e.get("tid", 0))
+    for e in spans:
+        row = workers.index(e.get("pid", 0))
         start, dur = e["ts"] / 1e6, e.get("dur", 0) / 1e6
         cat = e.get("cat", "")
         if cat == "epoch":

@@ -43,6 +43,8 @@ const std::vector<Metric>& metrics() {
        }},
       {"comm_exposed_s", "exposed comm per worker-epoch (s)",
        [](const nlohmann::json& s) { return per_worker_epoch(s, "comm_time_s"); }},
+      {"comm_total_s", "total comm per worker-epoch (s)",
+       [](const nlohmann::json& s) { return per_worker_epoch(s, "comm_total_time_s"); }},
       {"bytes_sent_per_worker", "bytes sent per worker-epoch",
        [](const nlohmann::json& s) { return per_worker_epoch(s, "bytes_sent"); }},
   };

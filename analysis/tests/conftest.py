@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 METRICS_HEADER = ["worker", "epoch", "start_s", "end_s", "compute_s", "comm_s", "idle_s",
                   "bytes_sent", "bytes_recv", "train_loss", "train_accuracy", "test_accuracy",
-                  "lr"]
+                  "lr", "comm_total_s"]
 
 
 def make_run(path, strategy="epoch_sync", workers=2, epochs=3, epoch_s=1.5, comm_s=0.25,
@@ -28,10 +28,10 @@ def make_run(path, strategy="epoch_sync", workers=2, epochs=3, epoch_s=1.5, comm
             acc = 0.5 + 0.1 * e if accuracy else None
             rows.append([w, e, start, end, epoch_s - comm_s, comm_s, 0.0, bytes_per_epoch,
                          bytes_per_epoch, 2.0 / (e + 1), 0.4 + 0.1 * e,
-                         "" if acc is None else acc, 0.05])
-            events.append({"name": f"epoch {e}", "cat": "epoch", "ph": "X", "pid": 0, "tid": w,
+                         "" if acc is None else acc, 0.05, comm_s])
+            events.append({"name": f"epoch {e}", "cat": "epoch", "ph": "X", "pid": w, "tid": 0,
                            "ts": start * 1e6, "dur": epoch_s * 1e6})
-            events.append({"name": "average", "cat": "sync", "ph": "X", "pid": 0, "tid": w,
+            events.append({"name": "average", "cat": "sync", "ph": "X", "pid": w, "tid": 0,
                            "ts": (end - comm_s) * 1e6, "dur": comm_s * 1e6})
     with open(os.path.join(path, "metrics.csv"), "w", newline="") as f:
         out = csv.writer(f)

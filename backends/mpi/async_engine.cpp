@@ -27,6 +27,9 @@ class AsyncEngine::JobWork final : public Work {
     waited_ = true;
     engine_->wait(*job_);
   }
+  Completion completion() const override {
+    return {.elapsed_s = job_->completed - job_->submitted, .algorithm = job_->algorithm};
+  }
 
  private:
   AsyncEngine* engine_;
@@ -58,6 +61,7 @@ AsyncEngine::~AsyncEngine() {
 
 WorkPtr AsyncEngine::submit(std::span<float> data, const CollectiveOptions& options) {
   auto job = std::make_shared<Job>();
+  job->submitted = MPI_Wtime();
   job->data = data;
   job->options = options;
   {
@@ -70,11 +74,13 @@ WorkPtr AsyncEngine::submit(std::span<float> data, const CollectiveOptions& opti
 
 void AsyncEngine::run(Job& job, bool background) {
   try {
-    runner_(job.data, job.options,
-            PollPolicy{.background = background, .cancel = &cancel_, .waiters = &waiters_});
+    job.algorithm =
+        runner_(job.data, job.options,
+                PollPolicy{.background = background, .cancel = &cancel_, .waiters = &waiters_});
   } catch (...) {
     job.error = std::current_exception();  // rethrown by wait()
   }
+  job.completed = MPI_Wtime();
 }
 
 void AsyncEngine::wait(Job& job) {

@@ -20,7 +20,9 @@ class AsyncEngine {
  public:
   // runner(data, options, poll) performs one allreduce, polling as `poll` says: gently on the
   // helper thread while nobody waits for a result, spinning on a waiting thread.
-  using Runner = std::function<void(std::span<float>, const CollectiveOptions&, const PollPolicy&)>;
+  // It returns the algorithm it ran.
+  using Runner =
+      std::function<Algorithm(std::span<float>, const CollectiveOptions&, const PollPolicy&)>;
   AsyncEngine(bool use_thread, Runner runner);
   // Runs the jobs still queued, then joins the helper.
   ~AsyncEngine();
@@ -38,6 +40,8 @@ class AsyncEngine {
     CollectiveOptions options;
     State state = State::kQueued;
     std::exception_ptr error;
+    double submitted = 0, completed = 0;  // MPI_Wtime
+    Algorithm algorithm = Algorithm::kAuto;
   };
   class JobWork;
 

@@ -95,7 +95,7 @@ MpiCommunicator::MpiCommunicator(Key, CommHandle comm) {
   engine_ = std::make_unique<AsyncEngine>(
       detail::thread_multiple(),
       [this](std::span<float> data, const CollectiveOptions& options, const PollPolicy& poll) {
-        run_allreduce(*async_, data, options, poll);
+        return run_allreduce(*async_, data, options, poll);
       });
 }
 
@@ -104,11 +104,13 @@ MpiCommunicator::~MpiCommunicator() {
   engine_.reset();
 }
 
-void MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                                    const CollectiveOptions& options, PollPolicy poll) {
+Algorithm MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> data,
+                                         const CollectiveOptions& options, PollPolicy poll) {
   poll.timeout_s = timeout_of(options);
-  channel.run(CollectiveKind::kAllreduce, options.algorithm, data, 0, options.op, poll);
+  const Algorithm ran =
+      channel.run(CollectiveKind::kAllreduce, options.algorithm, data, 0, options.op, poll);
   finish(options.op, size_, data);
+  return ran;
 }
 
 WorkPtr MpiCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {

@@ -84,8 +84,9 @@ class MpiCommunicator final : public Communicator {
 
  private:
   friend class MpiSharedModel;
-  void run_allreduce(ScheduleChannel& channel, std::span<float> data,
-                     const CollectiveOptions& options, PollPolicy poll);
+  // Returns the algorithm it ran.
+  Algorithm run_allreduce(ScheduleChannel& channel, std::span<float> data,
+                          const CollectiveOptions& options, PollPolicy poll);
   PollPolicy poll() const;  // the blocking calls': this communicator's default timeout
   // UserError unless 0 <= rank < size (and rank != this rank unless self_allowed).
   void check_rank(int rank, const char* operation, const char* what, bool self_allowed) const;

@@ -63,11 +63,12 @@ ScheduleChannel::ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank,
   SYNC_CHECK(size == size_, "communicator of " << size << " ranks, " << size_ << " nodes given");
 }
 
-void ScheduleChannel::run(CollectiveKind kind, Algorithm algorithm, std::span<float> data, int root,
-                          ReduceOp op, const PollPolicy& poll) {
+Algorithm ScheduleChannel::run(CollectiveKind kind, Algorithm algorithm, std::span<float> data,
+                               int root, ReduceOp op, const PollPolicy& poll) {
   const CachedSchedule& entry = cache_.entry(cache_.key(kind, algorithm, data.size(), root));
   if (scratch_.size() < entry.max_recv) scratch_.resize(entry.max_recv);
   run_steps(entry.steps, data, op, poll, kind);
+  return entry.algorithm;
 }
 
 void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,

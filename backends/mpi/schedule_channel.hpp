@@ -25,9 +25,9 @@ class ScheduleChannel {
 
   MPI_Comm comm() const { return comm_.get(); }
   // Runs this rank's steps of the schedule for (kind, algorithm, count, root) on data (no
-  // finish()), polling as `poll` says.
-  void run(CollectiveKind kind, Algorithm algorithm, std::span<float> data, int root, ReduceOp op,
-           const PollPolicy& poll);
+  // finish()), polling as `poll` says. Returns the algorithm the schedule runs.
+  Algorithm run(CollectiveKind kind, Algorithm algorithm, std::span<float> data, int root,
+                ReduceOp op, const PollPolicy& poll);
 
  private:
   void run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,

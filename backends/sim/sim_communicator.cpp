@@ -18,6 +18,7 @@ namespace syncopate::sim {
 struct RankJob {
   SimEvent done;
   std::exception_ptr error;
+  double end_time = 0;  // simulated date at which this rank's part completed
 };
 
 namespace {
@@ -48,8 +49,14 @@ void wait_in_destructor(SimWorld& world, int worker, WaitFn&& wait_fn) {
 
 class MessageWork final : public Work {
  public:
-  MessageWork(SimWorld& world, WorkerState& me, std::shared_ptr<RankJob> job, BlockedOn what)
-      : world_(world), me_(me), job_(std::move(job)), what_(what) {}
+  MessageWork(SimWorld& world, WorkerState& me, std::shared_ptr<RankJob> job, BlockedOn what,
+              Algorithm algorithm)
+      : world_(world),
+        me_(me),
+        job_(std::move(job)),
+        what_(what),
+        launched_(simgrid::s4u::Engine::get_clock()),
+        completion_{.algorithm = algorithm} {}
   ~MessageWork() override {
     if (job_) wait_in_destructor(world_, me_.id, [this] { wait(); });
   }
@@ -62,19 +69,27 @@ class MessageWork final : public Work {
       job->done.wait();
     }
     if (job->error) std::rethrow_exception(job->error);
+    completion_.elapsed_s = job->end_time - launched_;
   }
+  Completion completion() const override { return completion_; }
 
  private:
   SimWorld& world_;
   WorkerState& me_;
   std::shared_ptr<RankJob> job_;
   BlockedOn what_;
+  double launched_;
+  Completion completion_;
 };
 
 class JobWork final : public Work {
  public:
   JobWork(SimWorld& world, WorkerState& me, std::shared_ptr<Job> job, BlockedOn what)
-      : world_(world), me_(me), job_(std::move(job)), what_(what) {
+      : world_(world),
+        me_(me),
+        job_(std::move(job)),
+        what_(what),
+        launched_(simgrid::s4u::Engine::get_clock()) {
     what_.arrived = &job_->arrived;
   }
   ~JobWork() override {
@@ -93,13 +108,18 @@ class JobWork final : public Work {
       sleep_until(job->end_time);
       ++world_.stats().activities;
     }
+    completion_ = {.elapsed_s = job->end_time - launched_,
+                   .algorithm = job->entry != nullptr ? job->entry->algorithm : Algorithm::kAuto};
   }
+  Completion completion() const override { return completion_; }
 
  private:
   SimWorld& world_;
   WorkerState& me_;
   std::shared_ptr<Job> job_;
   BlockedOn what_;
+  double launched_;
+  Completion completion_;
 };
 
 }  // namespace
@@ -154,9 +174,10 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
           job->error = std::current_exception();
         }
         me.in_flight = {};
+        job->end_time = simgrid::s4u::Engine::get_clock();
         job->done.fire();
       });
-  return std::make_unique<MessageWork>(world_, me_, std::move(job), what);
+  return std::make_unique<MessageWork>(world_, me_, std::move(job), what, schedule->algorithm);
 }
 
 void SimCommunicator::drain() {

@@ -79,8 +79,17 @@ struct CollectiveOptions {
 // raised while it ran. Destroying a Work that was not waited for waits for it.
 class Work {
  public:
+  // What the backend can tell of a completed operation (for the in-flight accounting and the
+  // trace): seconds from the call that started it to its completion (negative: unknown; the
+  // end of wait() then bounds it) and the algorithm it ran (kAuto: unknown).
+  struct Completion {
+    double elapsed_s = -1;
+    Algorithm algorithm = Algorithm::kAuto;
+  };
   virtual ~Work() = default;
   virtual void wait() = 0;
+  // Valid after wait() returned.
+  virtual Completion completion() const { return {}; }
 };
 using WorkPtr = std::unique_ptr<Work>;
 

@@ -1,4 +1,5 @@
-// TimedCommunicator: every blocking call, Work::wait() and shared-model merge timed as comm/idle.
+// TimedCommunicator: every blocking call, Work::wait() and shared-model merge timed as comm/idle,
+// every operation's flight accounted and traced.
 #include "core/comm/timed_comm.hpp"
 
 #include <algorithm>
@@ -7,8 +8,15 @@ namespace syncopate {
 
 class TimedWork final : public Work {
  public:
-  TimedWork(WorkPtr inner, TimedCommunicator& comm)
-      : inner_(std::move(inner)), comm_(comm), unwinding_at_start_(std::uncaught_exceptions()) {}
+  // `start_s`: when the operation was launched; `bytes`: its payload.
+  TimedWork(WorkPtr inner, TimedCommunicator& comm, double start_s, uint64_t bytes,
+            Algorithm algorithm)
+      : inner_(std::move(inner)),
+        comm_(comm),
+        unwinding_at_start_(std::uncaught_exceptions()),
+        start_s_(start_s),
+        bytes_(bytes),
+        algorithm_(algorithm) {}
   // Not while unwinding: waiting could block on a peer that will never come, and an error of
   // that wait would have nowhere to go. inner_'s destructor then follows its backend's policy.
   ~TimedWork() override {
@@ -19,16 +27,32 @@ class TimedWork final : public Work {
       comm_.defer(std::current_exception());
     }
   }
+  // The exposed part is the wait; the operation was in flight from its launch to its
+  // completion (as the backend tells it, else the end of the wait).
   void wait() override {
     if (waited_) return;
     waited_ = true;
-    comm_.timed(&PhaseTimes::comm_s, [&] { inner_->wait(); });
+    const double wait_start = comm_.exec_.now();
+    inner_->wait();
+    const double wait_end = comm_.exec_.now();
+    comm_.times_.comm_s += wait_end - wait_start;
+    const Completion done = inner_->completion();
+    const double end =
+        done.elapsed_s < 0 ? wait_end : std::clamp(start_s_ + done.elapsed_s, start_s_, wait_end);
+    const Algorithm algorithm = done.algorithm == Algorithm::kAuto ? algorithm_ : done.algorithm;
+    comm_.in_flight("allreduce", start_s_, end, bytes_, algorithm);
+    if (comm_.tracer_ != nullptr && wait_end > wait_start)
+      comm_.tracer_->span("wait allreduce", "comm", wait_start, wait_end);
   }
+  Completion completion() const override { return inner_->completion(); }
 
  private:
   WorkPtr inner_;
   TimedCommunicator& comm_;
   int unwinding_at_start_;
+  double start_s_;
+  uint64_t bytes_;
+  Algorithm algorithm_;
   bool waited_ = false;
 };
 
@@ -40,7 +64,8 @@ class TimedSharedModel final : public SharedModel {
   size_t size() const override { return inner_->size(); }
   void merge(std::span<float> local, const MergeRule& rule) override {
     comm_.rethrow_deferred();
-    comm_.timed(&PhaseTimes::comm_s, [&] { inner_->merge(local, rule); });
+    comm_.timed("merge", local.size_bytes(), &PhaseTimes::comm_s,
+                [&] { inner_->merge(local, rule); });
   }
 
  private:
@@ -49,10 +74,27 @@ class TimedSharedModel final : public SharedModel {
 };
 
 template <typename F>
-void TimedCommunicator::timed(double PhaseTimes::*phase, F&& f) {
+void TimedCommunicator::timed(const char* name, uint64_t bytes, double PhaseTimes::*phase, F&& f) {
   const double start = exec_.now();
   f();
-  times_.*phase += exec_.now() - start;
+  const double end = exec_.now();
+  times_.*phase += end - start;
+  if (phase == &PhaseTimes::idle_s) {
+    if (tracer_ != nullptr) tracer_->span(name, "idle", start, end);
+    return;
+  }
+  in_flight(name, start, end, bytes, Algorithm::kAuto);
+  if (tracer_ != nullptr) tracer_->span(name, "comm", start, end);
+}
+
+void TimedCommunicator::in_flight(const char* name, double start_s, double end_s, uint64_t bytes,
+                                  Algorithm algorithm) {
+  double& until = groups_->in_flight_until;
+  times_.comm_total_s += std::max(0.0, end_s - std::max(start_s, until));
+  until = std::max(until, end_s);
+  if (tracer_ != nullptr)
+    tracer_->flight(name, start_s, end_s, bytes,
+                    algorithm == Algorithm::kAuto ? "" : std::string(to_string(algorithm)));
 }
 
 void TimedCommunicator::defer(std::exception_ptr error) {
@@ -66,43 +108,46 @@ void TimedCommunicator::rethrow_deferred() {
 WorkPtr TimedCommunicator::allreduce_async(std::span<float> data,
                                            const CollectiveOptions& options) {
   rethrow_deferred();
-  WorkPtr work;
-  timed(&PhaseTimes::comm_s, [&] { work = inner_.allreduce_async(data, options); });
-  return std::make_unique<TimedWork>(std::move(work), *this);
+  const double start = exec_.now();
+  WorkPtr work = inner_.allreduce_async(data, options);
+  times_.comm_s += exec_.now() - start;
+  return std::make_unique<TimedWork>(std::move(work), *this, start, data.size_bytes(),
+                                     options.algorithm);
 }
 void TimedCommunicator::broadcast(std::span<float> data, int root) {
   rethrow_deferred();
-  timed(&PhaseTimes::comm_s, [&] { inner_.broadcast(data, root); });
+  timed("broadcast", data.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.broadcast(data, root); });
 }
 void TimedCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   rethrow_deferred();
-  timed(&PhaseTimes::comm_s, [&] { inner_.reduce(data, root, op); });
+  timed("reduce", data.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.reduce(data, root, op); });
 }
 void TimedCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
   rethrow_deferred();
-  timed(&PhaseTimes::comm_s, [&] { inner_.allgather(mine, all); });
+  timed("allgather", all.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.allgather(mine, all); });
 }
 void TimedCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
                                        ReduceOp op) {
   rethrow_deferred();
-  timed(&PhaseTimes::comm_s, [&] { inner_.reduce_scatter(in, out, op); });
+  timed("reduce_scatter", in.size_bytes(), &PhaseTimes::comm_s,
+        [&] { inner_.reduce_scatter(in, out, op); });
 }
 void TimedCommunicator::barrier() {
   rethrow_deferred();
-  timed(&PhaseTimes::idle_s, [&] { inner_.barrier(); });
+  timed("barrier", 0, &PhaseTimes::idle_s, [&] { inner_.barrier(); });
 }
 void TimedCommunicator::send(std::span<const float> data, int peer) {
   rethrow_deferred();
-  timed(&PhaseTimes::comm_s, [&] { inner_.send(data, peer); });
+  timed("send", data.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.send(data, peer); });
 }
 void TimedCommunicator::recv(std::span<float> data, int peer) {
   rethrow_deferred();
-  timed(&PhaseTimes::comm_s, [&] { inner_.recv(data, peer); });
+  timed("recv", data.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.recv(data, peer); });
 }
 std::unique_ptr<Communicator> TimedCommunicator::split(int color, int key) {
   rethrow_deferred();
   std::unique_ptr<Communicator> group;
-  timed(&PhaseTimes::comm_s, [&] { group = inner_.split(color, key); });
+  timed("split", 0, &PhaseTimes::comm_s, [&] { group = inner_.split(color, key); });
   return std::unique_ptr<Communicator>(new TimedCommunicator(std::move(group), *this));
 }
 
@@ -112,6 +157,7 @@ TimedCommunicator::TimedCommunicator(std::unique_ptr<Communicator> group,
       inner_(*owned_),
       exec_(parent.exec_),
       times_(parent.times_),
+      tracer_(parent.tracer_),
       groups_(parent.groups_),
       is_root_(false) {
   groups_->live.push_back(&inner_);
@@ -142,7 +188,8 @@ std::unique_ptr<SharedModel> TimedCommunicator::create_shared_model(
     std::span<const float> initial) {
   rethrow_deferred();
   std::unique_ptr<SharedModel> model;
-  timed(&PhaseTimes::comm_s, [&] { model = inner_.create_shared_model(initial); });
+  timed("create_shared_model", initial.size_bytes(), &PhaseTimes::comm_s,
+        [&] { model = inner_.create_shared_model(initial); });
   return std::make_unique<TimedSharedModel>(std::move(model), *this);
 }
 

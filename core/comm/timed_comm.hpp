@@ -2,11 +2,16 @@
 // A Communicator decorator that accounts the time a worker spends blocked in communication,
 // measured with the Executor's clock, so every backend reports comm/idle the same way:
 //   comm: blocked in collectives, point-to-point, shared-model merges, and Work::wait();
-//   idle: blocked in barrier().
+//   idle: blocked in barrier();
+//   comm_total: some operation of this worker in flight, from its launch to its completion
+//     (overlapped with compute or not; the union of those intervals).
+// With a Tracer it also records each operation in flight (payload bytes, algorithm) and each
+// blocking call or exposed wait as a span.
 #include <exception>
 #include <memory>
 #include <vector>
 
+#include "core/base/trace.hpp"
 #include "core/comm/comm.hpp"
 
 namespace syncopate {
@@ -15,6 +20,7 @@ struct PhaseTimes {
   double compute_s = 0;
   double comm_s = 0;
   double idle_s = 0;
+  double comm_total_s = 0;
 };
 
 // Works it returns: destroying one that was not waited for waits for it, except while an
@@ -23,8 +29,14 @@ struct PhaseTimes {
 // and rethrown by the next call on this communicator (or by rethrow_deferred()).
 class TimedCommunicator final : public Communicator {
  public:
-  TimedCommunicator(Communicator& inner, Executor& exec, PhaseTimes& times)
-      : inner_(inner), exec_(exec), times_(times), groups_(std::make_shared<GroupLedger>()) {}
+  // tracer: where operations are traced (none: not traced).
+  TimedCommunicator(Communicator& inner, Executor& exec, PhaseTimes& times,
+                    Tracer* tracer = nullptr)
+      : inner_(inner),
+        exec_(exec),
+        times_(times),
+        tracer_(tracer),
+        groups_(std::make_shared<GroupLedger>()) {}
   ~TimedCommunicator() override;
 
   int rank() const override { return inner_.rank(); }
@@ -52,8 +64,12 @@ class TimedCommunicator final : public Communicator {
  private:
   friend class TimedWork;
   friend class TimedSharedModel;
+  // Runs a blocking operation of `bytes` payload as `name`, accounted to `phase`.
   template <typename F>
-  void timed(double PhaseTimes::*phase, F&& f);
+  void timed(const char* name, uint64_t bytes, double PhaseTimes::*phase, F&& f);
+  // An operation was in flight from start_s to end_s.
+  void in_flight(const char* name, double start_s, double end_s, uint64_t bytes,
+                 Algorithm algorithm);
   void defer(std::exception_ptr error);
 
   // The groups split from a communicator (and from those), shared by all of them: the root sums
@@ -61,6 +77,7 @@ class TimedCommunicator final : public Communicator {
   struct GroupLedger {
     std::vector<const Communicator*> live;
     CommCounters retired;
+    double in_flight_until = 0;  // end of the latest operation in flight (for comm_total)
   };
   // A group split from `parent` (owns the wrapped group communicator).
   TimedCommunicator(std::unique_ptr<Communicator> group, const TimedCommunicator& parent);
@@ -69,6 +86,7 @@ class TimedCommunicator final : public Communicator {
   Communicator& inner_;
   Executor& exec_;
   PhaseTimes& times_;
+  Tracer* tracer_;
   std::exception_ptr deferred_;
   std::shared_ptr<GroupLedger> groups_;
   bool is_root_ = true;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/trace.hpp"
 #include "core/comm/comm.hpp"
 #include "core/optim/optim.hpp"
 #include "core/scenario/choices.hpp"
@@ -78,6 +79,7 @@ struct Scenario {
   StrategySection strategy;
   SimSection sim;
   MpiSection mpi;
+  TraceSelection trace;
   // The whole scenario after overrides, defaults included, as TOML and JSON: every key that
   // this scenario reads (none that it would refuse), so that the TOML loads back to the same.
   std::string resolved_toml;

@@ -397,6 +397,14 @@ std::vector<ScenarioKey> backend_keys() {
   };
 }
 
+// What trace.json holds (see core/base/trace.hpp).
+std::vector<ScenarioKey> trace_keys() {
+  return {
+      integer("trace.workers", FIELD(trace.workers), 0, 1 << 20),
+      integer("trace.steps", FIELD(trace.steps), 0, INT64_MAX),
+  };
+}
+
 #undef FIELD
 
 }  // namespace
@@ -418,8 +426,8 @@ toml::table& table_of(toml::table& root, const std::string& key, std::string* le
 const std::vector<ScenarioKey>& scenario_keys() {
   static const std::vector<ScenarioKey> keys = [] {
     std::vector<ScenarioKey> all;
-    for (auto part :
-         {top_and_model_keys(), data_keys(), optimizer_keys(), strategy_keys(), backend_keys()})
+    for (auto part : {top_and_model_keys(), data_keys(), optimizer_keys(), strategy_keys(),
+                      backend_keys(), trace_keys()})
       all.insert(all.end(), part.begin(), part.end());
     return all;
   }();

@@ -13,7 +13,8 @@ StepDelta operator-(const MeterReading& later, const MeterReading& earlier) {
           later.phases.comm_s - earlier.phases.comm_s,
           later.phases.idle_s - earlier.phases.idle_s,
           later.counters.bytes_sent - earlier.counters.bytes_sent,
-          later.counters.bytes_recv - earlier.counters.bytes_recv};
+          later.counters.bytes_recv - earlier.counters.bytes_recv,
+          later.phases.comm_total_s - earlier.phases.comm_total_s};
 }
 
 void LossTally::add(const LossResult& result, int64_t samples, double step_lr) {
@@ -41,6 +42,7 @@ EpochMetrics EpochMeter::finish(const MeterReading& end, int worker, int epoch,
   if (rest > 1e-9 * duration) m.idle_s += rest;
   m.bytes_sent = end.counters.bytes_sent - start_.counters.bytes_sent + skipped_.sent;
   m.bytes_recv = end.counters.bytes_recv - start_.counters.bytes_recv + skipped_.recv;
+  m.comm_total_s = end.phases.comm_total_s - start_.phases.comm_total_s + skipped_.comm_total;
   const bool seen = tally.seen > 0;
   m.train_loss = seen ? tally.loss_sum / static_cast<double>(tally.seen) : 0.0;
   m.train_accuracy = seen && classify

@@ -11,7 +11,7 @@ bool StepDelta::same_as(const StepDelta& o) const {
     return std::abs(a - b) <= 1e-9 * std::max({std::abs(a), std::abs(b), 1e-12});
   };
   return close(time, o.time) && close(compute, o.compute) && close(comm, o.comm) &&
-         close(idle, o.idle) && sent == o.sent && recv == o.recv;
+         close(idle, o.idle) && sent == o.sent && recv == o.recv && close(comm_total, o.comm_total);
 }
 
 StepDelta& StepDelta::operator+=(const StepDelta& o) {
@@ -21,6 +21,7 @@ StepDelta& StepDelta::operator+=(const StepDelta& o) {
   idle += o.idle;
   sent += o.sent;
   recv += o.recv;
+  comm_total += o.comm_total;
   return *this;
 }
 
@@ -46,7 +47,7 @@ Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const S
   const double r = static_cast<double>(remaining);
   return {remaining * period,
           {r * last.time, r * last.compute, r * last.comm, r * last.idle, remaining * last.sent,
-           remaining * last.recv}};
+           remaining * last.recv, r * last.comm_total}};
 }
 
 StepDelta FastForward::sum(size_t from, size_t to) const {

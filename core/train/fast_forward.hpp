@@ -16,6 +16,7 @@ namespace syncopate {
 struct StepDelta {
   double time = 0, compute = 0, comm = 0, idle = 0;
   uint64_t sent = 0, recv = 0;
+  double comm_total = 0;
   bool same_as(const StepDelta& other) const;
   StepDelta& operator+=(const StepDelta& other);
 };

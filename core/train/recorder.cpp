@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -65,6 +66,7 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
       s.total_time_s = std::max(s.total_time_s, e.end_s);
       s.compute_time_s += e.compute_s;
       s.comm_time_s += e.comm_s;
+      s.comm_total_time_s += e.comm_total_s;
       s.idle_time_s += e.idle_s;
       s.bytes_sent += e.bytes_sent;
       s.bytes_recv += e.bytes_recv;
@@ -90,7 +92,7 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
 std::string metrics_csv(const std::vector<WorkerReport>& reports) {
   std::ostringstream out;
   out << "worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,train_loss,"
-         "train_accuracy,test_accuracy,lr\n";
+         "train_accuracy,test_accuracy,lr,comm_total_s\n";
   std::vector<const EpochMetrics*> rows;
   for (const auto& report : reports)
     for (const auto& e : report.epochs) rows.push_back(&e);
@@ -102,7 +104,8 @@ std::string metrics_csv(const std::vector<WorkerReport>& reports) {
         << num(e->compute_s) << ',' << num(e->comm_s) << ',' << num(e->idle_s) << ','
         << e->bytes_sent << ',' << e->bytes_recv << ',' << absent_if_negative(e->train_loss) << ','
         << absent_if_negative(e->train_accuracy) << ','
-        << (e->test_accuracy >= 0 ? num(e->test_accuracy) : "") << ',' << num(e->lr) << '\n';
+        << (e->test_accuracy >= 0 ? num(e->test_accuracy) : "") << ',' << num(e->lr) << ','
+        << num(e->comm_total_s) << '\n';
   }
   return out.str();
 }
@@ -120,6 +123,7 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   j["total_time_s"] = s.total_time_s;
   j["compute_time_s"] = s.compute_time_s;
   j["comm_time_s"] = s.comm_time_s;
+  j["comm_total_time_s"] = s.comm_total_time_s;
   j["idle_time_s"] = s.idle_time_s;
   j["bytes_sent"] = s.bytes_sent;
   j["bytes_recv"] = s.bytes_recv;
@@ -134,22 +138,71 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// A worker's bytes in flight as a counter track: the value after every change.
+void append_bytes_in_flight(const WorkerReport& report, Json& events) {
+  std::map<double, int64_t> change;  // time -> change of the bytes in flight
+  for (const auto& e : report.trace) {
+    if (e.kind != TraceEvent::Kind::kFlight) continue;
+    change[e.start_s] += static_cast<int64_t>(e.bytes);
+    change[e.start_s + e.duration_s] -= static_cast<int64_t>(e.bytes);
+  }
+  int64_t in_flight = 0;
+  for (const auto& [time, delta] : change) {
+    in_flight += delta;
+    events.push_back({{"name", "bytes in flight"},
+                      {"ph", "C"},
+                      {"pid", report.worker},
+                      {"ts", time * 1e6},
+                      {"args", {{"bytes", in_flight}}}});
+  }
+}
+
+}  // namespace
+
+// Perfetto / Chrome trace events, in microseconds: one process per worker, its training track
+// (thread 0) of nested spans, its operations in flight as async slices, and the counter.
 std::string trace_json(const std::vector<WorkerReport>& reports) {
   Json events = Json::array();
+  uint64_t flight_id = 0;
   for (const auto& report : reports) {
+    if (report.trace.empty()) continue;
+    const int pid = report.worker;
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"args", {{"name", "worker " + std::to_string(pid)}}}});
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
-                      {"pid", 0},
-                      {"tid", report.worker},
-                      {"args", {{"name", "worker " + std::to_string(report.worker)}}}});
-    for (const auto& e : report.trace)  // Chrome traces are in microseconds
-      events.push_back({{"name", e.name},
-                        {"cat", e.category},
-                        {"ph", "X"},
-                        {"pid", 0},
-                        {"tid", e.worker},
-                        {"ts", e.start_s * 1e6},
-                        {"dur", e.duration_s * 1e6}});
+                      {"pid", pid},
+                      {"tid", 0},
+                      {"args", {{"name", "training"}}}});
+    for (const auto& e : report.trace) {
+      if (e.kind == TraceEvent::Kind::kSpan) {
+        events.push_back({{"name", e.name},
+                          {"cat", e.category},
+                          {"ph", "X"},
+                          {"pid", pid},
+                          {"tid", 0},
+                          {"ts", e.start_s * 1e6},
+                          {"dur", e.duration_s * 1e6}});
+        continue;
+      }
+      Json args = {{"bytes", e.bytes}};
+      if (!e.algorithm.empty()) args["algorithm"] = e.algorithm;
+      const Json common = {
+          {"name", e.name}, {"cat", e.category}, {"pid", pid}, {"tid", 0}, {"id", ++flight_id}};
+      Json begin = common, end = common;
+      begin["ph"] = "b";
+      begin["ts"] = e.start_s * 1e6;
+      begin["args"] = std::move(args);
+      end["ph"] = "e";
+      end["ts"] = (e.start_s + e.duration_s) * 1e6;
+      events.push_back(std::move(begin));
+      events.push_back(std::move(end));
+    }
+    append_bytes_in_flight(report, events);
   }
   const Json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   return trace.dump() + "\n";

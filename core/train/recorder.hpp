@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/trace.hpp"
 #include "core/scenario/scenario.hpp"
 
 namespace syncopate {
@@ -21,16 +22,10 @@ struct EpochMetrics {
   double start_s = 0, end_s = 0;  // training part of the epoch (evaluation excluded)
   double compute_s = 0, comm_s = 0, idle_s = 0;
   uint64_t bytes_sent = 0, bytes_recv = 0;
+  double comm_total_s = 0;                    // some communication in flight, overlapped or exposed
   double train_loss = 0, train_accuracy = 0;  // -1: absent (cost-only; accuracy of regression)
   double test_accuracy = -1;                  // -1: not evaluated
   double lr = 0;
-};
-
-struct TraceEvent {
-  std::string name;
-  std::string category;  // "compute", "comm", "sync", "epoch"
-  int worker = 0;
-  double start_s = 0, duration_s = 0;
 };
 
 struct WorkerReport {
@@ -56,9 +51,10 @@ struct RunSummary {
   int workers = 0, epochs = 0;
   uint64_t seed = 0;
   double final_test_accuracy = -1;
-  double total_time_s = 0;    // end of the last worker's last epoch
-  double compute_time_s = 0;  // summed over workers
-  double comm_time_s = 0;
+  double total_time_s = 0;       // end of the last worker's last epoch
+  double compute_time_s = 0;     // summed over workers
+  double comm_time_s = 0;        // exposed: workers blocked in communication
+  double comm_total_time_s = 0;  // some communication in flight (see EpochMetrics)
   double idle_time_s = 0;
   uint64_t bytes_sent = 0;
   uint64_t bytes_recv = 0;

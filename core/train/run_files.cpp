@@ -13,9 +13,10 @@
 namespace syncopate {
 namespace {
 
-constexpr std::array<std::string_view, 13> kColumns = {
-    "worker",     "epoch",      "start_s",    "end_s",          "compute_s",     "comm_s", "idle_s",
-    "bytes_sent", "bytes_recv", "train_loss", "train_accuracy", "test_accuracy", "lr"};
+constexpr std::array<std::string_view, 14> kColumns = {
+    "worker",         "epoch",         "start_s",    "end_s",       "compute_s",
+    "comm_s",         "idle_s",        "bytes_sent", "bytes_recv",  "train_loss",
+    "train_accuracy", "test_accuracy", "lr",         "comm_total_s"};
 
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> cells;
@@ -63,6 +64,7 @@ EpochMetrics parse_row(std::string_view line, const std::string& where) {
   e.train_accuracy = c[10].empty() ? -1.0 : cell<double>(c[10], where, 10);
   e.test_accuracy = c[11].empty() ? -1.0 : cell<double>(c[11], where, 11);
   e.lr = cell<double>(c[12], where, 12);
+  e.comm_total_s = cell<double>(c[13], where, 13);
   return e;
 }
 
@@ -103,10 +105,11 @@ std::string serialize_report(const WorkerReport& r) {
     out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
         << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
         << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy
-        << ' ' << e.lr << '\n';
+        << ' ' << e.lr << ' ' << e.comm_total_s << '\n';
   for (const auto& t : r.trace)
     out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category << ' '
-        << t.name << '\n';
+        << static_cast<int>(t.kind) << ' ' << t.bytes << ' '
+        << (t.algorithm.empty() ? "-" : t.algorithm) << ' ' << t.name << '\n';
   return out.str();
 }
 
@@ -121,11 +124,14 @@ WorkerReport deserialize_report(std::string_view text) {
       EpochMetrics e;
       in >> e.worker >> e.epoch >> e.start_s >> e.end_s >> e.compute_s >> e.comm_s >> e.idle_s >>
           e.bytes_sent >> e.bytes_recv >> e.train_loss >> e.train_accuracy >> e.test_accuracy >>
-          e.lr;
+          e.lr >> e.comm_total_s;
       r.epochs.push_back(e);
     } else if (tag == "T") {
       TraceEvent t;
-      in >> t.worker >> t.start_s >> t.duration_s >> t.category;
+      int kind = 0;
+      in >> t.worker >> t.start_s >> t.duration_s >> t.category >> kind >> t.bytes >> t.algorithm;
+      t.kind = static_cast<TraceEvent::Kind>(kind);
+      if (t.algorithm == "-") t.algorithm.clear();
       in.get();
       std::getline(in, t.name);
       r.trace.push_back(t);

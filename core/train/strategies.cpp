@@ -12,7 +12,7 @@ template <typename F>
 void traced(WorkerContext& ctx, const char* name, F&& f) {
   const double start = ctx.exec.now();
   f();
-  ctx.trace.push_back({name, "sync", ctx.comm.rank(), start, ctx.exec.now() - start});
+  ctx.tracer.span(name, "sync", start, ctx.exec.now());
 }
 
 void reset_optimizer(WorkerContext& ctx) {

@@ -25,7 +25,7 @@ struct WorkerContext {
   Optimizer& optimizer;
   Communicator& comm;
   Executor& exec;
-  std::vector<TraceEvent>& trace;
+  Tracer& tracer;
   int epoch = 0;
   // Optimizer steps since the optimizer state was last reset (Adam's bias correction counts
   // from 1 after a reset). Strategies that reset the optimizer set it to 0.

@@ -48,17 +48,25 @@ StepOutcome TrainStep::run(const Step& step, const StepPosition& at, double lr) 
     empty_pass();
   }
   strategy_.before_step(ctx_);
-  compute(step_cost_, [&] {
+  compute("optimizer", step_cost_, [&] {
     ctx_.optimizer.step(ctx_.params, ctx_.grads, static_cast<float>(lr), ++ctx_.optimizer_steps);
   });
   strategy_.after_step(ctx_, at.global + 1);
   return outcome;
 }
 
-void TrainStep::compute(const Cost& cost, FunctionRef<void()> math) {
-  const double t = ctx_.exec.now();
+void TrainStep::compute(std::string_view name, const Cost& cost, FunctionRef<void()> math) {
+  const double start = ctx_.exec.now();
   ctx_.exec.compute(cost, math);
-  phases_.compute_s += ctx_.exec.now() - t;
+  const double end = ctx_.exec.now();
+  phases_.compute_s += end - start;
+  if (ctx_.tracer.detail_on()) ctx_.tracer.span(name, "compute", start, end);
+}
+
+// Layer i's name in the trace ("" when the step is not traced: no string is built).
+std::string TrainStep::layer_name(int i) const {
+  if (!ctx_.tracer.detail_on()) return {};
+  return std::string(ctx_.model.layer(i).kind()) + " " + std::to_string(i);
 }
 
 LossResult TrainStep::forward_backward(const Step& step) {
@@ -73,21 +81,25 @@ LossResult TrainStep::forward_backward(const Step& step) {
 // each bucket's allreduce starts as soon as backward has filled it.
 LossResult TrainStep::host_pass(float scale) {
   Model& model = ctx_.model;
+  const double forward_start = ctx_.exec.now();
   for (int i = 0; i < model.num_layers(); ++i)
-    compute(model.forward_cost(i), [&] { model.forward_layer(i, step_ctx_); });
+    compute(layer_name(i), model.forward_cost(i), [&] { model.forward_layer(i, step_ctx_); });
+  ctx_.tracer.span("forward", "compute", forward_start, ctx_.exec.now());
   LossResult r{};
-  compute(loss_cost(model.output().shape()), [&] {
+  compute("loss", loss_cost(model.output().shape()), [&] {
     Tensor& dout = model.output_grad();
     r = classify_ ? softmax_cross_entropy(model.output(), labels_, &dout)
                   : mse(model.output(), labels_, &dout);
     if (scale != 1.0f)
       for (float& g : dout.span()) g *= scale;
   });
-  compute(zero_cost_, [&] { model.zero_grads(); });
+  compute("zero_grad", zero_cost_, [&] { model.zero_grads(); });
+  const double backward_start = ctx_.exec.now();
   for (int i = model.num_layers() - 1; i >= 0; --i) {
-    compute(model.backward_cost(i), [&] { model.backward_layer(i); });
+    compute(layer_name(i), model.backward_cost(i), [&] { model.backward_layer(i); });
     strategy_.after_backward_layer(ctx_, i);
   }
+  ctx_.tracer.span("backward", "compute", backward_start, ctx_.exec.now());
   return r;
 }
 
@@ -100,7 +112,7 @@ LossResult TrainStep::device_pass(int64_t batch, float scale) {
     pass.bytes += model.forward_cost(i).bytes + model.backward_cost(i).bytes;
   }
   LossResult r{};
-  compute(pass, [&] {
+  compute("forward+backward", pass, [&] {
     r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, classify_, scale,
                                        step_ctx_, ctx_.grads);
   });
@@ -110,7 +122,7 @@ LossResult TrainStep::device_pass(int64_t batch, float scale) {
 
 // A step without samples: zero gradients, so that the collectives still match.
 void TrainStep::empty_pass() {
-  compute(zero_cost_, [&] { ctx_.model.zero_grads(); });
+  compute("zero_grad", zero_cost_, [&] { ctx_.model.zero_grads(); });
   for (int i = ctx_.model.num_layers() - 1; i >= 0; --i) strategy_.after_backward_layer(ctx_, i);
 }
 

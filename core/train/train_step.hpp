@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "core/base/function_ref.hpp"
 #include "core/comm/timed_comm.hpp"
@@ -41,7 +43,9 @@ class TrainStep {
   StepOutcome run(const Step& step, const StepPosition& at, double lr);
 
  private:
-  void compute(const Cost& cost, FunctionRef<void()> math);
+  // Runs `math` as compute of `cost`, traced as `name`.
+  void compute(std::string_view name, const Cost& cost, FunctionRef<void()> math);
+  std::string layer_name(int i) const;
   LossResult forward_backward(const Step& step);
   LossResult host_pass(float scale);
   LossResult device_pass(int64_t batch, float scale);

@@ -81,16 +81,17 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   WorkerModel worker = make_worker_model(s, cost_only, accelerator_factory);
   Model& model = *worker.model;
   PhaseTimes phases;
-  TimedCommunicator comm(raw_comm, exec, phases);
-  const int rank = comm.rank();
   WorkerReport report;
-  report.worker = rank;
+  report.worker = raw_comm.rank();
+  Tracer tracer(report.trace, report.worker, s.trace);
+  TimedCommunicator comm(raw_comm, exec, phases, &tracer);
+  const int rank = comm.rank();
   const auto n_params = static_cast<size_t>(model.num_params());
   WorkerContext ctx{.model = model,
                     .optimizer = *worker.optimizer,
                     .comm = comm,
                     .exec = exec,
-                    .trace = report.trace,
+                    .tracer = tracer,
                     .params = cost_only ? cost_only_scratch(n_params) : model.params(),
                     .grads = cost_only ? cost_only_scratch(n_params) : model.grads()};
   auto strategy = make_strategy(s);
@@ -112,7 +113,10 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       const MeterReading before = read_meters(exec, phases, comm);
       const double lr = learning_rate(
           s.schedule, epoch + static_cast<double>(k) / static_cast<double>(steps.size()));
+      tracer.begin_step(k);
       const StepOutcome outcome = train_step.run(steps[k], {epoch, k, global_step}, lr);
+      if (tracer.detail_on())
+        tracer.span("step " + std::to_string(k), "step", before.time, exec.now());
       tally.add(outcome.loss, outcome.samples, lr);
       const Skip skip = fast_forward.after_step(read_meters(exec, phases, comm) - before, k, steps,
                                                 strategy->sync_period(ctx), exec);
@@ -126,11 +130,11 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       if (progress && rank == 0)
         progress(step_progress(tally, classify, epoch, s.epochs, k, steps, exec));
     }
+    tracer.end_steps();
     strategy->on_epoch_end(ctx);
     if (epoch + 1 == s.epochs) strategy->on_train_end(ctx);
     const MeterReading end = read_meters(exec, phases, comm);
-    report.trace.push_back(
-        {"epoch " + std::to_string(epoch), "epoch", rank, meter.start(), end.time - meter.start()});
+    tracer.span("epoch " + std::to_string(epoch), "epoch", meter.start(), end.time);
     report.epochs.push_back(meter.finish(end, rank, epoch, tally, classify));
     if (cost_only) report.epochs.back().train_loss = report.epochs.back().train_accuracy = -1;
     if (!cost_only && s.eval_every_epoch && data.test)

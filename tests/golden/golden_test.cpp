@@ -102,7 +102,7 @@ struct Outcome {
 };
 
 // metrics.csv: worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,
-// train_loss,train_accuracy,test_accuracy,lr
+// train_loss,train_accuracy,test_accuracy,lr,comm_total_s
 Outcome run_case(const Case& c) {
   Outcome outcome;
   const fs::path out = scratch_dir() / c.name;
@@ -120,12 +120,13 @@ Outcome run_case(const Case& c) {
   std::getline(csv, line);
   while (std::getline(csv, line)) {
     const std::vector<std::string> m = split(line, ',');
-    if (m.size() != 13) {
+    if (m.size() != 14) {
       outcome.error = "metrics.csv row: " + line;
       return outcome;
     }
     std::string row = c.name;
-    for (int i : {0, 1, 2, 3, 4, 5, 6, 7, 8, 12, 9, 10, 11}) row += "," + m[static_cast<size_t>(i)];
+    for (int i : {0, 1, 2, 3, 4, 5, 6, 7, 8, 13, 12, 9, 10, 11})
+      row += "," + m[static_cast<size_t>(i)];
     outcome.predictions.push_back(row);
   }
   std::stringstream summary;
@@ -136,7 +137,8 @@ Outcome run_case(const Case& c) {
 }
 
 const char* const kPredictionsHeader =
-    "case,worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,lr,"
+    "case,worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,comm_total_s,"
+    "lr,"
     "train_loss,train_accuracy,test_accuracy";
 const char* const kRunsHeader = "case,simulated_seconds,simulated_comms,arguments";
 
@@ -170,11 +172,11 @@ bool close(const std::string& a, const std::string& b, double tolerance, bool re
 // Columns up to lr exactly; train_loss to 1e-5 relative; accuracies to 0.01.
 bool same_prediction(const std::string& expected, const std::string& actual) {
   const std::vector<std::string> e = split(expected, ','), a = split(actual, ',');
-  if (e.size() != 14 || a.size() != 14) return false;
-  for (size_t i = 0; i < 11; ++i)
+  if (e.size() != 15 || a.size() != 15) return false;
+  for (size_t i = 0; i < 12; ++i)
     if (e[i] != a[i]) return false;
-  return close(e[11], a[11], 1e-5, true) && close(e[12], a[12], 0.01, false) &&
-         close(e[13], a[13], 0.01, false);
+  return close(e[12], a[12], 1e-5, true) && close(e[13], a[13], 0.01, false) &&
+         close(e[14], a[14], 0.01, false);
 }
 
 const char* const kHowToRegenerate =

@@ -75,7 +75,7 @@ TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
   EXPECT_TRUE(parse_metrics_csv(header, "empty").empty());
   EXPECT_THROW(parse_metrics_csv("worker,epoch\n", "short header"), UserError);
   try {
-    parse_metrics_csv(header + "0,0,0,1,0,0,0,x,0,1,0,,0.1\n", "bad.csv");
+    parse_metrics_csv(header + "0,0,0,1,0,0,0,x,0,1,0,,0.1,0\n", "bad.csv");
     FAIL() << "a non-number was accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.csv:2: bytes_sent"), std::string::npos) << e.what();
@@ -88,8 +88,10 @@ TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
   r.final_test_accuracy = 0.8765432109876543;
   r.final_test_loss = std::numeric_limits<double>::min();
   r.steps = 938;
-  r.trace.push_back({"epoch 0", "epoch", 1, 0.0, 1.0 / 7.0});
-  r.trace.push_back({"merge into global", "sync", 1, 2.5, 1e-9});
+  r.trace.push_back({"epoch 0", "epoch", 1, 0.0, 1.0 / 7.0, TraceEvent::Kind::kSpan, 0, ""});
+  r.trace.push_back({"merge into global", "sync", 1, 2.5, 1e-9, TraceEvent::Kind::kSpan, 0, ""});
+  r.trace.push_back(
+      {"allreduce", "comm", 1, 0.5, 0.25, TraceEvent::Kind::kFlight, 1u << 20, "ring"});
   r.final_params = {1.0f, 2.0f};  // not carried
   const WorkerReport back = deserialize_report(serialize_report(r));
   EXPECT_EQ(back.worker, r.worker);
@@ -105,6 +107,9 @@ TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
     EXPECT_EQ(back.trace[i].worker, r.trace[i].worker);
     EXPECT_EQ(back.trace[i].start_s, r.trace[i].start_s);
     EXPECT_EQ(back.trace[i].duration_s, r.trace[i].duration_s);
+    EXPECT_EQ(back.trace[i].kind, r.trace[i].kind);
+    EXPECT_EQ(back.trace[i].bytes, r.trace[i].bytes);
+    EXPECT_EQ(back.trace[i].algorithm, r.trace[i].algorithm);
   }
   EXPECT_TRUE(back.final_params.empty());
   EXPECT_THROW(deserialize_report("X 1 2 3\n"), InternalError);

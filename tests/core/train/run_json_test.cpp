@@ -20,7 +20,10 @@ WorkerReport one_worker() {
   e.bytes_sent = 1024;
   e.test_accuracy = 0.86;
   r.epochs = {e};
-  r.trace = {{"epoch 0", "epoch", 0, 0.0, 2.5}, {"average", "sync", 0, 2.0, 0.5}};
+  r.trace = {{"epoch 0", "epoch", 0, 0.0, 2.5, TraceEvent::Kind::kSpan, 0, ""},
+             {"average", "sync", 0, 2.0, 0.5, TraceEvent::Kind::kSpan, 0, ""},
+             {"allreduce", "comm", 0, 2.0, 0.25, TraceEvent::Kind::kFlight, 400, "ring"},
+             {"allreduce", "comm", 0, 2.1, 0.25, TraceEvent::Kind::kFlight, 100, ""}};
   r.final_test_accuracy = 0.86;
   return r;
 }
@@ -61,13 +64,29 @@ TEST(RunJson, AbsentAccuracyIsNull) {
 TEST(RunJson, TraceIsChromeTraceEventsInMicroseconds) {
   const auto j = nlohmann::json::parse(trace_json({one_worker()}));
   const auto& events = j.at("traceEvents");
-  ASSERT_EQ(events.size(), 3u);  // the thread name, then the two spans
+  // process and thread names, two spans, two flights (begin, end), four counter values
+  ASSERT_EQ(events.size(), 2u + 2u + 4u + 4u);
   EXPECT_EQ(events[0]["ph"], "M");
   EXPECT_EQ(events[0]["args"]["name"], "worker 0");
-  EXPECT_EQ(events[2]["name"], "average");
-  EXPECT_EQ(events[2]["ph"], "X");
-  EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 2.0e6);
-  EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 0.5e6);
+  EXPECT_EQ(events[3]["name"], "average");
+  EXPECT_EQ(events[3]["ph"], "X");
+  EXPECT_EQ(events[3]["pid"], 0);
+  EXPECT_DOUBLE_EQ(events[3]["ts"].get<double>(), 2.0e6);
+  EXPECT_DOUBLE_EQ(events[3]["dur"].get<double>(), 0.5e6);
+  EXPECT_EQ(events[4]["ph"], "b");
+  EXPECT_EQ(events[4]["args"]["bytes"], 400);
+  EXPECT_EQ(events[4]["args"]["algorithm"], "ring");
+  EXPECT_EQ(events[5]["ph"], "e");
+  EXPECT_EQ(events[5]["id"], events[4]["id"]);
+  EXPECT_DOUBLE_EQ(events[5]["ts"].get<double>(), 2.25e6);
+  EXPECT_FALSE(events[6]["args"].contains("algorithm"));
+  // bytes in flight: 400 from 2.0 s, 500 from 2.1 s, 100 from 2.25 s, 0 from 2.35 s
+  std::vector<int64_t> counter;
+  for (size_t i = 8; i < events.size(); ++i) {
+    EXPECT_EQ(events[i]["ph"], "C");
+    counter.push_back(events[i]["args"]["bytes"].get<int64_t>());
+  }
+  EXPECT_EQ(counter, (std::vector<int64_t>{400, 500, 100, 0}));
 }
 
 }  // namespace
