@@ -3,8 +3,10 @@
 
     python3 analysis/report.py RUN_OR_SWEEP_DIR [--out DIR]
 
-Writes report.md and its plots into the directory itself (or --out). Exit 2 on bad arguments or
-a directory that is neither a run nor a sweep.
+Writes report.md and its plots into the directory itself (or --out). A directory that holds a
+compare.json (`syncopate compare`) gets its comparison section and compare.png as well; one that
+holds only a compare.json gets that section alone. Exit 2 on bad arguments or a directory that is
+neither a run nor a sweep nor a comparison.
 """
 
 import argparse
@@ -13,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import compare  # noqa: E402
 import plots  # noqa: E402
 import rundir  # noqa: E402
 
@@ -167,9 +170,15 @@ def main(argv=None):
             os.makedirs(out_dir, exist_ok=True)
             text = sweep_report(rundir.read_sweep(args.dir), out_dir)
         else:
-            run = rundir.read_run(args.dir)
+            comparison = compare.read_compare(args.dir)
+            alone = comparison is not None and not os.path.isfile(
+                os.path.join(args.dir, "summary.json"))
+            run = None if alone else rundir.read_run(args.dir)
             os.makedirs(out_dir, exist_ok=True)
-            text = run_report(run, out_dir)
+            text = f"# Comparison report: {args.dir}\n" if alone else run_report(run, out_dir)
+            if comparison is not None:
+                text += "\n".join(compare.compare_section(
+                    comparison, lambda fig, name: save(fig, out_dir, name))) + "\n"
     except rundir.RunDirError as e:
         print(f"syncopate report: {e}", file=sys.stderr)
         return 2

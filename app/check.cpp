@@ -191,7 +191,7 @@ std::pair<int, int> compare(const std::string& scenario, const Figures& base, co
 
 }  // namespace
 
-double parse_tolerance(const std::string& text) {
+double parse_tolerance(const std::string& text, const std::string& command) {
   std::string t = text;
   bool percent = false;
   while (!t.empty() && (t.back() == '%' || t.back() == ' ')) {
@@ -201,7 +201,8 @@ double parse_tolerance(const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
   if (t.empty() || *end != '\0' || !(v >= 0) || !std::isfinite(v))
-    throw UsageError("check: --tolerance " + text + ": expected a percentage such as 1% or 0.5%");
+    throw UsageError(command + ": --tolerance " + text +
+                     ": expected a percentage such as 1% or 0.5%");
   return percent ? v / 100 : v;
 }
 

@@ -16,8 +16,9 @@ struct CheckOptions {
   std::string self_exe;
 };
 
-// "1%" -> 0.01, "0.5 %" -> 0.005, "0.02" -> 0.02. Throws UsageError otherwise.
-double parse_tolerance(const std::string& text);
+// "1%" -> 0.01, "0.5 %" -> 0.005, "0.02" -> 0.02. Throws UsageError otherwise, naming the
+// command's --tolerance.
+double parse_tolerance(const std::string& text, const std::string& command = "check");
 
 // Returns the exit code: 0 when no figure regressed, 1 otherwise.
 int run_check(const CheckOptions& options);

@@ -10,6 +10,7 @@
 
 #include "app/check.hpp"
 #include "app/commands.hpp"
+#include "app/compare.hpp"
 #include "app/process.hpp"
 #include "app/progress.hpp"
 #include "app/sweep.hpp"
@@ -150,7 +151,10 @@ struct Commands {
   std::string report_dir, report_out;
   CheckOptions check;
   std::string tolerance = "1%";
-  CLI::App *sweep_cmd = nullptr, *report_cmd = nullptr, *check_cmd = nullptr;
+  CompareOptions compare;
+  std::string compare_tolerance = "10%";
+  CLI::App *sweep_cmd = nullptr, *report_cmd = nullptr, *check_cmd = nullptr,
+           *compare_cmd = nullptr;
 };
 
 void declare_run(CLI::App& cli, RunOptions& o) {
@@ -205,12 +209,26 @@ CLI::App* declare_check(CLI::App& cli, Commands& c) {
   return check;
 }
 
+CLI::App* declare_compare(CLI::App& cli, Commands& c) {
+  CLI::App* compare = cli.add_subcommand(
+      "compare", "two runs of one scenario per epoch and phase: A predicted vs B measured");
+  compare->add_option("run_a", c.compare.run_a, "run directory A (predicted, e.g. simulated)")
+      ->required();
+  compare->add_option("run_b", c.compare.run_b, "run directory B (measured: the reference)")
+      ->required();
+  compare->add_option("--tolerance", c.compare_tolerance,
+                      "error allowed, of B's time of the same epoch, e.g. 10% (default)");
+  compare->add_option("--out", c.compare.out, "folder for compare.json (default: RUN_B)");
+  return compare;
+}
+
 void declare(CLI::App& cli, Commands& c) {
   cli.require_subcommand(1);
   declare_run(cli, c.run);
   c.sweep_cmd = declare_sweep(cli, c.sweep);
   c.report_cmd = declare_report(cli, c);
   c.check_cmd = declare_check(cli, c);
+  c.compare_cmd = declare_compare(cli, c);
 }
 
 // Runs the parsed subcommand; errors become exit codes: 2 usage, 1 user error, 3 internal.
@@ -222,6 +240,10 @@ int dispatch(Commands& c, int* argc, char*** argv) {
       c.check.tolerance = parse_tolerance(c.tolerance);
       c.check.self_exe = self_executable((*argv)[0]);
       return run_check(c.check);
+    }
+    if (c.compare_cmd->parsed()) {
+      c.compare.tolerance = parse_tolerance(c.compare_tolerance, "compare");
+      return run_compare(c.compare);
     }
     return run(c.run, argc, argv);
   } catch (const UsageError& e) {

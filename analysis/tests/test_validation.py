@@ -1,0 +1,50 @@
+"""validation/summarize.py: validation.md's table and error summary are the compare.json files'."""
+
+import json
+import os
+import sys
+
+import pytest
+from test_compare import make_compare
+from test_report import md_table
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation"))
+import summarize  # noqa: E402
+
+
+def make_pairs(path):
+    """Two pairs: ddp at 2 workers (A's communication 2x B's) and epoch_sync at 4 (equal)."""
+    for name, strategy, workers, factor in (("ddp-w2", "ddp", 2, 2.0),
+                                            ("epoch_sync-w4", "epoch_sync", 4, 1.0)):
+        data = make_compare(os.path.join(path, name), workers=workers, comm_factor=factor)
+        data["a"].update(strategy=strategy, workers=workers)
+        with open(os.path.join(path, name, "compare.json"), "w") as f:
+            json.dump(data, f)
+
+
+def test_table_and_errors(tmp_path):
+    make_pairs(str(tmp_path))
+    out = str(tmp_path / "validation.md")
+    assert summarize.main([str(tmp_path), "--out", out, "--note", "a note"]) == 0
+    text = open(out).read()
+    assert "- a note" in text
+    rows = md_table(text, "strategy")
+    assert [(r[0], r[1], r[2]) for r in rows] == [("ddp", "2", "3"), ("epoch_sync", "4", "3")]
+    pairs = summarize.read_pairs(str(tmp_path))
+    whole = summarize.whole_run(pairs[0])
+    assert float(rows[0][3]) == pytest.approx(whole["a"]["total_s"] / 3, rel=1e-3)
+    assert float(rows[0][4]) == pytest.approx(whole["b"]["total_s"] / 3, rel=1e-3)
+    assert rows[1][5] == "+0.0%"
+    errors = dict((r[0], r) for r in md_table(text, "error of"))
+    ddp_error = abs(whole["error"]["total_s"])
+    # Median of two pairs: the mean of ddp's error and epoch_sync's 0.
+    assert float(errors["epoch time, per pair"][1].rstrip("%")) == pytest.approx(
+        100 * ddp_error / 2, abs=0.05)
+    assert float(errors["epoch time, per pair"][2].rstrip("%")) == pytest.approx(
+        100 * ddp_error, abs=0.05)
+    assert "targets MISSED" in text
+    assert "Bytes: equal in every pair." in text
+
+
+def test_no_pairs_exits_2(tmp_path):
+    assert summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md")]) == 2

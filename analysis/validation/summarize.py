@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""validation.md from the compare.json files of a validation (analysis/validation/validate.sh).
+
+    python3 analysis/validation/summarize.py COMPARE_DIR --out validation.md [--note TEXT]...
+
+COMPARE_DIR holds one folder per pair (strategy and worker count), each with the compare.json of
+`syncopate compare SIMULATED MEASURED`. The table gives seconds per epoch (the mean over the
+epochs of each epoch's mean over the workers) and its split into phases, simulated and measured,
+and the error of each: (simulated - measured) / the measured epoch time. The errors summarised:
+each pair's whole-run epoch time, and every epoch of every pair.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+PHASES = (("compute", "compute_s"), ("comm", "comm_s"), ("idle", "idle_s"))
+TARGET_MEDIAN, TARGET_WORST = 0.05, 0.15  # the issue's targets for the epoch time
+
+
+def read_pairs(compare_dir):
+    """[(compare.json dict)] sorted by strategy and worker count."""
+    pairs = []
+    for name in sorted(os.listdir(compare_dir)):
+        path = os.path.join(compare_dir, name, "compare.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                pairs.append(json.load(f))
+    return sorted(pairs, key=lambda p: (p["a"].get("strategy", ""), p["a"].get("workers", 0)))
+
+
+def whole_run(pair):
+    return next(r for r in pair["rows"] if r["epoch"] is None and r["worker"] is None)
+
+
+def epoch_means(pair):
+    return [r for r in pair["rows"] if r["epoch"] is not None and r["worker"] is None]
+
+
+def pct(value):
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def stats_line(label, errors):
+    errors = [abs(e) for e in errors if e is not None]
+    if not errors:
+        return f"| {label} | - | - | 0 |"
+    return (f"| {label} | {100 * statistics.median(errors):.1f}% | {100 * max(errors):.1f}% "
+            f"| {len(errors)} |")
+
+
+def pair_row(pair):
+    whole = whole_run(pair)
+    n = max(1, len(epoch_means(pair)))
+    cells = [pair["a"].get("strategy", "?"), str(pair["a"].get("workers", "?")), str(n),
+             f"{whole['a']['total_s'] / n:.4g}", f"{whole['b']['total_s'] / n:.4g}",
+             pct(whole["error"]["total_s"])]
+    for _, key in PHASES:
+        cells.append(f"{whole['a'][key] / n:.3g} / {whole['b'][key] / n:.3g} "
+                     f"({pct(whole['error'][key])})")
+    cells.append("yes" if pair["bytes"]["equal"] else "**no**")
+    return "| " + " | ".join(cells) + " |"
+
+
+def verdict(errors):
+    errors = [abs(e) for e in errors if e is not None]
+    if not errors:
+        return "no pairs"
+    median, worst = statistics.median(errors), max(errors)
+    ok = median <= TARGET_MEDIAN and worst <= TARGET_WORST
+    return (f"median {100 * median:.1f}% (target <= {100 * TARGET_MEDIAN:g}%), worst "
+            f"{100 * worst:.1f}% (target <= {100 * TARGET_WORST:g}%): "
+            f"{'targets met' if ok else 'targets MISSED'}")
+
+
+def summarize(pairs, notes=()):
+    md = ["# Validation: simulated vs measured, fmnist-mlp", ""]
+    md += [f"- {n}" for n in notes]
+    md += ["- seconds per epoch: the mean over the epochs of each epoch's mean over the workers;",
+           "  phases as simulated / measured (error), errors as a share of the measured epoch",
+           ""]
+    header = ["strategy", "workers", "epochs", "simulated s/epoch", "measured s/epoch", "error"]
+    header += [f"{label} s/epoch" for label, _ in PHASES] + ["bytes equal"]
+    md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    md += [pair_row(p) for p in pairs]
+    pair_errors = [whole_run(p)["error"]["total_s"] for p in pairs]
+    epoch_errors = [r["error"]["total_s"] for p in pairs for r in epoch_means(p)]
+    md += ["", "## Errors of the epoch time", "",
+           f"- per pair (whole run): {verdict(pair_errors)}",
+           f"- per epoch (every epoch of every pair): {verdict(epoch_errors)}",
+           "", "| error of | median abs | worst abs | count |", "|---|---|---|---|",
+           stats_line("epoch time, per pair", pair_errors),
+           stats_line("epoch time, per epoch", epoch_errors)]
+    for label, key in PHASES:
+        md.append(stats_line(f"{label}, per pair (share of the epoch)",
+                             [whole_run(p)["error"][key] for p in pairs]))
+    mismatched = [p for p in pairs if not p["bytes"]["equal"]]
+    md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
+                            f"{len(mismatched)} pair(s) differ.")]
+    return "\n".join(md) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("compare_dir")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--note", action="append", default=[])
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.compare_dir):
+        print(f"summarize: {args.compare_dir}: no such directory", file=sys.stderr)
+        return 2
+    pairs = read_pairs(args.compare_dir)
+    if not pairs:
+        print(f"summarize: {args.compare_dir}: no compare.json in its folders", file=sys.stderr)
+        return 2
+    with open(args.out, "w") as f:
+        f.write(summarize(pairs, args.note))
+    print(f"validation written to {args.out} ({len(pairs)} pairs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

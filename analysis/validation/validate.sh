@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The simulator against this machine: fmnist-mlp at 1, 2 and 4 workers with every strategy (serial
+# at 1 worker only), simulated (sim backend, platform loopback) and measured (mpi backend under
+# mpirun), each pair compared with `syncopate compare`; writes analysis/validation/validation.md.
+#
+#   analysis/validation/validate.sh [--epochs N] [--workers "1 2 4"] [--strategies "ddp ..."]
+#                                   [--out DIR] [--bin PATH] [--set key=value]...
+#
+# Runs go to DIR (default runs/validation): DIR/sim/<strategy>-w<W>, DIR/mpi/..., DIR/compare/...;
+# a run already there is kept (re-running finishes an interrupted validation; remove DIR to start
+# over). --set overrides apply to both runs of every pair. Exit 0 when every pair was compared
+# (whatever the errors: validation.md says them), 1 when a run or a comparison failed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=$root/build/bin/syncopate
+out=$root/runs/validation
+epochs=""
+workers="1 2 4"
+strategies="serial ddp epoch_sync epoch_async local_sgd hierarchical"
+sets=()
+args="$*"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --epochs) epochs=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --strategies) strategies=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    *) echo "validate.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$epochs" ] && sets+=(--epochs "$epochs")
+mpirun=(mpirun --oversubscribe --bind-to none)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+export OMP_NUM_THREADS=1
+mkdir -p "$out/sim" "$out/mpi" "$out/compare"
+
+# A strategy's settings beyond the scenario's: local_sgd averages every 8 steps (its default, 1,
+# would average after every step).
+knobs() { [ "$1" = local_sgd ] && echo "--set strategy.every=8" || true; }
+
+failed=0
+for strategy in $strategies; do
+  for w in $workers; do
+    [ "$strategy" = serial ] && [ "$w" != 1 ] && continue
+    name=$strategy-w$w
+    common=(fmnist-mlp --strategy "$strategy" --workers "$w" --quiet "${sets[@]}")
+    read -r -a extra <<<"$(knobs "$strategy")"
+    common+=("${extra[@]}")
+    if [ ! -f "$out/sim/$name/summary.json" ]; then
+      echo "== $name: simulated"
+      # loopback models this machine's two workers; more workers are more GPUs on its one node.
+      "$bin" run "${common[@]}" --backend sim --platform loopback \
+        --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim/$name" \
+        >"$out/sim/$name.log" 2>&1 || { echo "   failed: $out/sim/$name.log"; failed=1; continue; }
+    fi
+    if [ ! -f "$out/mpi/$name/summary.json" ]; then
+      echo "== $name: measured (mpirun -np $w)"
+      "${mpirun[@]}" -np "$w" "$bin" run "${common[@]}" --backend mpi --out "$out/mpi/$name" \
+        >"$out/mpi/$name.log" 2>&1 || { echo "   failed: $out/mpi/$name.log"; failed=1; continue; }
+    fi
+    rc=0
+    "$bin" compare "$out/sim/$name" "$out/mpi/$name" --tolerance 15% --out "$out/compare/$name" \
+      >"$out/compare/$name.txt" 2>&1 || rc=$?
+    if [ "$rc" -gt 1 ]; then
+      echo "   compare failed: $out/compare/$name.txt"
+      failed=1
+    fi
+    tail -n 2 "$out/compare/$name.txt" | head -n 1
+  done
+done
+
+when=$(date -u '+%Y-%m-%d %H:%M UTC')
+load=$(cut -d ' ' -f 1-3 /proc/loadavg)
+notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in $out)"
+       --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
+       --note "simulated: sim backend, platform loopback (profile cpu); measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1"
+       --note "settings: ${sets[*]:-none}; local_sgd strategy.every=8")
+/usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$here/validation.md" "${notes[@]}"
+exit $failed
