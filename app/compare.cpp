@@ -77,10 +77,11 @@ void flatten(const Json& j, const std::string& prefix, std::map<std::string, std
   out[prefix] = j.dump();
 }
 
-// Keys that may differ between the two runs of one scenario: where and how it ran.
+// Keys that may differ between the two runs of one scenario: where and how it ran, and what
+// it traced.
 bool may_differ(const std::string& key) {
-  static constexpr std::array<std::string_view, 7> kFree = {
-      "name", "seed", "backend", "sim", "mpi", "model.device", "data.dir"};
+  static constexpr std::array<std::string_view, 8> kFree = {
+      "name", "seed", "backend", "sim", "mpi", "model.device", "data.dir", "trace"};
   return std::any_of(kFree.begin(), kFree.end(), [&](std::string_view free) {
     return key == free || (key.size() > free.size() && key.compare(0, free.size(), free) == 0 &&
                            key[free.size()] == '.');
@@ -110,10 +111,11 @@ std::vector<std::string> scenario_differences(const RunDir& a, const RunDir& b) 
       refused += "\n  " + text;
   }
   if (!refused.empty())
-    throw UsageError("compare: " + a.path + " and " + b.path +
-                     " are runs of different scenarios (A vs B):" + refused +
-                     "\n(only name, seed, backend, sim.*, mpi.*, model.device and data.dir may "
-                     "differ)");
+    throw UsageError(
+        "compare: " + a.path + " and " + b.path +
+        " are runs of different scenarios (A vs B):" + refused +
+        "\n(only name, seed, backend, sim.*, mpi.*, trace.*, model.device and data.dir may "
+        "differ)");
   return allowed;
 }
 
