@@ -10,6 +10,7 @@
 #include <string>
 #include <tuple>
 
+#include "backends/sim/master_collective.hpp"
 #include "backends/sim/sim_executor.hpp"
 
 namespace syncopate::sim {
@@ -133,19 +134,25 @@ SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
 WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool async) {
   me_.flush();
   const CachedSchedule& entry = group_->entry(call);
-  const RankTraffic& traffic = entry.traffic[static_cast<size_t>(rank_)];
-  counters_.bytes_sent += traffic.bytes_sent;
-  counters_.bytes_recv += traffic.bytes_recv;
+  const bool through_master = runs_through_master(world_, entry);
+  if (through_master) {  // this worker's buffer to the master and back
+    counters_.bytes_sent += call.count * sizeof(float);
+    counters_.bytes_recv += call.count * sizeof(float);
+  } else {
+    const RankTraffic& traffic = entry.traffic[static_cast<size_t>(rank_)];
+    counters_.bytes_sent += traffic.bytes_sent;
+    counters_.bytes_recv += traffic.bytes_recv;
+  }
   BlockedOn what{.operation = to_string(call.kind).data(),
                  .group = group_->id(),
                  .count = call.count,
                  .seq = ++issued_,
                  .members = &group_->members()};
 
-  if (world_.fidelity() != Fidelity::kMessage)
+  if (world_.fidelity() != Fidelity::kMessage || through_master)
     return std::make_unique<JobWork>(world_, me_, group_->arrive(rank_, call, data), what);
 
-  world_.stats().messages += traffic.sends;
+  world_.stats().messages += entry.traffic[static_cast<size_t>(rank_)].sends;
   std::shared_ptr<const Schedule> schedule = group_->schedule(entry);
   if (!async) {
     drain();

@@ -9,6 +9,8 @@
 #include <simgrid/s4u/Engine.hpp>
 #include <string>
 
+#include "backends/sim/master_collective.hpp"
+
 namespace syncopate::sim {
 namespace {
 
@@ -109,8 +111,10 @@ void Group::launch(const std::shared_ptr<Job>& job) {
     for (int r = 0; r < p; ++r) finish_rank(j.call, r, p, j.buffers[static_cast<size_t>(r)]);
   };
 
+  const bool master = runs_through_master(world_, *job->entry);
   if (world_.fidelity() == Fidelity::kAnalytic) {
-    const double seconds = analytic_seconds(*job->entry);
+    const double seconds =
+        master ? through_master_seconds(*this, job->call.count) : analytic_seconds(*job->entry);
     const double start = std::max(simgrid::s4u::Engine::get_clock(), stream_free_at_);
     job->end_time = stream_free_at_ = start + seconds;
     if (emulate) job->schedule = schedule(*job->entry);
@@ -120,25 +124,30 @@ void Group::launch(const std::shared_ptr<Job>& job) {
     return;
   }
 
-  SYNC_CHECK(world_.fidelity() == Fidelity::kFlow, "fidelity " << to_string(world_.fidelity()));
+  SYNC_CHECK(world_.fidelity() == Fidelity::kFlow || master,
+             "fidelity " << to_string(world_.fidelity()));
   job->schedule = schedule(*job->entry);
   std::shared_ptr<Job> previous = std::move(last_job_);
   last_job_ = job;
   const std::string name = concat('g', id_, '/', to_string(job->call.kind), '#', job->seq + 1);
-  simgrid::s4u::Actor::create(name, host(0), [self = shared_from_this(), job, previous, compute] {
-    try {
-      if (previous) previous->done.wait();  // one collective at a time, in issue order
-      run_rounds_as_flows(*self, *job->schedule);
-      compute(*job);
-    } catch (const simgrid::ForcefulKillException&) {
-      throw;
-    } catch (...) {
-      job->error = std::current_exception();
-    }
-    job->end_time = simgrid::s4u::Engine::get_clock();
-    job->schedule.reset();
-    job->done.fire();
-  });
+  simgrid::s4u::Actor::create(
+      name, host(0), [self = shared_from_this(), job, previous, compute, master] {
+        try {
+          if (previous) previous->done.wait();  // one collective at a time, in issue order
+          if (master)
+            run_through_master_as_flows(*self, job->call.count);
+          else
+            run_rounds_as_flows(*self, *job->schedule);
+          compute(*job);
+        } catch (const simgrid::ForcefulKillException&) {
+          throw;
+        } catch (...) {
+          job->error = std::current_exception();
+        }
+        job->end_time = simgrid::s4u::Engine::get_clock();
+        job->schedule.reset();
+        job->done.fire();
+      });
 }
 
 std::shared_ptr<ControlSlot> Group::control(int rank, int a, int b, std::span<const float> span,

@@ -1,0 +1,26 @@
+#pragma once
+// The paper's aggregation on a platform with a master host: every member sends its buffer to the
+// master over its route (the master's Ethernet link, shared by all uploads), the master reduces
+// them, and sends the result back. Algorithm::kMaster runs this way whenever the platform has a
+// master; without one, rank 0 plays the master over the fabric (the plain kMaster schedule).
+// The arithmetic is the kMaster schedule's either way, so results do not depend on the platform.
+#include <cstddef>
+
+#include "backends/sim/sim_group.hpp"
+
+namespace syncopate::sim {
+
+// Whether the collective of `entry` runs through the platform's master host (an allreduce of
+// kMaster over more than one member).
+bool runs_through_master(const SimWorld& world, const CachedSchedule& entry);
+
+// Analytic fidelity: the slowest upload's latency plus every member's bytes over the
+// narrowest route bandwidth to the master (they share the master's link), the reduction on the
+// master, then the same back.
+double through_master_seconds(Group& group, size_t count);
+
+// Flow and message fidelity: the uploads as concurrent flows, the reduction, the downloads as
+// concurrent flows, in the calling actor.
+void run_through_master_as_flows(Group& group, size_t count);
+
+}  // namespace syncopate::sim
