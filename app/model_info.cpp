@@ -16,16 +16,22 @@ namespace syncopate::app {
 CLI::App* declare_model(CLI::App& cli, ModelOptions& o) {
   CLI::App* model = cli.add_subcommand(
       "model", "a model's layers: output shapes, parameters, FLOPs and activation bytes");
-  model
-      ->add_option("model", o.model, "a built-in model name, a scenario file or a shipped scenario")
-      ->required();
+  model->add_option("model", o.model,
+                    "a built-in model name, a scenario file or a shipped scenario");
   model->add_option("--set", o.sets, "override a scenario key: key.path=value (repeatable)");
   model->add_option("--batch", o.batch, "batch size (default: the scenario's batch_size)");
   model->add_flag("--toml", o.toml, "print the model as a scenario's [model] table instead");
+  model->add_flag("--kinds", o.kinds,
+                  "list the layer kinds a scenario may use and their parameters");
   return model;
 }
 
 int run_model(const ModelOptions& o) {
+  if (o.kinds) {
+    std::cout << layer_kinds_help();
+    return 0;
+  }
+  if (o.model.empty()) throw UsageError("model: give a model name or a scenario (or --kinds)");
   ModelSpec spec;
   int64_t batch = Scenario{}.batch_size;
   if (is_zoo_name(o.model)) {

@@ -105,19 +105,19 @@ std::string format_summary(const ModelSummary& s) {
   std::ostringstream out;
   char line[256];
   out << "model " << s.name << ": input " << to_string(s.input) << " (batch " << s.batch << ")\n";
-  std::snprintf(line, sizeof line, "%-4s %-40s %-20s %15s %10s %10s %10s\n", "#", "layer", "output",
+  std::snprintf(line, sizeof line, "%-4s %-48s %-20s %15s %10s %10s %10s\n", "#", "layer", "output",
                 "parameters", "fwd FLOPs", "bwd FLOPs", "act bytes");
-  out << line << std::string(115, '-') << "\n";
+  out << line << std::string(123, '-') << "\n";
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const LayerSummary& r = s.layers[i];
     const std::string name = r.kind + (r.details.empty() ? "" : " " + r.details);
-    std::snprintf(line, sizeof line, "%-4zu %-40.40s %-20s %15s %10s %10s %10s\n", i, name.c_str(),
+    std::snprintf(line, sizeof line, "%-4zu %-48.48s %-20s %15s %10s %10s %10s\n", i, name.c_str(),
                   to_string(r.output).c_str(), grouped(r.params).c_str(),
                   si(r.forward_flops).c_str(), si(r.backward_flops).c_str(),
                   si(r.activation_bytes).c_str());
     out << line;
   }
-  out << std::string(115, '-') << "\n";
+  out << std::string(123, '-') << "\n";
   out << "parameters        " << grouped(s.params) << " ("
       << si(4.0 * static_cast<double>(s.params)) << "B as float32)\n";
   out << "forward FLOPs     " << si(s.forward_flops) << " per batch of " << s.batch << "\n";
