@@ -24,7 +24,8 @@ struct StepContext {
   uint32_t worker = 0;
   uint32_t epoch = 0;
   uint32_t step = 0;
-  uint32_t layer = 0;  // index of the layer being run; Model::forward_layer fills it in
+  uint32_t layer = 0;     // index of the layer being run; Model::forward_layer fills it in
+  uint32_t sublayer = 0;  // inside a residual block: 1 + the sub-layer's index (0: top level)
 };
 
 enum class InitScheme { kHe, kXavier };

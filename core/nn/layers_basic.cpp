@@ -139,8 +139,9 @@ class Flatten final : public Layer {
 };
 
 // Inverted dropout: in training, y = x * m with m = 1/(1-rate) kept, 0 dropped; identity in eval.
-// The mask is drawn from Rng (seed, worker, epoch, kDropout, extra = step * 4096 + layer index):
-// distinct for every step and layer (for up to 2^20 steps and 4096 layers), reproducible anywhere.
+// The mask is drawn from Rng (seed, worker, epoch + 2^20 sublayer, kDropout, extra = step * 4096 +
+// layer index): distinct for every step, layer and sub-layer of a residual block (for up to 2^20
+// steps and epochs and 4096 layers), reproducible anywhere.
 class Dropout final : public Layer {
  public:
   explicit Dropout(float rate) : rate_(rate) {
@@ -159,7 +160,7 @@ class Dropout final : public Layer {
     }
     if (static_cast<int64_t>(mask_.size()) < n) mask_.resize(static_cast<size_t>(n));
     const uint32_t extra = ctx.step * 4096u + ctx.layer;
-    Rng rng({ctx.seed, ctx.worker, ctx.epoch, RngPurpose::kDropout, extra});
+    Rng rng({ctx.seed, ctx.worker, ctx.epoch + (ctx.sublayer << 20), RngPurpose::kDropout, extra});
     // uniform() has 24 bits: keep when u >= rate, i.e. when the 24-bit draw >= threshold.
     const uint32_t threshold = static_cast<uint32_t>(std::ceil(rate_ * 16777216.0));
     const float scale = 1.0f / (1.0f - rate_);

@@ -110,8 +110,9 @@ class Residual final : public Layer {
     }
   }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override {
-    const Tensor& a = run_forward(main_, main_acts_, x, ctx);
-    const Tensor& b = shortcut_.empty() ? x : run_forward(shortcut_, short_acts_, x, ctx);
+    const Tensor& a = run_forward(main_, main_acts_, x, ctx, 1);
+    const Tensor& b =
+        shortcut_.empty() ? x : run_forward(shortcut_, short_acts_, x, ctx, 1 + main_.size());
     const int64_t n = y.numel();
     for (int64_t i = 0; i < n; ++i) {
       const float v = a[i] + b[i];
@@ -182,13 +183,16 @@ class Residual final : public Layer {
     total.flops += part.flops;
     total.bytes += part.bytes;
   }
-  // Runs a branch; acts[j] receives layer j's output. Returns the branch output.
+  // Runs a branch; acts[j] receives layer j's output. Returns the branch output. Sub-layer j
+  // runs as sublayer first + j (dropout draws its mask from it).
   static const Tensor& run_forward(LayerList& list, std::vector<Tensor>& acts, const Tensor& x,
-                                   const StepContext& ctx) {
+                                   const StepContext& ctx, size_t first) {
+    StepContext sub = ctx;
     for (size_t j = 0; j < list.size(); ++j) {
       const Tensor& in = j == 0 ? x : acts[j - 1];
       acts[j].resize(list[j]->output_shape(in.shape()));
-      list[j]->forward(in, acts[j], ctx);
+      sub.sublayer = static_cast<uint32_t>(first + j);
+      list[j]->forward(in, acts[j], sub);
     }
     return acts.back();
   }

@@ -116,6 +116,10 @@ struct ModelSpec {
 ModelSpec zoo_spec(const std::string& name);
 bool is_zoo_name(const std::string& name);
 
+// The index of the first layer (at the top level) that is cost-only or holds one (batchnorm2d,
+// bottleneck, swiglu, tied_dense): a model that can only be simulated cost-only. -1 if none.
+int first_cost_only_layer(const ModelSpec& spec);
+
 // The parameter count and output shape of a whole description (UserError on a misfit).
 int64_t num_params(const ModelSpec& spec);
 Shape output_shape(const ModelSpec& spec, int64_t batch);

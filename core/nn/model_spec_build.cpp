@@ -197,6 +197,28 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& s) {
   SYNC_CHECK(false, "layer kind " << static_cast<int>(s.kind));
 }
 
+namespace {
+
+bool cost_only(const LayerSpec& layer) {
+  using enum LayerKind;
+  if (layer.kind == kResidual) {
+    for (const LayerSpec& inner : layer.layers) {
+      if (cost_only(inner)) return true;
+    }
+  }
+  return layer.kind == kBatchNorm2d || layer.kind == kBottleneck || layer.kind == kSwiglu ||
+         layer.kind == kTiedDense;
+}
+
+}  // namespace
+
+int first_cost_only_layer(const ModelSpec& spec) {
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    if (cost_only(spec.layers[i])) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int64_t num_params(const ModelSpec& spec) {
   int64_t n = 0;
   for (const LayerSpec& layer : spec.layers) n += num_params(layer);

@@ -46,7 +46,14 @@ struct WorkerModel {
 WorkerModel make_worker_model(const Scenario& s, bool cost_only,
                               const AcceleratorFactory& accelerator_factory) {
   WorkerModel w;
-  w.model = make_model(s.model.spec(), cost_only ? Storage::kShapeOnly : Storage::kReal);
+  const ModelSpec spec = s.model.spec();
+  if (const int i = first_cost_only_layer(spec); i >= 0 && !cost_only) {
+    throw UserError(s.source + ": model " + spec.name + ": layer " + std::to_string(i) + " (" +
+                    std::string(to_string(spec.layers[static_cast<size_t>(i)].kind)) +
+                    ") has no math, only costs; run it cost-only (backend = \"sim\", "
+                    "sim.mode = \"cost_only\")");
+  }
+  w.model = make_model(spec, cost_only ? Storage::kShapeOnly : Storage::kReal);
   if (!cost_only) w.model->init(s.seed);
   if (accelerator_factory && !cost_only) w.accelerator = accelerator_factory(*w.model);
   w.optimizer = make_optimizer(s.optimizer, cost_only ? 0 : w.model->num_params());

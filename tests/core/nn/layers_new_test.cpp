@@ -117,6 +117,23 @@ TEST(Skip, IsXPlusItsLayers) {
   EXPECT_EQ(layer->forward_cost(in).kind, OpKind::kGemm);  // its costliest layer's
 }
 
+TEST(Skip, DropoutsInsideOneBlockDrawDifferentMasks) {
+  std::vector<std::unique_ptr<Layer>> inner;
+  inner.push_back(dropout(0.5f));
+  inner.push_back(dropout(0.5f));
+  auto layer = skip(std::move(inner));
+  const Shape in{4, 1000};
+  Tensor x(in), y(in);
+  x.fill(1.0f);
+  layer->forward(x, y, {.mode = Mode::kTrain, .seed = 3, .layer = 2});
+  // y = x + m2 * m1 * x with masks of 0 or 2: 4 is kept by both, a quarter of the time if the
+  // masks are independent (half of it if they were the same).
+  int both = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) both += y[i] - x[i] > 3.0f;
+  EXPECT_GT(both, 800);
+  EXPECT_LT(both, 1200);
+}
+
 TEST(Embedding, GathersTokenAndPositionRowsAndScattersTheirGradients) {
   auto layer = embedding(7, 3, 4);
   EXPECT_EQ(layer->num_params(), (7 + 4) * 3);

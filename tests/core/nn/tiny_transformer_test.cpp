@@ -92,5 +92,42 @@ TEST(TinyTransformer, TrainsForRealOnTokenSequences) {
   EXPECT_LT(r.epochs.back().train_loss, 0.008);
 }
 
+TEST(TinyTransformer, ModelsWithCostOnlyLayersAreRefusedForRealTraining) {
+  const std::string text = R"(name = "heads"
+data.dataset = "synthetic"
+data.train_samples = 8
+data.test_samples = 8
+[model]
+input = [4]
+[[model.layers]]
+kind = "embedding"
+vocabulary = 5
+width = 4
+[[model.layers]]
+kind = "residual"
+layers = [{ kind = "swiglu", hidden = 8 }]
+[[model.layers]]
+kind = "tied_dense"
+vocabulary = 5
+)";
+  const Scenario s = parse_scenario(text, "heads.toml");
+  const TrainData data = prepare_data(s, false);
+  LocalCommunicator comm;
+  WallClockExecutor exec;
+  try {
+    train_worker(s, data, comm, exec);
+    ADD_FAILURE() << "a cost-only layer trained for real";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("heads.toml: model heads: layer 1 (residual) has no "
+                                         "math, only costs; run it cost-only"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(first_cost_only_layer(zoo_spec("gpt2")), 26);     // the tied output projection
+  EXPECT_EQ(first_cost_only_layer(zoo_spec("llama-7b")), 2);  // the first SwiGLU block
+  EXPECT_EQ(first_cost_only_layer(zoo_spec("resnet50")), 1);  // batchnorm2d
+  EXPECT_EQ(first_cost_only_layer(zoo_spec("cnn")), -1);
+}
+
 }  // namespace
 }  // namespace syncopate
