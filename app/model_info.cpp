@@ -38,7 +38,15 @@ int run_model(const ModelOptions& o) {
     if (!o.sets.empty()) throw UsageError("model: --set applies to a scenario, not to " + o.model);
     spec = zoo_spec(o.model);
   } else {
-    const Scenario scenario = load_scenario(find_scenario(o.model), o.sets);
+    std::string path;
+    try {
+      path = find_scenario(o.model);
+    } catch (const UserError& e) {
+      std::string names;
+      for (const std::string& n : model_names()) names += (names.empty() ? "" : ", ") + n;
+      throw UserError(std::string(e.what()) + "; nor is it a built-in model (" + names + ")");
+    }
+    const Scenario scenario = load_scenario(path, o.sets);
     spec = scenario.model.spec();
     batch = scenario.batch_size;
   }
