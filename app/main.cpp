@@ -11,6 +11,7 @@
 #include "app/check.hpp"
 #include "app/commands.hpp"
 #include "app/compare.hpp"
+#include "app/model_info.hpp"
 #include "app/process.hpp"
 #include "app/progress.hpp"
 #include "app/sweep.hpp"
@@ -75,7 +76,7 @@ RunResult train(const Scenario& scenario, int* argc, char*** argv, const Progres
 int run(RunOptions& o, int* argc, char*** argv) {
   const Scenario scenario = resolve(o);
   if (o.print_scenario) {
-    const auto model = make_model(scenario.model.name, Storage::kShapeOnly);
+    const auto model = make_model(scenario.model.spec(), Storage::kShapeOnly);
     std::cout << print_scenario(scenario, model->num_params());
     return 0;
   }
@@ -150,11 +151,12 @@ struct Commands {
   SweepCli sweep;
   std::string report_dir, report_out;
   CheckOptions check;
+  ModelOptions model;
   std::string tolerance = "1%";
   CompareOptions compare;
   std::string compare_tolerance = "10%";
   CLI::App *sweep_cmd = nullptr, *report_cmd = nullptr, *check_cmd = nullptr,
-           *compare_cmd = nullptr;
+           *compare_cmd = nullptr, *model_cmd = nullptr;
 };
 
 void declare_run(CLI::App& cli, RunOptions& o) {
@@ -229,6 +231,7 @@ void declare(CLI::App& cli, Commands& c) {
   c.report_cmd = declare_report(cli, c);
   c.check_cmd = declare_check(cli, c);
   c.compare_cmd = declare_compare(cli, c);
+  c.model_cmd = declare_model(cli, c.model);
 }
 
 // Runs the parsed subcommand; errors become exit codes: 2 usage, 1 user error, 3 internal.
@@ -236,6 +239,7 @@ int dispatch(Commands& c, int* argc, char*** argv) {
   try {
     if (c.sweep_cmd->parsed()) return sweep(c.sweep, (*argv)[0]);
     if (c.report_cmd->parsed()) return report(c.report_dir, c.report_out);
+    if (c.model_cmd->parsed()) return run_model(c.model);
     if (c.check_cmd->parsed()) {
       c.check.tolerance = parse_tolerance(c.tolerance);
       c.check.self_exe = self_executable((*argv)[0]);

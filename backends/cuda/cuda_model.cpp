@@ -11,6 +11,8 @@
 namespace syncopate::cuda {
 
 void check_runs_on_cuda(const ModelSpec& spec) {
+  Shape shape = {1};
+  shape.insert(shape.end(), spec.sample_shape.begin(), spec.sample_shape.end());
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& layer = spec.layers[i];
     std::string problem;
@@ -18,10 +20,24 @@ void check_runs_on_cuda(const ModelSpec& spec) {
       case LayerKind::kBatchNorm2d:
       case LayerKind::kBottleneck:
       case LayerKind::kUnusedConv2d:
+      case LayerKind::kSigmoid:
+      case LayerKind::kTanh:
+      case LayerKind::kGelu:
+      case LayerKind::kLayerNorm:
+      case LayerKind::kRmsNorm:
+      case LayerKind::kEmbedding:
+      case LayerKind::kResidual:
+      case LayerKind::kAttention:
+      case LayerKind::kSwiglu:
+      case LayerKind::kTiedDense:
         problem = "has no CUDA kernels";
         break;
       case LayerKind::kConv2d:
         if (layer.bias == Bias::kNo) problem = "without bias has no CUDA kernels";
+        break;
+      case LayerKind::kDense:
+        if (layer.bias == Bias::kNo) problem = "without bias has no CUDA kernels";
+        if (shape.size() != 2) problem = "over more than one feature axis has no CUDA kernels";
         break;
       case LayerKind::kMaxPool2d:
         if (layer.padding != 0) problem = "with padding has no CUDA kernels";
@@ -35,6 +51,7 @@ void check_runs_on_cuda(const ModelSpec& spec) {
                       "; the CUDA backend runs dense, conv2d, maxpool2d, avgpool2d, "
                       "global_avgpool, relu, flatten, dropout");
     }
+    shape = syncopate::output_shape(layer, shape);
   }
 }
 
@@ -260,9 +277,7 @@ void CudaModel::forward_layer(int i, const StepContext& ctx) {
         copy_device_to_device(x, y, static_cast<size_t>(n_in), stream());
       }
       break;
-    case LayerKind::kBatchNorm2d:
-    case LayerKind::kBottleneck:
-    case LayerKind::kUnusedConv2d:
+    default:  // refused by check_runs_on_cuda
       SYNC_CHECK(false, "refused by check_runs_on_cuda: " << to_string(layer.kind));
   }
 }
@@ -320,9 +335,7 @@ void CudaModel::backward_layer(int i) {
     case LayerKind::kDense:
     case LayerKind::kConv2d:
       break;  // handled above
-    case LayerKind::kBatchNorm2d:
-    case LayerKind::kBottleneck:
-    case LayerKind::kUnusedConv2d:
+    default:  // refused by check_runs_on_cuda
       SYNC_CHECK(false, "refused by check_runs_on_cuda: " << to_string(layer.kind));
   }
 }

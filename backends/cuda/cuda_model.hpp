@@ -5,9 +5,11 @@
 //
 // A CudaModel is built from the model's description (ModelSpec, core/nn/model_spec.hpp), the
 // same one the CPU Model is built from: zoo_spec(name), or Model::spec(). It runs the layer
-// kinds dense, conv2d (with bias), maxpool2d (no padding), avgpool2d, global_avgpool, relu,
-// flatten and dropout, and refuses others (UserError). from_cpu() checks a description against
-// a CPU Model (kinds, parameter counts and offsets, output sizes) and copies its parameters.
+// kinds dense (with bias, over (B, features)), conv2d (with bias), maxpool2d (no padding),
+// avgpool2d, global_avgpool, relu, flatten and dropout, and refuses others (UserError: the
+// transformer layers, the smooth activations, the normalisations and residual blocks).
+// from_cpu() checks a description against a CPU Model (kinds, parameter counts and offsets,
+// output sizes) and copies its parameters.
 //
 // Usage mirrors the CPU Model:
 //   model.set_batch(B); model.set_input(x); model.forward(ctx);

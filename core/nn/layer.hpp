@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/nn/cost.hpp"
 #include "core/base/rng.hpp"
+#include "core/nn/cost.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace syncopate {
@@ -24,7 +24,8 @@ struct StepContext {
   uint32_t worker = 0;
   uint32_t epoch = 0;
   uint32_t step = 0;
-  uint32_t layer = 0;  // index of the layer being run; Model::forward_layer fills it in
+  uint32_t layer = 0;     // index of the layer being run; Model::forward_layer fills it in
+  uint32_t sublayer = 0;  // inside a residual block: 1 + the sub-layer's index (0: top level)
 };
 
 enum class InitScheme { kHe, kXavier };
@@ -49,7 +50,8 @@ class Layer {
 
 enum class Bias { kYes, kNo };
 
-std::unique_ptr<Layer> dense(int64_t in, int64_t out);
+// Acts on the last axis: (B, ..., in) -> (B, ..., out). Parameters: weights (out, in), then bias.
+std::unique_ptr<Layer> dense(int64_t in, int64_t out, Bias bias = Bias::kYes);
 // Square kernel; padding is symmetric (zeros). Parameters: weights (out, in, k, k), then bias.
 std::unique_ptr<Layer> conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel,
                               int64_t stride = 1, int64_t padding = 0, Bias bias = Bias::kYes);

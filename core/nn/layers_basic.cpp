@@ -3,29 +3,32 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/tensor/gemm.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/layers_common.hpp"
+#include "core/tensor/gemm.hpp"
 
 namespace syncopate {
 namespace {
 
 using layers::cost;
 
-// y (B, out) = x (B, in) * W^T + b, with W (out, in) row-major followed by b (out) in the buffer.
+// y (R, out) = x (R, in) * W^T + b over the R = numel / in rows of x (the last axis is in), with
+// W (out, in) row-major followed by b (out) in the buffer.
 class Dense final : public Layer {
  public:
-  Dense(int64_t in, int64_t out) : in_(in), out_(out) {
+  Dense(int64_t in, int64_t out, Bias bias) : in_(in), out_(out), bias_(bias == Bias::kYes) {
     layers::require_arg(in > 0, "dense", "in", in, "> 0");
     layers::require_arg(out > 0, "dense", "out", out, "> 0");
   }
   std::string_view kind() const override { return "dense"; }
   Shape output_shape(const Shape& input) const override {
-    layers::require_shape(input.size() == 2 && input[1] == in_, "dense", input,
-                          "(batch, " + std::to_string(in_) + ")");
-    return {input[0], out_};
+    layers::require_shape(input.size() >= 2 && input.back() == in_, "dense", input,
+                          "(batch, ..., " + std::to_string(in_) + ")");
+    Shape shape = input;
+    shape.back() = out_;
+    return shape;
   }
-  int64_t num_params() const override { return out_ * in_ + out_; }
+  int64_t num_params() const override { return out_ * in_ + (bias_ ? out_ : 0); }
   void bind(std::span<float> params, std::span<float> grads) override {
     if (params.empty()) return;
     const size_t nw = static_cast<size_t>(out_ * in_);
@@ -40,30 +43,33 @@ class Dense final : public Layer {
     std::fill(b_.begin(), b_.end(), 0.0f);
   }
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
-    const int64_t batch = x.dim(0);
-    for (int64_t r = 0; r < batch; ++r) std::copy(b_.begin(), b_.end(), y.data() + r * out_);
-    gemm(Trans::kNo, Trans::kYes, 1.0f, matrix(x.span(), batch, in_), matrix(w_, out_, in_), 1.0f,
-         matrix(y.span(), batch, out_));
+    const int64_t rows = x.numel() / in_;
+    if (bias_) {
+      for (int64_t r = 0; r < rows; ++r) std::copy(b_.begin(), b_.end(), y.data() + r * out_);
+    }
+    gemm(Trans::kNo, Trans::kYes, 1.0f, matrix(x.span(), rows, in_), matrix(w_, out_, in_),
+         bias_ ? 1.0f : 0.0f, matrix(y.span(), rows, out_));
   }
   void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
-    const int64_t batch = x.dim(0);
-    gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(dy.span(), batch, out_),
-         matrix(x.span(), batch, in_), 1.0f, matrix(dw_, out_, in_));
-    add_column_sums(matrix(dy.span(), batch, out_), db_);
+    const int64_t rows = x.numel() / in_;
+    gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(dy.span(), rows, out_), matrix(x.span(), rows, in_),
+         1.0f, matrix(dw_, out_, in_));
+    if (bias_) add_column_sums(matrix(dy.span(), rows, out_), db_);
     if (dx) {
-      gemm(Trans::kNo, Trans::kNo, 1.0f, matrix(dy.span(), batch, out_), matrix(w_, out_, in_),
-           0.0f, matrix(dx->span(), batch, in_));
+      gemm(Trans::kNo, Trans::kNo, 1.0f, matrix(dy.span(), rows, out_), matrix(w_, out_, in_), 0.0f,
+           matrix(dx->span(), rows, in_));
     }
   }
   Cost forward_cost(const Shape& input) const override {
-    const double b = static_cast<double>(input[0]), in = in_, out = out_;
-    return cost(2 * b * in * out + b * out, b * in + in * out + out + b * out, OpKind::kGemm);
+    const double b = rows(input), in = in_, out = out_, bias = bias_ ? 1.0 : 0.0;
+    return cost(2 * b * in * out + bias * b * out, b * in + in * out + bias * out + b * out,
+                OpKind::kGemm);
   }
   Cost backward_cost(const Shape& input, bool input_grad) const override {
-    const double b = static_cast<double>(input[0]), in = in_, out = out_;
+    const double b = rows(input), in = in_, out = out_, bias = bias_ ? 1.0 : 0.0;
     // dW += dy^T x, db += colsum(dy) [, dx = dy W].
-    double flops = 2 * b * in * out + b * out;
-    double moved = b * out + b * in + 2 * in * out + 2 * out;
+    double flops = 2 * b * in * out + bias * b * out;
+    double moved = b * out + b * in + 2 * in * out + bias * 2 * out;
     if (input_grad) {
       flops += 2 * b * in * out;
       moved += in * out + b * in;
@@ -72,7 +78,11 @@ class Dense final : public Layer {
   }
 
  private:
+  double rows(const Shape& input) const {
+    return static_cast<double>(numel(input)) / static_cast<double>(in_);
+  }
   int64_t in_, out_;
+  bool bias_;
   std::span<float> w_, b_, dw_, db_;
 };
 
@@ -129,8 +139,9 @@ class Flatten final : public Layer {
 };
 
 // Inverted dropout: in training, y = x * m with m = 1/(1-rate) kept, 0 dropped; identity in eval.
-// The mask is drawn from Rng (seed, worker, epoch, kDropout, extra = step * 4096 + layer index):
-// distinct for every step and layer (for up to 2^20 steps and 4096 layers), reproducible anywhere.
+// The mask is drawn from Rng (seed, worker, epoch + 2^20 sublayer, kDropout, extra = step * 4096 +
+// layer index): distinct for every step, layer and sub-layer of a residual block (for up to 2^20
+// steps and epochs and 4096 layers), reproducible anywhere.
 class Dropout final : public Layer {
  public:
   explicit Dropout(float rate) : rate_(rate) {
@@ -149,7 +160,7 @@ class Dropout final : public Layer {
     }
     if (static_cast<int64_t>(mask_.size()) < n) mask_.resize(static_cast<size_t>(n));
     const uint32_t extra = ctx.step * 4096u + ctx.layer;
-    Rng rng({ctx.seed, ctx.worker, ctx.epoch, RngPurpose::kDropout, extra});
+    Rng rng({ctx.seed, ctx.worker, ctx.epoch + (ctx.sublayer << 20), RngPurpose::kDropout, extra});
     // uniform() has 24 bits: keep when u >= rate, i.e. when the 24-bit draw >= threshold.
     const uint32_t threshold = static_cast<uint32_t>(std::ceil(rate_ * 16777216.0));
     const float scale = 1.0f / (1.0f - rate_);
@@ -188,7 +199,9 @@ class Dropout final : public Layer {
 
 }  // namespace
 
-std::unique_ptr<Layer> dense(int64_t in, int64_t out) { return std::make_unique<Dense>(in, out); }
+std::unique_ptr<Layer> dense(int64_t in, int64_t out, Bias bias) {
+  return std::make_unique<Dense>(in, out, bias);
+}
 std::unique_ptr<Layer> relu() { return std::make_unique<ReLU>(); }
 std::unique_ptr<Layer> flatten() { return std::make_unique<Flatten>(); }
 std::unique_ptr<Layer> dropout(float rate) { return std::make_unique<Dropout>(rate); }

@@ -1,4 +1,5 @@
-// BatchNorm2d (cost-only), the residual composite and the unused-parameter layer.
+// BatchNorm2d (cost-only), the residual composites (ResNet's and the plain skip) and the
+// unused-parameter layer.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -55,10 +56,13 @@ class BatchNorm2D final : public Layer {
 
 using LayerList = std::vector<std::unique_ptr<Layer>>;
 
+// What follows the sum of the branches: ResNet's ReLU, or nothing (a plain skip connection).
+enum class AfterAdd { kRelu, kNone };
+
 class Residual final : public Layer {
  public:
-  Residual(LayerList main, LayerList shortcut)
-      : main_(std::move(main)), shortcut_(std::move(shortcut)) {
+  Residual(LayerList main, LayerList shortcut, AfterAdd after = AfterAdd::kRelu)
+      : main_(std::move(main)), shortcut_(std::move(shortcut)), relu_(after == AfterAdd::kRelu) {
     SYNC_CHECK(!main_.empty(), "residual block without a main branch");
     main_acts_.resize(main_.size());
     main_grads_.resize(main_.size());
@@ -94,24 +98,31 @@ class Residual final : public Layer {
       }
     }
   }
+  // ResNet's: He for every sub-layer. A plain skip: as the Model does, He before a ReLU,
+  // Xavier otherwise.
   void init_params(Rng& rng, InitScheme /*scheme*/) override {
     for (auto* list : {&main_, &shortcut_}) {
-      for (auto& layer : *list) layer->init_params(rng, InitScheme::kHe);
+      for (size_t j = 0; j < list->size(); ++j) {
+        const bool before_relu = j + 1 < list->size() && (*list)[j + 1]->kind() == "relu";
+        const InitScheme scheme = relu_ || before_relu ? InitScheme::kHe : InitScheme::kXavier;
+        (*list)[j]->init_params(rng, scheme);
+      }
     }
   }
   void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override {
-    const Tensor& a = run_forward(main_, main_acts_, x, ctx);
-    const Tensor& b = shortcut_.empty() ? x : run_forward(shortcut_, short_acts_, x, ctx);
+    const Tensor& a = run_forward(main_, main_acts_, x, ctx, 1);
+    const Tensor& b =
+        shortcut_.empty() ? x : run_forward(shortcut_, short_acts_, x, ctx, 1 + main_.size());
     const int64_t n = y.numel();
     for (int64_t i = 0; i < n; ++i) {
       const float v = a[i] + b[i];
-      y[i] = v > 0.0f ? v : 0.0f;
+      y[i] = !relu_ || v > 0.0f ? v : 0.0f;
     }
   }
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override {
     sum_grad_.resize(y.shape());
     const int64_t n = y.numel();
-    for (int64_t i = 0; i < n; ++i) sum_grad_[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum_grad_[i] = !relu_ || y[i] > 0.0f ? dy[i] : 0.0f;
     run_backward(main_, main_acts_, main_grads_, x, dx);
     if (shortcut_.empty()) {
       if (dx) {
@@ -125,22 +136,30 @@ class Residual final : public Layer {
       for (int64_t i = 0; i < x.numel(); ++i) (*dx)[i] += short_dx_[i];
     }
   }
+  // ResNet's block reports kConv; a plain skip the kind of its costliest layer.
   Cost forward_cost(const Shape& input) const override {
     Cost total = cost(0, 0, OpKind::kConv);
+    double most = -1;
     for (const auto* list : {&main_, &shortcut_}) {
       Shape shape = input;
       for (const auto& layer : *list) {
-        add(total, layer->forward_cost(shape));
+        const Cost part = layer->forward_cost(shape);
+        add(total, part);
+        if (!relu_ && part.flops > most) {
+          most = part.flops;
+          total.kind = part.kind;
+        }
         shape = layer->output_shape(shape);
       }
     }
     const double n = static_cast<double>(numel(output_shape(input)));
-    add(total, cost(2 * n, 3 * n, OpKind::kConv));  // add + ReLU
+    add(total, relu_ ? cost(2 * n, 3 * n, OpKind::kConv) : cost(n, 3 * n, OpKind::kConv));
     return total;
   }
   Cost backward_cost(const Shape& input, bool input_grad) const override {
     const double n = static_cast<double>(numel(output_shape(input)));
-    Cost total = cost(n, 3 * n, OpKind::kConv);  // ReLU mask
+    Cost total = relu_ ? cost(n, 3 * n, OpKind::kConv) : cost(0, 0, OpKind::kConv);  // ReLU mask
+    if (!relu_) total.kind = forward_cost(input).kind;
     for (const auto* list : {&main_, &shortcut_}) {
       Shape shape = input;
       for (size_t j = 0; j < list->size(); ++j) {
@@ -164,13 +183,16 @@ class Residual final : public Layer {
     total.flops += part.flops;
     total.bytes += part.bytes;
   }
-  // Runs a branch; acts[j] receives layer j's output. Returns the branch output.
+  // Runs a branch; acts[j] receives layer j's output. Returns the branch output. Sub-layer j
+  // runs as sublayer first + j (dropout draws its mask from it).
   static const Tensor& run_forward(LayerList& list, std::vector<Tensor>& acts, const Tensor& x,
-                                   const StepContext& ctx) {
+                                   const StepContext& ctx, size_t first) {
+    StepContext sub = ctx;
     for (size_t j = 0; j < list.size(); ++j) {
       const Tensor& in = j == 0 ? x : acts[j - 1];
       acts[j].resize(list[j]->output_shape(in.shape()));
-      list[j]->forward(in, acts[j], ctx);
+      sub.sublayer = static_cast<uint32_t>(first + j);
+      list[j]->forward(in, acts[j], sub);
     }
     return acts.back();
   }
@@ -191,6 +213,7 @@ class Residual final : public Layer {
   }
 
   LayerList main_, shortcut_;
+  bool relu_;
   std::vector<Tensor> main_acts_, main_grads_, short_acts_, short_grads_;
   Tensor sum_grad_, short_dx_;
 };
@@ -240,6 +263,10 @@ std::unique_ptr<Layer> batchnorm2d(int64_t channels) {
 std::unique_ptr<Layer> residual(std::vector<std::unique_ptr<Layer>> main,
                                 std::vector<std::unique_ptr<Layer>> shortcut) {
   return std::make_unique<Residual>(std::move(main), std::move(shortcut));
+}
+
+std::unique_ptr<Layer> skip(std::vector<std::unique_ptr<Layer>> layers) {
+  return std::make_unique<Residual>(std::move(layers), LayerList{}, AfterAdd::kNone);
 }
 
 std::unique_ptr<Layer> bottleneck(int64_t in, int64_t width, int64_t out, int64_t stride) {

@@ -95,8 +95,10 @@ class Model {
 std::unique_ptr<Model> make_model(const ModelSpec& spec, Storage storage = Storage::kReal);
 
 // The model zoo (descriptions: zoo_spec, core/nn/model_spec.hpp). Sample shapes: mlp {1,28,28}
-// (flattened inside), cnn {1,28,28}, nfnet {3,64,64}, resnet50 {3,224,224}. nfnet and resnet50 are
-// meant for cost-only use but are real models when built with Storage::kReal.
+// (flattened inside), cnn {1,28,28}, nfnet {3,64,64}, resnet50 {3,224,224}; the transformers
+// gpt2, gpt2-medium, gpt2-large, gpt2-xl {1024} and llama-7b {2048} (token ids, see
+// core/nn/transformer.hpp). nfnet and resnet50 are meant for cost-only use but are real models
+// when built with Storage::kReal; the transformers hold cost-only layers (tied_dense, swiglu).
 std::unique_ptr<Model> make_model(const std::string& name, Storage storage = Storage::kReal);
 std::vector<std::string> model_names();
 

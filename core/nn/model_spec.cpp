@@ -1,17 +1,15 @@
-// Layer descriptions: names, checked factories, parameter counts, shapes, and the CPU layers.
+// Layer descriptions: the kinds' names and the checked factories.
 #include "core/nn/model_spec.hpp"
 
 #include <array>
-#include <sstream>
 #include <utility>
 
 #include "core/base/check.hpp"
-#include "core/nn/layers_extra.hpp"
 
 namespace syncopate {
 namespace {
 
-constexpr std::array<std::pair<LayerKind, std::string_view>, 11> kKindNames = {{
+constexpr std::array<std::pair<LayerKind, std::string_view>, 21> kKindNames = {{
     {LayerKind::kDense, "dense"},
     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kMaxPool2d, "maxpool2d"},
@@ -23,13 +21,17 @@ constexpr std::array<std::pair<LayerKind, std::string_view>, 11> kKindNames = {{
     {LayerKind::kBatchNorm2d, "batchnorm2d"},
     {LayerKind::kBottleneck, "bottleneck"},
     {LayerKind::kUnusedConv2d, "unused_conv2d"},
+    {LayerKind::kSigmoid, "sigmoid"},
+    {LayerKind::kTanh, "tanh"},
+    {LayerKind::kGelu, "gelu"},
+    {LayerKind::kLayerNorm, "layernorm"},
+    {LayerKind::kRmsNorm, "rmsnorm"},
+    {LayerKind::kEmbedding, "embedding"},
+    {LayerKind::kResidual, "residual"},
+    {LayerKind::kAttention, "attention"},
+    {LayerKind::kSwiglu, "swiglu"},
+    {LayerKind::kTiedDense, "tied_dense"},
 }};
-
-[[noreturn]] void bad_input(const LayerSpec& spec, const Shape& input, const char* what) {
-  std::ostringstream message;
-  message << "layer " << to_string(spec.kind) << ": input " << to_string(input) << " " << what;
-  throw UserError(message.str());
-}
 
 void check_positive(int64_t value, const char* field) {
   if (value <= 0) {
@@ -54,10 +56,10 @@ std::optional<LayerKind> parse_layer_kind(std::string_view name) {
   return std::nullopt;
 }
 
-LayerSpec dense_spec(int64_t in, int64_t out) {
+LayerSpec dense_spec(int64_t in, int64_t out, Bias bias) {
   check_positive(in, "dense.in");
   check_positive(out, "dense.out");
-  return {.kind = LayerKind::kDense, .in = in, .out = out};
+  return {.kind = LayerKind::kDense, .in = in, .out = out, .bias = bias};
 }
 
 LayerSpec conv2d_spec(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride,
@@ -121,86 +123,52 @@ LayerSpec unused_conv2d_spec(int64_t in_channels, int64_t out_channels, int64_t 
       .kind = LayerKind::kUnusedConv2d, .in = in_channels, .out = out_channels, .kernel = kernel};
 }
 
-int64_t num_params(const LayerSpec& spec) {
-  switch (spec.kind) {
-    case LayerKind::kDense:
-      return spec.in * spec.out + spec.out;
-    case LayerKind::kConv2d:
-      return spec.out * spec.in * spec.kernel * spec.kernel +
-             (spec.bias == Bias::kYes ? spec.out : 0);
-    case LayerKind::kBatchNorm2d:
-    case LayerKind::kBottleneck:
-    case LayerKind::kUnusedConv2d:
-      return make_layer(spec)->num_params();
-    default:
-      return 0;
-  }
+LayerSpec sigmoid_spec() { return {.kind = LayerKind::kSigmoid}; }
+LayerSpec tanh_spec() { return {.kind = LayerKind::kTanh}; }
+LayerSpec gelu_spec() { return {.kind = LayerKind::kGelu}; }
+
+LayerSpec layernorm_spec(int64_t features) {
+  check_positive(features, "layernorm.in");
+  return {.kind = LayerKind::kLayerNorm, .in = features};
 }
 
-Shape output_shape(const LayerSpec& spec, const Shape& input) {
-  if (input.empty()) bad_input(spec, input, "has no batch dimension");
-  const int64_t batch = input[0];
-  switch (spec.kind) {
-    case LayerKind::kDense:
-      if (batch == 0 || numel(input) / batch != spec.in) bad_input(spec, input, "!= (B, in)");
-      return {batch, spec.out};
-    case LayerKind::kConv2d: {
-      if (input.size() != 4 || input[1] != spec.in) bad_input(spec, input, "!= (B, in, H, W)");
-      const int64_t h = input[2] + 2 * spec.padding - spec.kernel;
-      const int64_t w = input[3] + 2 * spec.padding - spec.kernel;
-      if (h < 0 || w < 0) bad_input(spec, input, "is smaller than the kernel");
-      return {batch, spec.out, h / spec.stride + 1, w / spec.stride + 1};
-    }
-    case LayerKind::kMaxPool2d:
-    case LayerKind::kAvgPool2d: {
-      if (input.size() != 4) bad_input(spec, input, "!= (B, C, H, W)");
-      const int64_t h = input[2] + 2 * spec.padding - spec.kernel;
-      const int64_t w = input[3] + 2 * spec.padding - spec.kernel;
-      if (h < 0 || w < 0) bad_input(spec, input, "is smaller than the window");
-      return {batch, input[1], h / spec.stride + 1, w / spec.stride + 1};
-    }
-    case LayerKind::kGlobalAvgPool:
-      if (input.size() != 4) bad_input(spec, input, "!= (B, C, H, W)");
-      return {batch, input[1]};
-    case LayerKind::kFlatten:
-      return {batch, batch == 0 ? 0 : numel(input) / batch};
-    case LayerKind::kRelu:
-    case LayerKind::kDropout:
-      return input;
-    case LayerKind::kBatchNorm2d:
-    case LayerKind::kBottleneck:
-    case LayerKind::kUnusedConv2d:
-      return make_layer(spec)->output_shape(input);
-  }
-  bad_input(spec, input, "has an unknown layer kind");
+LayerSpec rmsnorm_spec(int64_t features) {
+  check_positive(features, "rmsnorm.in");
+  return {.kind = LayerKind::kRmsNorm, .in = features};
 }
 
-std::unique_ptr<Layer> make_layer(const LayerSpec& s) {
-  switch (s.kind) {
-    case LayerKind::kDense:
-      return dense(s.in, s.out);
-    case LayerKind::kConv2d:
-      return conv2d(s.in, s.out, s.kernel, s.stride, s.padding, s.bias);
-    case LayerKind::kMaxPool2d:
-      return maxpool2d(s.kernel, s.stride, s.padding);
-    case LayerKind::kAvgPool2d:
-      return avgpool2d(s.kernel, s.stride);
-    case LayerKind::kGlobalAvgPool:
-      return global_avgpool();
-    case LayerKind::kRelu:
-      return relu();
-    case LayerKind::kFlatten:
-      return flatten();
-    case LayerKind::kDropout:
-      return dropout(s.rate);
-    case LayerKind::kBatchNorm2d:
-      return batchnorm2d(s.in);
-    case LayerKind::kBottleneck:
-      return bottleneck(s.in, s.width, s.out, s.stride);
-    case LayerKind::kUnusedConv2d:
-      return unused_conv2d(s.in, s.out, s.kernel);
+LayerSpec embedding_spec(int64_t vocabulary, int64_t width, int64_t positions) {
+  check_positive(vocabulary, "embedding.vocabulary");
+  check_positive(width, "embedding.width");
+  check_positive(positions + 1, "embedding.positions + 1");
+  return {.kind = LayerKind::kEmbedding, .in = vocabulary, .out = width, .positions = positions};
+}
+
+LayerSpec residual_spec(std::vector<LayerSpec> layers) {
+  if (layers.empty()) throw UserError("layer residual.layers: needs at least one layer");
+  return {.kind = LayerKind::kResidual, .layers = std::move(layers)};
+}
+
+LayerSpec attention_spec(int64_t width, int64_t heads, Bias bias) {
+  check_positive(width, "attention.width");
+  check_positive(heads, "attention.heads");
+  if (width % heads != 0) {
+    throw UserError("layer attention.heads: " + std::to_string(heads) +
+                    " heads do not divide the width " + std::to_string(width));
   }
-  SYNC_CHECK(false, "layer kind " << static_cast<int>(s.kind));
+  return {.kind = LayerKind::kAttention, .in = width, .bias = bias, .heads = heads};
+}
+
+LayerSpec swiglu_spec(int64_t width, int64_t hidden, Bias bias) {
+  check_positive(width, "swiglu.width");
+  check_positive(hidden, "swiglu.hidden");
+  return {.kind = LayerKind::kSwiglu, .in = width, .width = hidden, .bias = bias};
+}
+
+LayerSpec tied_dense_spec(int64_t width, int64_t vocabulary) {
+  check_positive(width, "tied_dense.width");
+  check_positive(vocabulary, "tied_dense.vocabulary");
+  return {.kind = LayerKind::kTiedDense, .in = width, .out = vocabulary};
 }
 
 }  // namespace syncopate

@@ -5,6 +5,7 @@
 #include "core/base/check.hpp"
 #include "core/nn/model.hpp"
 #include "core/nn/model_spec.hpp"
+#include "core/nn/transformer.hpp"
 
 namespace syncopate {
 namespace {
@@ -76,7 +77,17 @@ Layers resnet50() {
 
 }  // namespace
 
-std::vector<std::string> model_names() { return {"mlp", "cnn", "nfnet", "nfnet_full", "resnet50"}; }
+std::vector<std::string> model_names() {
+  return {"mlp",  "cnn",         "nfnet",      "nfnet_full", "resnet50",
+          "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl",    "llama-7b"};
+}
+
+bool is_zoo_name(const std::string& name) {
+  for (const std::string& n : model_names()) {
+    if (n == name) return true;
+  }
+  return false;
+}
 
 ModelSpec zoo_spec(const std::string& name) {
   if (name == "mlp") return {name, {1, 28, 28}, mlp()};
@@ -84,6 +95,9 @@ ModelSpec zoo_spec(const std::string& name) {
   if (name == "nfnet") return {name, {3, 64, 64}, nfnet(false)};
   if (name == "nfnet_full") return {name, {3, 64, 64}, nfnet(true)};
   if (name == "resnet50") return {name, {3, 224, 224}, resnet50()};
+  if (const TransformerConfig* config = builtin_transformer(name)) {
+    return transformer_spec(name, *config);
+  }
   std::string allowed;
   for (const auto& n : model_names()) allowed += (allowed.empty() ? "" : ", ") + n;
   throw UserError("model: name = \"" + name + "\" is unknown; allowed: " + allowed);

@@ -130,6 +130,8 @@ std::string print_scenario(const Scenario& s, int64_t model_params) {
   return out + note.str();
 }
 
+ModelSpec ModelSection::spec() const { return definition ? *definition : zoo_spec(name); }
+
 DataOrder Scenario::data_order() const {
   if (data.order) return *data.order;
   return strategy.kind == StrategyKind::kEpochSync || strategy.kind == StrategyKind::kEpochAsync

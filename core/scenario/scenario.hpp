@@ -12,14 +12,21 @@
 
 #include "core/base/trace.hpp"
 #include "core/comm/comm.hpp"
+#include "core/nn/model_spec.hpp"
 #include "core/optim/optim.hpp"
 #include "core/scenario/choices.hpp"
 
 namespace syncopate {
 
+// A model is named (model.name, the zoo) or written out layer by layer (model.input and
+// model.layers, core/scenario/model_definition.hpp), not both.
 struct ModelSection {
   std::string name = "mlp";
   Device device = Device::kCpu;
+  std::optional<ModelSpec> definition;  // written out in the scenario
+
+  // The description every build of the model starts from: the definition, or the zoo's.
+  ModelSpec spec() const;
 };
 
 struct DataSection {

@@ -8,6 +8,8 @@
 #include <type_traits>
 
 #include "core/data/data.hpp"
+#include "core/nn/model.hpp"
+#include "core/scenario/model_definition.hpp"
 
 namespace syncopate::detail {
 namespace {
@@ -299,6 +301,36 @@ ScenarioKey slowdown() {
           {}};
 }
 
+// model.name, or model.input and model.layers (one key reads both): a file gives one form.
+ScenarioKey model_name() {
+  return {"model.name",
+          [](TomlReader& r, Scenario& s) {
+            s.model.name = r.string("model.name", s.model.name, model_names());
+          },
+          [](const Scenario& s, toml::table& out) {
+            if (!s.model.definition) put(out, "model.name", toml::value<std::string>(s.model.name));
+          },
+          [](const Scenario& s) -> std::string {
+            if (!s.model.definition) return "";
+            return "a model is named (model.name) or written out (model.input and model.layers), "
+                   "not both";
+          }};
+}
+
+ScenarioKey model_layers() {
+  return {"model.layers",
+          [](TomlReader& r, Scenario& s) {
+            if (!r.has("model.layers") && !r.has("model.input")) return;
+            s.model.definition = read_model_definition(r, s.name, s.batch_size);
+          },
+          [](const Scenario& s, toml::table& out) {
+            std::string leaf;
+            if (s.model.definition)
+              write_model_definition(*s.model.definition, table_of(out, "model.layers", &leaf));
+          },
+          {}};
+}
+
 std::vector<ScenarioKey> top_and_model_keys() {
   return {
       text("name", FIELD(name)),
@@ -309,7 +341,8 @@ std::vector<ScenarioKey> top_and_model_keys() {
       choice("loss", FIELD(loss), kLossNames),
       choice("backend", FIELD(backend), kBackendNames),
       boolean("eval_every_epoch", FIELD(eval_every_epoch)),
-      text("model.name", FIELD(model.name), {"mlp", "cnn", "nfnet", "nfnet_full", "resnet50"}),
+      model_name(),
+      model_layers(),
       choice("model.device", FIELD(model.device), kDeviceNames, device_unused),
   };
 }

@@ -119,6 +119,7 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   j["workers"] = s.workers;
   j["epochs"] = s.epochs;
   j["seed"] = s.seed;
+  j["parameters"] = num_params(scenario.model.spec());
   j["final_test_accuracy"] = figure(s.final_test_accuracy, true);
   j["total_time_s"] = s.total_time_s;
   j["compute_time_s"] = s.compute_time_s;

@@ -59,7 +59,7 @@ std::pair<Dataset, Dataset> load_datasets(const Scenario& s, const Shape& sample
   Dataset all = load_csv_regression(s.data.path, s.data.targets);  // csv: the last fifth tests
   if (all.sample_numel() != numel(sample))
     throw UserError(s.data.path + ": " + std::to_string(all.sample_numel()) +
-                    " feature columns, model " + s.model.name + " takes " +
+                    " feature columns, model " + s.model.spec().name + " takes " +
                     std::to_string(numel(sample)));
   return split(all, all.size() - std::max<int64_t>(1, all.size() / 5));
 }
@@ -82,7 +82,7 @@ Dataset cost_only_train_set(const Scenario& s, const Shape& sample, int64_t outp
 
 TrainData prepare_data(const Scenario& s, bool cost_only) {
   TrainData data;
-  auto model = make_model(s.model.name, Storage::kShapeOnly);
+  auto model = make_model(s.model.spec(), Storage::kShapeOnly);
   const Shape sample = model->sample_shape();
   const int64_t outputs = model->output_shape(1).back();
   if (cost_only) {

@@ -2,6 +2,7 @@
 // run them (skipping the steady state of cost-only runs), meter the epoch and evaluate.
 #include "core/train/trainer.hpp"
 
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -19,13 +20,19 @@ namespace syncopate {
 namespace {
 
 // Parameter/gradient stand-ins for cost-only runs: the collectives need buffers of the right
-// length but move no data. One buffer per process, shared by every simulated worker.
+// length but move no data. One buffer per process, shared by every simulated worker. It is
+// never written, so it is left uninitialised: the pages of a model of billions of parameters
+// are then never touched.
 std::span<float> cost_only_scratch(size_t n) {
   static std::mutex mutex;
-  static std::vector<float> scratch;
+  static std::unique_ptr<float[]> scratch;
+  static size_t size = 0;
   std::lock_guard lock(mutex);
-  if (scratch.size() < n) scratch.resize(n);
-  return {scratch.data(), n};
+  if (size < n) {
+    scratch = std::make_unique_for_overwrite<float[]>(n);
+    size = n;
+  }
+  return {scratch.get(), n};
 }
 
 // The worker's model (initialised from the seed unless cost-only), the accelerator its passes
@@ -39,7 +46,14 @@ struct WorkerModel {
 WorkerModel make_worker_model(const Scenario& s, bool cost_only,
                               const AcceleratorFactory& accelerator_factory) {
   WorkerModel w;
-  w.model = make_model(s.model.name, cost_only ? Storage::kShapeOnly : Storage::kReal);
+  const ModelSpec spec = s.model.spec();
+  if (const int i = first_cost_only_layer(spec); i >= 0 && !cost_only) {
+    throw UserError(s.source + ": model " + spec.name + ": layer " + std::to_string(i) + " (" +
+                    std::string(to_string(spec.layers[static_cast<size_t>(i)].kind)) +
+                    ") has no math, only costs; run it cost-only (backend = \"sim\", "
+                    "sim.mode = \"cost_only\")");
+  }
+  w.model = make_model(spec, cost_only ? Storage::kShapeOnly : Storage::kReal);
   if (!cost_only) w.model->init(s.seed);
   if (accelerator_factory && !cost_only) w.accelerator = accelerator_factory(*w.model);
   w.optimizer = make_optimizer(s.optimizer, cost_only ? 0 : w.model->num_params());

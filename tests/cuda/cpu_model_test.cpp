@@ -89,6 +89,29 @@ TEST(CudaHostMath, TheCudaModelIsBuiltFromTheCpuModelsDescription) {
   EXPECT_THROW(check_runs_on_cuda(padded), UserError);
 }
 
+TEST(CudaHostMath, LayersWithoutKernelsAreRefusedByName) {
+  const auto refused = [](const ModelSpec& spec, const std::string& what) {
+    try {
+      check_runs_on_cuda(spec);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused(zoo_spec("gpt2"), "layer 0 (embedding) has no CUDA kernels");
+  refused(zoo_spec("llama-7b"), "layer 0 (embedding) has no CUDA kernels");
+  const Shape image = {1, 4, 4};
+  for (const LayerSpec& layer : {sigmoid_spec(), tanh_spec(), gelu_spec()}) {
+    refused({"act", image, {flatten_spec(), layer}},
+            "layer 1 (" + std::string(to_string(layer.kind)) + ") has no CUDA kernels");
+  }
+  refused({"ln", {16}, {layernorm_spec(16)}}, "layer 0 (layernorm) has no CUDA kernels");
+  refused({"skip", {16}, {residual_spec({dense_spec(16, 16)})}},
+          "layer 0 (residual) has no CUDA kernels");
+  refused({"nobias", {16}, {dense_spec(16, 4, Bias::kNo)}}, "(dense) without bias");
+  refused({"seq", {3, 16}, {dense_spec(16, 4)}}, "(dense) over more than one feature axis");
+}
+
 // The reference loops the device tests compare against (with their flat parameter layout:
 // weights then bias per layer) compute what the CPU layers compute.
 TEST(CudaHostMath, ReferenceModelMatchesTheCpuModel) {

@@ -52,7 +52,7 @@ TEST(Zoo, CnnForwardFlopsClosedForm) {
 
 TEST(Zoo, UnknownNameIsAUserError) {
   EXPECT_THROW(make_model("vgg"), UserError);
-  EXPECT_EQ(model_names().size(), 5u);
+  EXPECT_EQ(model_names().size(), 10u);
   for (const auto& name : model_names()) EXPECT_NO_THROW(make_model(name, Storage::kShapeOnly));
 }
 

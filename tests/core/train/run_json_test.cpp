@@ -37,8 +37,9 @@ TEST(RunJson, SummaryHasTheDocumentedFieldsAndTypes) {
   const auto j = nlohmann::json::parse(summary_json(s, summarize(s, reports, info), info));
   for (const char* key : {"name", "backend", "strategy", "platform"})
     EXPECT_TRUE(j.at(key).is_string()) << key;
-  for (const char* key : {"workers", "epochs", "seed", "bytes_sent", "bytes_recv"})
+  for (const char* key : {"workers", "epochs", "seed", "parameters", "bytes_sent", "bytes_recv"})
     EXPECT_TRUE(j.at(key).is_number_integer()) << key;
+  EXPECT_EQ(j["parameters"].get<int64_t>(), 235146);  // the mlp: 784*256+256 + 256*128+128 + 1290
   for (const char* key : {"total_time_s", "compute_time_s", "comm_time_s", "idle_time_s",
                           "wall_seconds", "final_test_accuracy"})
     EXPECT_TRUE(j.at(key).is_number()) << key;
