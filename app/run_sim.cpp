@@ -16,6 +16,7 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
   options.fidelity = scenario.sim.fidelity;
   options.cost_only = scenario.sim.mode == SimMode::kCostOnly;
   options.slowdown = scenario.sim.slowdown;
+  options.noise = scenario.sim.noise;
 
   // Data is loaded once and shared read-only by every simulated worker (one process).
   const TrainData data = prepare_data(scenario, options.cost_only);

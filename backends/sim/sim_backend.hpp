@@ -44,6 +44,7 @@ struct SimOptions {
   Fidelity fidelity = Fidelity::kMessage;
   bool cost_only = false;                   // Executor::cost_only(): no math, time only
   std::map<int, double> slowdown;           // worker -> compute-time multiplier (stragglers)
+  ComputeNoise noise;                       // per-step compute noise (sim_executor.hpp)
   std::vector<std::string> simgrid_config;  // extra "key:value" for the engine
 };
 

@@ -2,9 +2,11 @@
 #include "backends/sim/sim_executor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "backends/sim/platform/platform.hpp"
+#include "core/base/rng.hpp"
 
 namespace syncopate::sim {
 
@@ -32,7 +34,27 @@ SimExecutor::SimExecutor(SimWorld& world, int worker) : world_(world), me_(world
 
 void SimExecutor::compute(const Cost& cost, FunctionRef<void()> math) {
   if (!world_.options().cost_only) math();
-  me_.lag += compute_seconds(world_.platform().profile, cost) * me_.slowdown;
+  me_.lag += compute_seconds(world_.platform().profile, cost) * me_.slowdown * noise_factor();
+  if (cost.kind == OpKind::kOptimizer) {  // the step's compute ends: the next draws anew
+    ++step_;
+    factor_ = -1;
+  }
+}
+
+double SimExecutor::noise_factor() {
+  const ComputeNoise& noise = world_.options().noise;
+  if (noise.kind == NoiseKind::kNone) return 1;
+  if (factor_ >= 0) return factor_;
+  Rng rng({.seed = noise.seed,
+           .worker = static_cast<uint32_t>(me_.id),
+           .epoch = static_cast<uint32_t>(step_ >> 32),
+           .purpose = RngPurpose::kComputeNoise,
+           .extra = static_cast<uint32_t>(step_)});
+  const double z = rng.normal();
+  factor_ = noise.kind == NoiseKind::kLognormal
+                ? std::exp(noise.sigma * z - noise.sigma * noise.sigma / 2)
+                : std::max(0.0, 1 + noise.sigma * z);
+  return factor_;
 }
 
 bool SimExecutor::all_agree(bool vote) { return world_.all_agree(me_.id, vote); }

@@ -10,6 +10,10 @@
 // before the worker's next interaction with other actors, so a step of hundreds of layers costs
 // no SimGrid event at all. now() includes the pending time.
 //
+// With per-step noise (SimOptions::noise), each step's compute is also multiplied by a factor
+// drawn from (noise seed, worker, the worker's step count): a step ends with its optimizer
+// cost, and the next step draws a new factor. Deterministic given the seed.
+//
 // all_agree(vote) is a consensus of all workers that leaves every worker's clock where it was
 // (zero simulated time); advance(seconds) adds skipped time (steady-state fast-forward).
 #include "backends/sim/sim_world.hpp"
@@ -33,8 +37,12 @@ class SimExecutor final : public Executor {
   void advance(double seconds) override;
 
  private:
+  double noise_factor();  // this step's
+
   SimWorld& world_;
   WorkerState& me_;
+  uint64_t step_ = 0;   // steps whose compute has ended (optimizer costs seen)
+  double factor_ = -1;  // this step's noise factor; < 0: not drawn yet
 };
 
 }  // namespace syncopate::sim

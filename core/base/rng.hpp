@@ -18,6 +18,7 @@ enum class RngPurpose : uint32_t {
   kDropout = 5,
   kSynthetic = 6,
   kGlobalShuffle = 7,
+  kComputeNoise = 8,
 };
 
 struct RngKey {

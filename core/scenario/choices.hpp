@@ -2,6 +2,7 @@
 // The choices a scenario makes, each an enum class with the one table of its names (in files,
 // errors, summary.json and to_string alike). Optimizer and schedule kinds are in
 // core/optim/optim.hpp, collective algorithms in core/comm/comm.hpp.
+#include <cstdint>
 #include <string_view>
 
 #include "core/base/enum_names.hpp"
@@ -60,6 +61,21 @@ inline constexpr NameTable<Fidelity, 3> kFidelityNames{{{Fidelity::kMessage, "me
                                                         {Fidelity::kFlow, "flow"},
                                                         {Fidelity::kAnalytic, "analytic"}}};
 
+// Per-step compute noise on the simulator: none, 1 + sigma z truncated at 0, or
+// exp(sigma z - sigma^2 / 2) (mean 1).
+enum class NoiseKind { kNone, kNormal, kLognormal };
+inline constexpr NameTable<NoiseKind, 3> kNoiseNames{{{NoiseKind::kNone, "none"},
+                                                      {NoiseKind::kNormal, "normal"},
+                                                      {NoiseKind::kLognormal, "lognormal"}}};
+
+// sim.noise: every worker's compute of every step times a factor drawn from (seed, worker,
+// step).
+struct ComputeNoise {
+  NoiseKind kind = NoiseKind::kNone;
+  double sigma = 0.05;
+  uint64_t seed = 1;
+};
+
 enum class SimMode { kEmulation, kCostOnly };  // real tensors, or shape-only (time only)
 inline constexpr NameTable<SimMode, 2> kSimModeNames{
     {{SimMode::kEmulation, "emulation"}, {SimMode::kCostOnly, "cost_only"}}};
@@ -84,6 +100,7 @@ inline std::string_view to_string(DatasetKind v) { return name_in(kDatasetNames,
 inline std::string_view to_string(Aggregation v) { return name_in(kAggregationNames, v); }
 inline std::string_view to_string(Fidelity v) { return name_in(kFidelityNames, v); }
 inline std::string_view to_string(SimMode v) { return name_in(kSimModeNames, v); }
+inline std::string_view to_string(NoiseKind v) { return name_in(kNoiseNames, v); }
 inline std::string_view to_string(Transport v) { return name_in(kTransportNames, v); }
 
 }  // namespace syncopate

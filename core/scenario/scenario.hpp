@@ -60,7 +60,8 @@ struct SimSection {
   Fidelity fidelity = Fidelity::kFlow;
   SimMode mode = SimMode::kEmulation;
   bool fast_forward = true;
-  std::map<int, double> slowdown;       // worker -> compute-time multiplier
+  std::map<int, double> slowdown;  // worker -> compute-time multiplier
+  ComputeNoise noise;
   int64_t cost_only_train_samples = 0;  // cost-only: samples per epoch (0: the dataset's)
 };
 

@@ -414,6 +414,11 @@ std::vector<ScenarioKey> strategy_keys() {
   };
 }
 
+std::string unless_noise(const Scenario& s) {
+  if (s.sim.noise.kind != NoiseKind::kNone) return "";
+  return "read only with per-step noise; sim.noise.kind is \"none\"";
+}
+
 // [sim] and [mpi] hold one backend's settings: a scenario may carry them to any backend (one
 // file for a simulated and a measured run), but they must be consistent among themselves.
 std::vector<ScenarioKey> backend_keys() {
@@ -424,6 +429,9 @@ std::vector<ScenarioKey> backend_keys() {
       choice("sim.mode", FIELD(sim.mode), kSimModeNames),
       boolean("sim.fast_forward", FIELD(sim.fast_forward), unless_cost_only),
       slowdown(),
+      choice("sim.noise.kind", FIELD(sim.noise.kind), kNoiseNames),
+      number("sim.noise.sigma", FIELD(sim.noise.sigma), 0, 10, unless_noise),
+      integer("sim.noise.seed", FIELD(sim.noise.seed), 0, INT64_MAX, unless_noise),
       integer("sim.cost_only_train_samples", FIELD(sim.cost_only_train_samples), 0, INT64_MAX,
               unless_cost_only),
       choice("mpi.transport", FIELD(mpi.transport), kTransportNames),
