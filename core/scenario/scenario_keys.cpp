@@ -284,8 +284,8 @@ ScenarioKey slowdown() {
               }
               if (worker < 0) r.fail(key, "expected a worker index as the key, e.g. \"3\" = 2.0");
               const auto v = n.value<double>();
-              if (!v || !(*v > 0))
-                r.fail(key, "expected a positive number (compute-time multiplier)");
+              if (!v || !(*v >= 1e-6 && *v <= 1e6))
+                r.fail(key, "expected a compute-time multiplier from 1e-6 to 1e6");
               s.sim.slowdown[worker] = *v;
             }
           },
