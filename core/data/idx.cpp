@@ -115,9 +115,9 @@ std::vector<int64_t> read_header(IdxStream& in, const std::string& path) {
   for (int i = 0; i < ndims; ++i) {
     const int64_t dim = big_endian_u32(dim_bytes.data() + 4 * i);
     if (dim == 0) idx_error(path, 4 + 4 * i, "dimension " + std::to_string(i) + " is 0");
-    count *= dim;
-    if (count > kMaxElements)
+    if (dim > kMaxElements / count)  // count * dim > 2^40, without the overflow
       idx_error(path, 4 + 4 * i, "declared dimensions exceed 2^40 elements");
+    count *= dim;
     dims.push_back(dim);
   }
   return dims;

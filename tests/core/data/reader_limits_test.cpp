@@ -75,6 +75,15 @@ TEST(ReaderLimits, IdxTruncatedDataIsNotAllocatedFromTheHeader) {
   EXPECT_TRUE(has(msg, path + ": byte offset 15: truncated")) << msg;
 }
 
+TEST(ReaderLimits, IdxDimensionsWhoseProductOverflowsAreRefused) {
+  // Found by fuzzing: 0xfc0000fe x 0xfffffffd overflowed int64 before the 2^40 check.
+  const std::string path = (scratch() / "dims.idx").string();
+  std::ofstream(path, std::ios::binary)
+      .write("\0\0\x08\x03\xfc\0\0\xfe\xff\xff\xff\xfd\0\0\x04\x03", 16);
+  const std::string msg = error_of([&] { read_idx(path); });
+  EXPECT_TRUE(has(msg, path + ": byte offset 8: declared dimensions exceed 2^40 elements")) << msg;
+}
+
 TEST(ReaderLimits, CsvValuesTooLargeForFloatAndDirectories) {
   const std::string path = (scratch() / "big.csv").string();
   std::ofstream(path) << "x,y\n1,2\n1e300,3\n";
