@@ -108,8 +108,10 @@ TEST(Preflight, SimGridXmlThatSimGridWouldAbortOnIsAUserError) {
   std::ofstream(scratch() / "noroute.xml")
       << "<?xml version='1.0'?>\n<platform version=\"4.1\">\n<zone id=\"z\" routing=\"Full\">\n"
          "<host id=\"a\" speed=\"1Gf\"/>\n<host id=\"b\" speed=\"1Gf\"/>\n</zone>\n</platform>\n";
+  std::ofstream(scratch() / "on-xml.toml")
+      << "name = \"on-xml\"\nbackend = \"sim\"\nworkers = 2\n[sim]\nplatform = \"noroute.xml\"\n";
   std::string out;
-  EXPECT_EQ(run("--set workers=2 --set sim.platform=noroute.xml", &out), 1) << out;
+  EXPECT_EQ(run("on-xml.toml", &out), 1) << out;
   EXPECT_TRUE(has(out,
                   "noroute.xml:3: <zone id=\"z\">: routing=\"Full\" with 2 hosts, routers or zones "
                   "and no route"))
