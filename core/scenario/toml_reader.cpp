@@ -3,6 +3,7 @@
 #include "core/scenario/toml_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -139,6 +140,13 @@ void check_nesting(std::string_view text, const std::string& source) {
 
 }  // namespace
 
+bool is_bare_key(std::string_view part) {
+  if (part.empty()) return false;
+  for (const char c : part)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  return true;
+}
+
 std::string read_text_file(const std::string& path, const std::string& what) {
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path, error);
@@ -160,6 +168,10 @@ TomlReader::TomlReader(toml::table root, std::string file)
 void TomlReader::add_override(const std::string& key, const std::string& text,
                               const std::string& where) {
   const std::vector<std::string_view> parts = split_key(key);
+  for (std::string_view part : parts)
+    if (!is_bare_key(part))
+      throw UserError(where + ": '" + std::string(part) +
+                      "': a key part holds only letters, digits, '_' and '-'");
   if (parts.size() > static_cast<size_t>(kMaxTomlDepth))
     throw UserError(where + ": the key has " + std::to_string(parts.size()) + " parts; at most " +
                     std::to_string(kMaxTomlDepth) + " are allowed");

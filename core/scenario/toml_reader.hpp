@@ -81,6 +81,9 @@ class TomlReader {
 // How deep keys and tables may nest (deeper ones overflow toml++'s recursion).
 inline constexpr int kMaxTomlDepth = 64;
 
+// A bare TOML key (one part of a dotted key): letters, digits, '_' and '-', not empty.
+bool is_bare_key(std::string_view part);
+
 // The content of a regular file; a missing file, a directory or a device is a UserError
 // "path: <what> not found / is not a regular file".
 std::string read_text_file(const std::string& path, const std::string& what);

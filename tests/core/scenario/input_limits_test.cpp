@@ -69,6 +69,23 @@ TEST(InputLimits, EmptyTablesSetNothingAndAreRefused) {
   EXPECT_EQ(error_of("name = \"x\"\n[model]\n[optimizer]\n"), "");
 }
 
+TEST(InputLimits, KeysThatTheResolvedScenarioCouldNotWriteBackAreRefused) {
+  // Found by fuzzing: a quote in a --set key part made a resolved scenario that did not load.
+  std::string msg = error_of("backend = \"sim\"\n", {"sim.platform_params.n'odes=1"});
+  EXPECT_TRUE(has(msg,
+                  "--set sim.platform_params.n'odes=1: sim.platform_params.n'odes: 'n'odes': a key "
+                  "part holds only "
+                  "letters, digits, '_' and '-'"))
+      << msg;
+  msg = error_of("", {"a..b=1"});
+  EXPECT_TRUE(has(msg, "--set a..b=1: a..b: '': a key part")) << msg;
+  msg = error_of("backend = \"sim\"\n[sim.platform_params]\n\"n'odes\" = 1\n");
+  EXPECT_TRUE(has(msg, "exp.toml:3: sim.platform_params.n'odes: a recipe key holds only")) << msg;
+  const Scenario s =
+      parse_scenario("backend = \"sim\"\n", "exp.toml", {"sim.platform_params.nic.count=2"});
+  EXPECT_NO_THROW(parse_scenario(s.resolved_toml, "resolved.toml"));
+}
+
 TEST(InputLimits, ADirectoryIsNotAScenario) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / "syncopate-input-limits-dir.toml";
