@@ -51,7 +51,9 @@ class IdxStream {
       throw UserError(path + ": file not found (or not a regular file)");
     file_.reset(gzopen(path.c_str(), "rb"));
     if (!file_) throw UserError(path + ": cannot open: " + std::strerror(errno));
-    gzbuffer(file_.get(), 1 << 20);
+    // A large buffer for the large files; small ones need none (it costs 3x its size).
+    const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+    gzbuffer(file_.get(), static_cast<unsigned>(std::clamp<int64_t>(size, 8 << 10, 1 << 20)));
   }
   // Reads up to `n` bytes into `out`; fewer only at the end of the data.
   size_t read(uint8_t* out, size_t n) {
