@@ -12,6 +12,7 @@
 #include "app/commands.hpp"
 #include "app/compare.hpp"
 #include "app/model_info.hpp"
+#include "app/preflight.hpp"
 #include "app/process.hpp"
 #include "app/progress.hpp"
 #include "app/sweep.hpp"
@@ -82,6 +83,8 @@ int run(RunOptions& o, int* argc, char*** argv) {
   }
   // The directory is chosen before training so that a failure can leave its notes there.
   const std::string requested = o.out.empty() ? "runs/" + scenario.name : o.out;
+  check_run_dir(requested, o.out.empty() ? "the run directory" : "--out");
+  check_model_and_data(scenario);
   RunResult result;
   try {
     ProgressLine line(ProgressLine::style_for_stdout(o.quiet),
@@ -259,6 +262,11 @@ int dispatch(Commands& c, int* argc, char*** argv) {
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave that cannot be made or written (read-only, a file in the way, ...).
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "syncopate: error: out of memory: the scenario asks for more than this machine "
+                 "has (data.train_samples, the model, workers)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "syncopate: internal error: %s\n", e.what());

@@ -1,8 +1,6 @@
-// Datasets: the IDX reader, synthetic generators, the CSV reader, normalisation, batches, the DDP
+// Datasets: Fashion-MNIST, synthetic generators, the CSV reader, normalisation, batches, the DDP
 // sampler.
 #include "core/data/data.hpp"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -29,63 +28,13 @@ Shape Dataset::sample_shape() const {
 int64_t Dataset::sample_numel() const { return numel(sample_shape()); }
 
 // ---------------------------------------------------------------------------------------------
-// IDX
+// Fashion-MNIST (read_idx: idx.cpp)
 namespace {
-
-struct GzCloser {
-  void operator()(gzFile f) const { gzclose(f); }
-};
-using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
 
 [[noreturn]] void idx_error(const std::string& path, int64_t offset, const std::string& what) {
   std::ostringstream out;
   out << path << ": byte offset " << offset << ": " << what;
   throw UserError(out.str());
-}
-
-// zlib's message without the path it prefixes.
-std::string zlib_message(gzFile file, const std::string& path) {
-  int code = Z_OK;
-  std::string message = gzerror(file, &code);
-  if (message.starts_with(path + ": ")) message.erase(0, path.size() + 2);
-  return message;
-}
-
-// The whole (uncompressed) content of a plain or gzip file. Offsets in errors count bytes of
-// the uncompressed content, as do all IDX offsets.
-std::vector<uint8_t> read_all(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw UserError(path + ": file not found (or not a regular file)");
-  }
-  GzHandle file(gzopen(path.c_str(), "rb"));
-  if (!file) throw UserError(path + ": cannot open: " + std::strerror(errno));
-  gzbuffer(file.get(), 1 << 20);
-  std::vector<uint8_t> bytes;
-  constexpr size_t kChunk = 1 << 22;
-  bool failed = false;
-  for (;;) {
-    const size_t old = bytes.size();
-    bytes.resize(old + kChunk);
-    const int got = gzread(file.get(), bytes.data() + old, static_cast<unsigned>(kChunk));
-    bytes.resize(old + static_cast<size_t>(std::max(got, 0)));
-    if (got <= 0) {
-      failed = got < 0;
-      break;
-    }
-  }
-  int code = Z_OK;
-  gzerror(file.get(), &code);
-  if (failed || (code != Z_OK && code != Z_STREAM_END)) {
-    idx_error(path, static_cast<int64_t>(bytes.size()),
-              "corrupt or truncated gzip data (offset counted in decompressed bytes): " +
-                  zlib_message(file.get(), path));
-  }
-  return bytes;
-}
-
-uint32_t big_endian_u32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
 std::string hex32(uint32_t v) {
@@ -98,60 +47,6 @@ std::string hex32(uint32_t v) {
 }
 
 }  // namespace
-
-IdxFile read_idx(const std::string& path) {
-  std::vector<uint8_t> bytes = read_all(path);
-  const auto size = static_cast<int64_t>(bytes.size());
-  if (size < 4) {
-    idx_error(path, size, "truncated: the file ends inside the 4-byte header (magic number)");
-  }
-  const uint32_t magic = big_endian_u32(bytes.data());
-  if (bytes[0] != 0 || bytes[1] != 0) {
-    idx_error(path, 0,
-              "bad magic number " + hex32(magic) +
-                  "; expected 0x000008NN (e.g. 0x00000803 images, 0x00000801 labels)");
-  }
-  if (bytes[2] != 0x08) {
-    idx_error(path, 2,
-              "unsupported data type " + hex32(bytes[2]) + " in magic number " + hex32(magic) +
-                  "; allowed: 0x08 (unsigned byte)");
-  }
-  const int ndims = bytes[3];
-  if (ndims == 0) idx_error(path, 3, "zero dimensions in magic number " + hex32(magic));
-  const int64_t header = 4 + 4 * int64_t{ndims};
-  if (size < header) {
-    idx_error(path, size,
-              "truncated: the file ends inside the header of " + std::to_string(ndims) +
-                  " dimensions (" + std::to_string(header) + " bytes)");
-  }
-  IdxFile idx;
-  idx.path = path;
-  int64_t count = 1;
-  for (int i = 0; i < ndims; ++i) {
-    const int64_t dim = big_endian_u32(bytes.data() + 4 + 4 * i);
-    if (dim == 0) idx_error(path, 4 + 4 * i, "dimension " + std::to_string(i) + " is 0");
-    count *= dim;
-    if (count > (int64_t{1} << 40)) {
-      idx_error(path, 4 + 4 * i, "declared dimensions exceed 2^40 elements");
-    }
-    idx.dims.push_back(dim);
-  }
-  if (size < header + count) {
-    idx_error(path, size,
-              "truncated: the dimensions " + to_string(idx.dims) + " declare " +
-                  std::to_string(count) + " data bytes from offset " + std::to_string(header) +
-                  " to " + std::to_string(header + count) + ", but the file ends here");
-  }
-  if (size > header + count) {
-    idx_error(path, header + count,
-              std::to_string(size - header - count) +
-                  " unexpected bytes after the data declared by the dimensions " +
-                  to_string(idx.dims));
-  }
-  bytes.erase(bytes.begin(), bytes.begin() + header);
-  idx.data = std::move(bytes);
-  return idx;
-}
 
 std::string default_fashion_mnist_dir() { return "/usr/share/datasets/fashion-mnist"; }
 
@@ -343,6 +238,9 @@ std::vector<std::string_view> split_fields(std::string_view line) {
 
 Dataset load_csv_regression(const std::string& path,
                             const std::vector<std::string>& target_columns) {
+  std::error_code status;
+  if (!std::filesystem::is_regular_file(path, status))
+    throw UserError(path + ": CSV file not found (or not a regular file)");
   std::ifstream in(path);
   if (!in) throw UserError(path + ": cannot open CSV file: " + std::strerror(errno));
   std::string line;
@@ -403,6 +301,10 @@ Dataset load_csv_regression(const std::string& path,
       if (f.empty() || ec != std::errc() || end != f.data() + f.size() || !std::isfinite(value)) {
         csv_error(path, line_no,
                   "column '" + header[c] + "': '" + std::string(f) + "' is not a finite number");
+      }
+      if (std::abs(value) > std::numeric_limits<float>::max()) {  // values are stored as float
+        csv_error(path, line_no,
+                  "column '" + header[c] + "': '" + std::string(f) + "' is too large for float");
       }
       row[c] = static_cast<float>(value);
     }

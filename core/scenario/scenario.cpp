@@ -19,6 +19,35 @@ bool is_regression(DatasetKind dataset) {
   return dataset == DatasetKind::kSyntheticRegression || dataset == DatasetKind::kCsv;
 }
 
+// The name is the run directory's (runs/<name>): one plain folder name that fits the file
+// system with the suffixes the run directory may add ("-12.partial").
+void validate_name(const Scenario& s, const TomlReader& reader) {
+  constexpr size_t kMaxName = 200;
+  if (s.name.empty() || s.name == "." || s.name == ".." ||
+      s.name.find_first_of(std::string("/\\\0", 3)) != std::string::npos)
+    reader.fail("name", "'" + s.name +
+                            "' is not a plain folder name (no '/', not '.' or '..'); "
+                            "the run directory is runs/<name>");
+  if (s.name.size() > kMaxName)
+    reader.fail("name", std::to_string(s.name.size()) + " characters; at most " +
+                            std::to_string(kMaxName) + " (the run directory is runs/<name>)");
+}
+
+// Cost-only epochs are planned step by step: their count must stay within reach.
+void validate_cost_only_steps(const Scenario& s, const TomlReader& reader) {
+  constexpr int64_t kMaxSteps = 10'000'000;
+  if (s.sim.mode != SimMode::kCostOnly) return;
+  const bool own = s.sim.cost_only_train_samples > 0;  // else data.train_samples, if given
+  const int64_t samples = own ? s.sim.cost_only_train_samples : s.data.train_samples;
+  const int64_t global_batch = int64_t{s.workers} * s.batch_size;
+  const int64_t steps = samples / global_batch + 1;
+  if (steps > kMaxSteps)
+    reader.fail(own ? "sim.cost_only_train_samples" : "data.train_samples",
+                std::to_string(samples) + " samples make " + std::to_string(steps) +
+                    " steps per epoch of workers x batch_size = " + std::to_string(global_batch) +
+                    " samples; at most " + std::to_string(kMaxSteps) + " steps are planned");
+}
+
 // Checks across keys; each error names the key it is about (and its file:line or --set).
 void validate(const Scenario& s, const TomlReader& reader) {
   if (s.data.dataset == DatasetKind::kCsv && s.data.path.empty())
@@ -48,6 +77,8 @@ void validate(const Scenario& s, const TomlReader& reader) {
   if (step_synchronous && s.data_order() != DataOrder::kGlobal)
     reader.fail("data.order", "strategy " + std::string(to_string(s.strategy.kind)) +
                                   " synchronises every step and needs data.order = \"global\"");
+  validate_name(s, reader);
+  validate_cost_only_steps(s, reader);
   for (const auto& [worker, factor] : s.sim.slowdown)
     if (worker >= s.workers)
       reader.fail("sim.slowdown." + std::to_string(worker),
@@ -160,11 +191,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source,
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path + ": cannot open scenario file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), path, overrides);
+  return parse_scenario(read_text_file(path, "scenario file"), path, overrides);
 }
 
 const char* default_scenario_text() {

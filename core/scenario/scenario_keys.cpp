@@ -231,6 +231,15 @@ std::string number_text(const toml::node& n) {
   return out.str();
 }
 
+bool is_recipe_key(std::string_view key) {
+  for (size_t start = 0;;) {
+    const size_t dot = key.find('.', start);
+    if (!is_bare_key(key.substr(start, dot - start))) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
 // sim.platform_params: recipe keys to override, nested tables flattened to dotted keys
 // (`[sim.platform_params.nic] bandwidth = ...` and `--set sim.platform_params.nic.bandwidth=...`
 // both give "nic.bandwidth").
@@ -238,6 +247,8 @@ void read_platform_params(TomlReader& r, const toml::table& table, const std::st
                           std::map<std::string, std::string>& params) {
   for (const auto& [entry, n] : table) {
     const std::string key = prefix + std::string(entry.str());
+    if (!is_recipe_key(entry.str()))  // bare, or dotted as the resolved scenario writes them
+      r.fail("sim.platform_params." + key, "a recipe key holds only letters, digits, '_' and '-'");
     if (const toml::table* sub = n.as_table()) {
       if (sub->empty()) r.fail("sim.platform_params." + key, "an empty table sets nothing");
       read_platform_params(r, *sub, key + ".", params);
@@ -286,8 +297,8 @@ ScenarioKey slowdown() {
               }
               if (worker < 0) r.fail(key, "expected a worker index as the key, e.g. \"3\" = 2.0");
               const auto v = n.value<double>();
-              if (!v || !(*v > 0))
-                r.fail(key, "expected a positive number (compute-time multiplier)");
+              if (!v || !(*v >= 1e-6 && *v <= 1e6))
+                r.fail(key, "expected a compute-time multiplier from 1e-6 to 1e6");
               s.sim.slowdown[worker] = *v;
             }
           },

@@ -67,6 +67,7 @@ class TomlReader {
   const toml::node* find(std::string_view key) const;  // like node(), without remembering
   std::string known_near(std::string_view key) const;
   void check_table(const toml::table& table, const std::string& prefix) const;
+  bool is_known_table(const std::string& key) const;
 
   struct Override {
     std::string text, where;
@@ -77,8 +78,18 @@ class TomlReader {
   std::set<std::string, std::less<>> known_, free_tables_;
 };
 
-// Parses a TOML file; syntax errors become UserError "file:line:column: what".
-toml::table parse_toml_file(const std::string& path);
+// How deep keys and tables may nest (deeper ones overflow toml++'s recursion).
+inline constexpr int kMaxTomlDepth = 64;
+
+// A bare TOML key (one part of a dotted key): letters, digits, '_' and '-', not empty.
+bool is_bare_key(std::string_view part);
+
+// The content of a regular file; a missing file, a directory or a device is a UserError
+// "path: <what> not found / is not a regular file".
+std::string read_text_file(const std::string& path, const std::string& what);
+// Parses a TOML file (`what` names it in errors, e.g. "host profile file"); syntax errors
+// become UserError "file:line:column: what".
+toml::table parse_toml_file(const std::string& path, const std::string& what = "file");
 // Parses TOML text; syntax errors become UserError "source:line: what".
 toml::table parse_toml_text(const std::string& text, const std::string& source);
 

@@ -9,6 +9,7 @@
 
 #include "backends/sim/platform/platform_builders.hpp"
 #include "backends/sim/platform/platform_recipe.hpp"
+#include "backends/sim/platform/xml_check.hpp"
 #include "core/base/check.hpp"
 #include "core/base/data_dir.hpp"
 
@@ -24,12 +25,17 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 std::string resolve_platform(const std::string& name_or_path) {
   const fs::path given(name_or_path);
   if (given.has_parent_path() || given.has_extension()) {
-    if (!fs::exists(given)) throw UserError(name_or_path + ": platform file not found");
+    std::error_code error;
+    if (!fs::is_regular_file(given, error)) {
+      throw UserError(name_or_path + ": platform file not found or not a regular file" +
+                      (error ? " (" + error.message() + ")" : ""));
+    }
     return given.string();
   }
   for (const char* extension : {".toml", ".xml"}) {
     const fs::path candidate = fs::path(platforms_dir()) / (name_or_path + extension);
-    if (fs::exists(candidate)) return candidate.string();
+    std::error_code error;
+    if (fs::exists(candidate, error)) return candidate.string();
   }
   std::string list;
   for (const std::string& name : platform_names()) detail::append_item(list, name, ", ");
@@ -81,6 +87,7 @@ int int_property(const sg4::Host* host, const char* key, const std::string& file
 // role="master", or the host named "master"); property "node" gives a host's node (default 0);
 // property "profile" on the first GPU names a host profile (default: every speed = host speed).
 Platform load_xml(sg4::Engine& engine, const std::string& path) {
+  detail::check_simgrid_xml_file(path);  // what SimGrid would abort on
   try {
     engine.load_platform(path);
   } catch (const std::exception& error) {
@@ -128,6 +135,25 @@ Platform load_xml(sg4::Engine& engine, const std::string& path) {
     platform.profile.memory_bandwidth = kInfinity;
   }
   return platform;
+}
+
+// Every route the workers may take exists (SimGrid throws on a missing one only when it is
+// asked for, mid-run): all pairs up to 512 hosts, else from and to the first one.
+void check_xml_routes(const Platform& platform) {
+  std::vector<sg4::Host*> hosts = platform.gpus;
+  if (platform.master != nullptr) hosts.push_back(platform.master);
+  const bool all_pairs = hosts.size() <= 512;
+  for (size_t a = 0; a < hosts.size(); ++a) {
+    for (size_t b = 0; b < hosts.size(); ++b) {
+      if (a == b || (!all_pairs && a != 0 && b != 0)) continue;
+      try {
+        route_model(hosts[a], hosts[b]);
+      } catch (const std::exception& error) {
+        throw UserError(platform.source + ": no route from " + hosts[a]->get_name() + " to " +
+                        hosts[b]->get_name() + ": " + error.what());
+      }
+    }
+  }
 }
 
 Platform load_recipe(const std::string& path, const std::map<std::string, std::string>& overrides) {
@@ -223,6 +249,7 @@ Platform load_platform(sg4::Engine& engine, const std::string& name_or_path,
                       ": a SimGrid XML platform takes no parameters (only .toml recipes do)");
     }
     platform = load_xml(engine, path);
+    check_xml_routes(platform);
   } else {
     platform = load_recipe(path, overrides);
   }

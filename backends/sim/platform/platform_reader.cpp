@@ -92,6 +92,12 @@ bool parse_int(std::string_view text, int64_t* value) {
   return ec == std::errc() && ptr == end && !text.empty();
 }
 
+std::string text_of_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 std::string type_name(const toml::node& node) {
   std::ostringstream out;
   out << node.type();
@@ -147,6 +153,13 @@ double quantity(TomlReader& reader, std::string_view key, Quantity kind,
   }
   if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_ok))
     reader.fail(key, zero_ok ? "must be >= 0" : "must be > 0");
+  // Beyond these, simulated durations overflow to infinity (SimGrid then aborts).
+  const auto [low, high] = kind == Quantity::kTime ? std::pair(1e-15, 1e9) : std::pair(1e-6, 1e30);
+  if (value != 0 && (value < low || value > high)) {
+    std::ostringstream range;
+    range << (zero_ok ? "0 or " : "") << low << " to " << high << " (base units)";
+    reader.fail(key, text_of_number(value) + " is out of range; allowed: " + range.str());
+  }
   return value;
 }
 

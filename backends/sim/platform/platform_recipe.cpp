@@ -110,9 +110,16 @@ void read_dragonfly(TomlReader& reader, Recipe& recipe) {
   fly.blue_links = static_cast<unsigned>(reader.integer("fabric.blue_links", 1, 1, 1 << 10));
   fly.black_links = static_cast<unsigned>(reader.integer("fabric.black_links", 1, 1, 1 << 10));
   fly.green_links = static_cast<unsigned>(reader.integer("fabric.green_links", 1, 1, 1 << 10));
-  const unsigned per_group = fly.chassis * fly.routers * fly.nodes_per_router;
+  const int64_t group_size = int64_t{fly.chassis} * fly.routers * fly.nodes_per_router;
   const auto nodes = static_cast<unsigned>(recipe.nodes);
   if (nodes == 1) return;  // one node needs no fabric
+  if (group_size > kMaxNodes) {
+    reader.fail("fabric.routers", "fabric.chassis x fabric.routers x fabric.nodes_per_router = " +
+                                      std::to_string(group_size) +
+                                      " nodes per dragonfly group, more than the limit of " +
+                                      std::to_string(kMaxNodes));
+  }
+  const auto per_group = static_cast<unsigned>(group_size);
   if (nodes % per_group != 0) {
     reader.fail("nodes",
                 "a dragonfly group holds fabric.chassis x fabric.routers x "
@@ -151,8 +158,7 @@ std::string profile_path(const std::string& name_or_path, const std::string& nea
 }
 
 HostProfile parse_profile_file(const std::string& path) {
-  if (!fs::exists(path)) throw UserError(path + ": host profile file not found");
-  TomlReader reader = open_platform_file(path);
+  TomlReader reader(parse_toml_file(path, "host profile file"), path);
   HostProfile profile = read_profile(reader, "", fs::path(path).stem().string());
   reader.check_all_used();
   return profile;
