@@ -30,6 +30,14 @@ std::string cpu_model() {
   return "unknown (no model name in /proc/cpuinfo)";
 }
 
+// "6.29 5.75 6.02" from /proc/loadavg: how busy the machine was when the measurement began.
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  if (!(in >> one >> five >> fifteen)) return "unknown (no /proc/loadavg)";
+  return one + " " + five + " " + fifteen;
+}
+
 std::string build_type() {
   std::string build;
 #if defined(__OPTIMIZE__)
@@ -46,15 +54,20 @@ std::string build_type() {
   return build + ", " + __VERSION__;
 }
 
-Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch) {
+Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch,
+                      const std::string& load) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[64];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
-  return {{std::string("date: ") + date, std::string("host: ") + host, "cpu: " + cpu_model(),
+  return {{std::string("date: ") + date, std::string("host: ") + host,
+           "cpu: " + cpu_model() + " (" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
+               " cores online)",
+           "load average at the start (1, 5, 15 min): " + load,
            "ranks: " + std::to_string(ranks) + " (one node; every rank measured at once)",
-           "build: " + build_type(), "command: " + o.command_line,
+           "build: " + build_type(),
+           "command: " + o.command_line + " (under mpirun, " + std::to_string(ranks) + " ranks)",
            "samples: " + std::to_string(o.repeats) + " per rank per figure at batch " +
                std::to_string(batch) + ", pooled over the ranks; figures are medians, with p10",
            "and p90 as the spread: the machine may be shared (other processes compete for its",
@@ -135,12 +148,13 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   if (!agreed_scenario(o, *comm, scenario)) return 1;
   Calibration c;
   c.name = std::filesystem::path(o.out).stem().string();
+  const std::string load = load_average();
   comm->barrier();
   c.compute = time_compute(scenario, o.repeats);
   pool(comm->handle(), comm->size(), c.compute);
   c.transport = time_transport(comm->handle(), o.repeats);
   if (comm->rank() != 0) return 0;
-  c.provenance = provenance(o, comm->size(), c.compute.batch);
+  c.provenance = provenance(o, comm->size(), c.compute.batch, load);
   print_calibration(c);
   const std::string profile = write_calibration(c, o.out);
   std::printf("wrote %s and %s\n", o.out.c_str(), profile.c_str());
