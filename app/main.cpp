@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/calibrate.hpp"
 #include "app/check.hpp"
 #include "app/commands.hpp"
 #include "app/compare.hpp"
@@ -158,8 +159,9 @@ struct Commands {
   std::string tolerance = "1%";
   CompareOptions compare;
   std::string compare_tolerance = "10%";
+  CalibrateOptions calibrate;
   CLI::App *sweep_cmd = nullptr, *report_cmd = nullptr, *check_cmd = nullptr,
-           *compare_cmd = nullptr, *model_cmd = nullptr;
+           *compare_cmd = nullptr, *model_cmd = nullptr, *calibrate_cmd = nullptr;
 };
 
 void declare_run(CLI::App& cli, RunOptions& o) {
@@ -227,6 +229,20 @@ CLI::App* declare_compare(CLI::App& cli, Commands& c) {
   return compare;
 }
 
+CLI::App* declare_calibrate(CLI::App& cli, CalibrateOptions& o) {
+  CLI::App* calibrate = cli.add_subcommand(
+      "calibrate",
+      "under mpirun: measure this host's compute and MPI, write a profile and platform");
+  calibrate->add_option("scenario", o.scenario_path,
+                        "scenario whose model and batch are timed (default: embedded scenario)");
+  calibrate->add_option("--set", o.sets, "override a scenario key: key.path=value (repeatable)");
+  calibrate->add_option("--out", o.out, "the platform recipe (its profile: DIR/profiles/)")
+      ->required();
+  calibrate->add_option("--repeats", o.repeats, "samples per figure and rank (default 30)")
+      ->check(CLI::Range(3, 100000));
+  return calibrate;
+}
+
 void declare(CLI::App& cli, Commands& c) {
   cli.require_subcommand(1);
   declare_run(cli, c.run);
@@ -235,6 +251,7 @@ void declare(CLI::App& cli, Commands& c) {
   c.check_cmd = declare_check(cli, c);
   c.compare_cmd = declare_compare(cli, c);
   c.model_cmd = declare_model(cli, c.model);
+  c.calibrate_cmd = declare_calibrate(cli, c.calibrate);
 }
 
 // Runs the parsed subcommand; errors become exit codes: 2 usage, 1 user error, 3 internal.
@@ -251,6 +268,11 @@ int dispatch(Commands& c, int* argc, char*** argv) {
     if (c.compare_cmd->parsed()) {
       c.compare.tolerance = parse_tolerance(c.compare_tolerance, "compare");
       return run_compare(c.compare);
+    }
+    if (c.calibrate_cmd->parsed()) {
+      for (int i = 0; i < *argc; ++i)
+        c.calibrate.command_line += (i ? " " : "") + std::string((*argv)[i]);
+      return run_calibrate(c.calibrate, argc, argv);
     }
     return run(c.run, argc, argv);
   } catch (const UsageError& e) {

@@ -10,7 +10,19 @@
 
 namespace syncopate::sim {
 
+const LayerTime* find_layer_time(const HostProfile& profile, const LayerKey& key) {
+  if (key.pass == Pass::kNone) return nullptr;
+  for (const LayerTime& layer : profile.layers) {
+    if (layer.kind == key.kind && std::ranges::equal(layer.input, key.input) &&
+        std::ranges::equal(layer.output, key.output))
+      return &layer;
+  }
+  return nullptr;
+}
+
 double compute_seconds(const HostProfile& profile, const Cost& cost) {
+  if (const LayerTime* measured = find_layer_time(profile, cost.layer))
+    return cost.layer.pass == Pass::kForward ? measured->forward_s : measured->backward_s;
   double seconds = 0;
   if (cost.flops > 0) {
     const double speed = profile.flops_per_s[static_cast<size_t>(cost.kind)];

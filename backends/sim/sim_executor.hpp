@@ -1,7 +1,9 @@
 #pragma once
 // The simulator's Executor: simulated time of one worker.
 //
-// compute(cost, math) runs math (unless cost-only) and advances this worker's clock by
+// compute(cost, math) runs math (unless cost-only) and advances this worker's clock by the
+// profile's measured time of the layer pass when it holds one for the cost's layer key (kind,
+// input and output shapes: `syncopate calibrate`), else by
 //   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth)
 //   (+ profile.step_overhead_s when cost.kind == OpKind::kOptimizer: the optimizer is expected
 //    to be accounted once per training step, and the step's fixed overhead -- kernel launches,

@@ -130,15 +130,23 @@ void Model::backward_layer(int i) {
 
 Cost Model::forward_cost(int i) const {
   SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
-  return layers_[static_cast<size_t>(i)]->forward_cost(
-      activations_[static_cast<size_t>(i)].shape());
+  const size_t u = static_cast<size_t>(i);
+  Cost cost = layers_[u]->forward_cost(activations_[u].shape());
+  cost.layer = {Pass::kForward, layers_[u]->kind(), activations_[u].shape(),
+                activations_[u + 1].shape()};
+  return cost;
 }
 
 Cost Model::backward_cost(int i) const {
   SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
   const size_t u = static_cast<size_t>(i);
   Cost cost = layers_[u]->backward_cost(activations_[u].shape(), needs_input_grad(i));
-  if (i < first_param_layer_) cost.flops = cost.bytes = 0;  // backward_layer skips it
+  if (i < first_param_layer_) {
+    cost.flops = cost.bytes = 0;  // backward_layer skips it
+    return cost;
+  }
+  cost.layer = {Pass::kBackward, layers_[u]->kind(), activations_[u].shape(),
+                activations_[u + 1].shape()};
   return cost;
 }
 

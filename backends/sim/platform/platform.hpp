@@ -17,6 +17,13 @@
 
 namespace syncopate::sim {
 
+// A measured layer (`syncopate calibrate`): its passes' seconds at these shapes, batch first.
+struct LayerTime {
+  std::string kind;  // Layer::kind()
+  std::vector<int64_t> input, output;
+  double forward_s = 0, backward_s = 0;
+};
+
 struct HostProfile {  // effective compute speeds of one GPU (or CPU) for the cost model
   std::string name;
   std::array<double, kNumOpKinds> flops_per_s{};  // indexed by static_cast<int>(OpKind)
@@ -24,7 +31,13 @@ struct HostProfile {  // effective compute speeds of one GPU (or CPU) for the co
   // memory traffic is not modelled (an XML platform without a profile).
   double memory_bandwidth = 0;
   double step_overhead_s = 0;  // fixed cost per training step (launches, framework)
+  // Measured layers ([[layer]] tables): a layer pass with a matching key takes the measured
+  // time; every other cost the op kind's speed. Empty for profiles that were not calibrated.
+  std::vector<LayerTime> layers;
 };
+
+// The measured entry for `key`, or null (also for a cost that is not a layer pass).
+const LayerTime* find_layer_time(const HostProfile& profile, const LayerKey& key);
 
 struct LinkModel {  // per direction
   double latency_s = 0;

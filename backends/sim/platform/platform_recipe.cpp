@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "backends/sim/platform/platform_reader.hpp"
+#include "backends/sim/platform/profile_layers.hpp"
 #include "core/base/check.hpp"
 
 namespace syncopate::sim::detail {
@@ -27,6 +28,7 @@ HostProfile read_profile(TomlReader& reader, const std::string& prefix,
   profile.step_overhead_s =
       quantity(reader, prefix + "step_overhead", Quantity::kTime, 0.0, /*zero_ok=*/true);
   reader.string(prefix + "description", "");
+  profile.layers = read_layer_times(reader, prefix + "layer");
   return profile;
 }
 

@@ -1,0 +1,48 @@
+#pragma once
+// `syncopate calibrate`: measure this host's compute (per layer, at the scenario's shapes) and its
+// MPI transport, and write a host profile and a platform recipe for the simulator from them.
+#include <string>
+#include <vector>
+
+#include "core/nn/cost.hpp"
+#include "core/scenario/scenario.hpp"
+#include "core/tensor/tensor.hpp"
+
+namespace syncopate::app {
+
+struct CalibrateOptions {
+  std::string scenario_path;  // empty: the embedded default scenario
+  std::vector<std::string> sets;
+  std::string out;   // the platform recipe; its profile goes to <dir>/profiles/<stem>-cpu.toml
+  int repeats = 30;  // samples of every figure (per rank); medians are taken over them
+  std::string command_line;  // for the files' header
+};
+
+// Seconds per repeat of one measured piece of compute, with its modelled cost.
+struct Series {
+  std::string name;
+  Cost cost;
+  std::vector<double> seconds;
+};
+
+struct LayerSeries {
+  std::string kind;
+  Shape input, output;
+  Series forward, backward;
+};
+
+struct ComputeSamples {
+  int64_t batch = 0;
+  std::vector<LayerSeries> layers;
+  Series loss, zero_grad, optimizer;
+  Series overhead;  // a whole step minus the sum of its timed parts
+};
+
+// Runs `repeats` training steps (after a warm-up) of the scenario's model at its per-worker batch
+// on the host, timing each layer pass, the loss, zeroing the gradients and the optimizer.
+ComputeSamples time_compute(const Scenario& scenario, int repeats);
+
+// Run under mpirun: every rank measures; rank 0 writes the files. Returns the exit code.
+int run_calibrate(const CalibrateOptions& options, int* argc, char*** argv);
+
+}  // namespace syncopate::app

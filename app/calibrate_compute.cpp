@@ -1,0 +1,108 @@
+// Timing the scenario's model on the host: each layer pass, the loss, the optimizer, the step.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "app/calibrate.hpp"
+#include "core/nn/loss.hpp"
+#include "core/nn/model.hpp"
+#include "core/optim/optim.hpp"
+
+namespace syncopate::app {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Seconds `work` takes, appended to `series` when `keep`.
+template <typename Work>
+double timed(Series& series, bool keep, Work&& work) {
+  const double start = now_s();
+  work();
+  const double seconds = now_s() - start;
+  if (keep) series.seconds.push_back(seconds);
+  return seconds;
+}
+
+// A fixed, finite input and labels every class (or a target) can take.
+void fill_batch(Model& model, Tensor& labels, bool classify) {
+  std::span<float> x = model.input().span();
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
+  const Shape out = model.output_shape(model.batch());
+  labels = classify ? Tensor(Shape{out[0]}) : Tensor(out);
+  std::span<float> y = labels.span();
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = classify ? static_cast<float>(i % static_cast<size_t>(out[1])) : 0.5f;
+}
+
+ComputeSamples empty_samples(const Model& model, const Optimizer& optimizer) {
+  ComputeSamples samples;
+  samples.batch = model.batch();
+  for (int i = 0; i < model.num_layers(); ++i) {
+    Cost forward = model.forward_cost(i), backward = model.backward_cost(i);
+    const Shape input(forward.layer.input.begin(), forward.layer.input.end());
+    const Shape output(forward.layer.output.begin(), forward.layer.output.end());
+    // The key's shapes view the model: keep only the pass beyond this function.
+    forward.layer.input = forward.layer.output = backward.layer.input = backward.layer.output = {};
+    samples.layers.push_back({std::string(model.layer(i).kind()),
+                              input,
+                              output,
+                              {"forward", forward, {}},
+                              {"backward", backward, {}}});
+  }
+  samples.loss = {"loss", loss_cost(model.output().shape()), {}};
+  samples.zero_grad = {
+      "zero_grad",
+      {.bytes = 4.0 * static_cast<double>(model.num_params()), .kind = OpKind::kElementwise},
+      {}};
+  samples.optimizer = {"optimizer", optimizer.cost(model.num_params()), {}};
+  samples.overhead = {"step_overhead", {}, {}};
+  return samples;
+}
+
+}  // namespace
+
+ComputeSamples time_compute(const Scenario& scenario, int repeats) {
+  const auto model = make_model(scenario.model.name, Storage::kReal);
+  model->init(scenario.seed);
+  const auto optimizer = make_optimizer(scenario.optimizer, model->num_params());
+  const bool classify = scenario.loss == LossKind::kCrossEntropy;
+  model->set_batch(scenario.batch_size);
+  Tensor labels, source;
+  fill_batch(*model, labels, classify);
+  source = model->input();  // the batch is copied in every step, as the trainer gathers it
+  ComputeSamples s = empty_samples(*model, *optimizer);
+  StepContext ctx{.seed = scenario.seed};
+  const int warmup = std::max(3, repeats / 10);
+  for (int r = 0; r < warmup + repeats; ++r) {
+    const bool keep = r >= warmup;
+    double parts = 0;
+    const double start = now_s();
+    std::ranges::copy(source.span(), model->input().span().begin());
+    for (int i = 0; i < model->num_layers(); ++i)
+      parts += timed(s.layers[static_cast<size_t>(i)].forward, keep,
+                     [&] { model->forward_layer(i, ctx); });
+    parts += timed(s.loss, keep, [&] {
+      if (classify)
+        softmax_cross_entropy(model->output(), labels, &model->output_grad());
+      else
+        mse(model->output(), labels, &model->output_grad());
+    });
+    parts += timed(s.zero_grad, keep, [&] { model->zero_grads(); });
+    for (int i = model->num_layers() - 1; i >= 0; --i) {
+      Series& backward = s.layers[static_cast<size_t>(i)].backward;
+      if (backward.cost.layer.pass == Pass::kNone) {  // skipped: nothing upstream needs it
+        if (keep) backward.seconds.push_back(0);
+        continue;
+      }
+      parts += timed(backward, keep, [&] { model->backward_layer(i); });
+    }
+    parts += timed(s.optimizer, keep,
+                   [&] { optimizer->step(model->params(), model->grads(), 1e-6f, r + 1); });
+    if (keep) s.overhead.seconds.push_back(std::max(0.0, now_s() - start - parts));
+  }
+  return s;
+}
+
+}  // namespace syncopate::app

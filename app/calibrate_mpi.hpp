@@ -1,0 +1,64 @@
+#pragma once
+// The transport half of `syncopate calibrate` (MPI) and what the files are written from.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/calibrate.hpp"
+
+#if defined(SYNCOPATE_HAVE_MPI)
+#include <mpi.h>
+#endif
+
+namespace syncopate::app {
+
+enum class CollectiveKind { kAllreduce, kBroadcast, kAllgather };
+
+constexpr std::string_view to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce:
+      return "allreduce";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kAllgather:
+      return "allgather";
+  }
+  return "?";
+}
+
+struct TransportSeries {
+  std::string name;  // "ping_pong" (seconds one way) or a collective (seconds per call)
+  size_t bytes = 0;  // message size (a collective: each rank's contribution)
+  std::vector<double> seconds;
+};
+
+struct TransportSamples {
+  int ranks = 0;
+  std::vector<TransportSeries> ping_pong;    // sizes ascending
+  std::vector<TransportSeries> collectives;  // per kind, sizes ascending
+};
+
+// When, where and how: the files' header lines (without the comment marks).
+struct Provenance {
+  std::vector<std::string> lines;
+};
+
+struct Calibration {
+  std::string name;  // the platform's name (the --out file's stem)
+  Provenance provenance;
+  ComputeSamples compute;  // every rank's samples, pooled
+  TransportSamples transport;
+};
+
+// Writes the profile (returned path) and the platform recipe `platform_path`.
+std::string write_calibration(const Calibration& c, const std::string& platform_path);
+// The table of medians and spreads on stdout.
+void print_calibration(const Calibration& c);
+
+#if defined(SYNCOPATE_HAVE_MPI)
+// Collective over comm; every rank returns the same samples.
+TransportSamples time_transport(MPI_Comm comm, int repeats);
+#endif
+
+}  // namespace syncopate::app

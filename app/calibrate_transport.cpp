@@ -1,0 +1,95 @@
+// Timing the MPI transport: ping-pong between ranks 0 and 1, and allreduce, broadcast and
+// allgather over all ranks, each over a range of message sizes.
+#if defined(SYNCOPATE_HAVE_MPI)
+#include <mpi.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "app/calibrate_mpi.hpp"
+
+namespace syncopate::app {
+namespace {
+
+// Repetitions per sample: enough that small messages are not lost in the clock.
+int iterations(size_t bytes) {
+  return static_cast<int>(std::clamp<size_t>((1 << 20) / (bytes + 1), 1, 200));
+}
+
+// One sample of ping-pong between ranks 0 and 1: seconds one way (half a round trip).
+double ping_pong(MPI_Comm comm, int rank, std::vector<char>& buffer) {
+  const int n = static_cast<int>(buffer.size());
+  const int iters = iterations(buffer.size());
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) {
+      MPI_Send(buffer.data(), n, MPI_CHAR, 1, 0, comm);
+      MPI_Recv(buffer.data(), n, MPI_CHAR, 1, 0, comm, MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(buffer.data(), n, MPI_CHAR, 0, 0, comm, MPI_STATUS_IGNORE);
+      MPI_Send(buffer.data(), n, MPI_CHAR, 0, 0, comm);
+    }
+  }
+  double seconds = (MPI_Wtime() - start) / (2.0 * iters);
+  MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
+  return seconds;
+}
+
+// One sample of a collective over `count` floats: the slowest rank's seconds per call.
+double collective(MPI_Comm comm, int size, CollectiveKind kind, size_t count) {
+  const int n = static_cast<int>(count);
+  std::vector<float> send(count, 1.0f);
+  std::vector<float> receive(kind == CollectiveKind::kAllgather ? count * size : count);
+  const int iters = iterations(4 * count);
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    switch (kind) {
+      case CollectiveKind::kAllreduce:
+        MPI_Allreduce(send.data(), receive.data(), n, MPI_FLOAT, MPI_SUM, comm);
+        break;
+      case CollectiveKind::kBroadcast:
+        MPI_Bcast(send.data(), n, MPI_FLOAT, 0, comm);
+        break;
+      case CollectiveKind::kAllgather:
+        MPI_Allgather(send.data(), n, MPI_FLOAT, receive.data(), n, MPI_FLOAT, comm);
+        break;
+    }
+  }
+  const double mine = (MPI_Wtime() - start) / iters;
+  double slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return slowest;
+}
+
+}  // namespace
+
+TransportSamples time_transport(MPI_Comm comm, int repeats) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  TransportSamples t;
+  t.ranks = size;
+  for (size_t bytes = 8; bytes <= (size_t{16} << 20); bytes *= 8) {
+    std::vector<char> buffer(bytes, 1);
+    TransportSeries series{"ping_pong", bytes, {}};
+    ping_pong(comm, rank, buffer);  // warm-up
+    for (int r = 0; r < repeats; ++r) series.seconds.push_back(ping_pong(comm, rank, buffer));
+    t.ping_pong.push_back(std::move(series));
+  }
+  for (CollectiveKind kind :
+       {CollectiveKind::kAllreduce, CollectiveKind::kBroadcast, CollectiveKind::kAllgather}) {
+    for (size_t count = 256; count <= (size_t{4} << 20); count *= 16) {
+      TransportSeries series{std::string(to_string(kind)), 4 * count, {}};
+      collective(comm, size, kind, count);  // warm-up
+      for (int r = 0; r < repeats; ++r)
+        series.seconds.push_back(collective(comm, size, kind, count));
+      t.collectives.push_back(std::move(series));
+    }
+  }
+  return t;
+}
+
+}  // namespace syncopate::app
+#endif

@@ -1,0 +1,214 @@
+// Fitting a host profile and a platform recipe to the calibration samples, and writing them.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/calibrate_mpi.hpp"
+#include "core/base/check.hpp"
+
+namespace syncopate::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Spread {
+  double median = 0, p10 = 0, p90 = 0;
+  size_t n = 0;
+};
+
+Spread spread(std::vector<double> v) {
+  SYNC_CHECK(!v.empty(), "no samples");
+  std::ranges::sort(v);
+  auto at = [&](double q) {
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  };
+  const size_t m = v.size() / 2;
+  const double median = v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  return {median, at(0.1), at(0.9), v.size()};
+}
+
+std::string num(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", x);
+  return text;
+}
+
+// "  # median of 60 samples, p10 1.2e-05, p90 1.5e-05"
+std::string note(const Spread& s) {
+  return "  # median of " + std::to_string(s.n) + " samples; p10 " + num(s.p10) + ", p90 " +
+         num(s.p90);
+}
+
+std::string shape_text(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// The measured layers, one per key (kind, input, output): layers that share a key pool samples.
+std::vector<LayerSeries> distinct_layers(const ComputeSamples& c) {
+  std::vector<LayerSeries> out;
+  for (const LayerSeries& layer : c.layers) {
+    auto same = std::ranges::find_if(out, [&](const LayerSeries& o) {
+      return o.kind == layer.kind && o.input == layer.input && o.output == layer.output;
+    });
+    if (same == out.end()) {
+      out.push_back(layer);
+      continue;
+    }
+    auto& f = same->forward.seconds;
+    f.insert(f.end(), layer.forward.seconds.begin(), layer.forward.seconds.end());
+    auto& b = same->backward.seconds;
+    b.insert(b.end(), layer.backward.seconds.begin(), layer.backward.seconds.end());
+  }
+  return out;
+}
+
+struct KindFit {
+  double flops = 0, seconds = 0;
+  std::string from;
+};
+
+// Per op kind: the measured flops over the median seconds of the passes of that kind.
+std::array<KindFit, kNumOpKinds> fit_kinds(const ComputeSamples& c) {
+  std::array<KindFit, kNumOpKinds> fit{};
+  auto add = [&](const Series& s, const std::string& what) {
+    if (s.cost.flops <= 0 || s.seconds.empty()) return;
+    KindFit& k = fit[static_cast<size_t>(s.cost.kind)];
+    k.flops += s.cost.flops;
+    k.seconds += spread(s.seconds).median;
+    k.from += (k.from.empty() ? "" : ", ") + what;
+  };
+  for (const LayerSeries& layer : c.layers) {
+    add(layer.forward, layer.kind + " forward");
+    add(layer.backward, layer.kind + " backward");
+  }
+  add(c.loss, "loss");
+  add(c.optimizer, "optimizer");
+  return fit;
+}
+
+void write_flops(std::ostream& out, const ComputeSamples& c) {
+  const auto fit = fit_kinds(c);
+  static constexpr std::array kFallback = {OpKind::kGemm, OpKind::kConv, OpKind::kElementwise,
+                                           OpKind::kPool, OpKind::kLoss, OpKind::kOptimizer};
+  const auto fallback = std::ranges::find_if(
+      kFallback, [&](OpKind k) { return fit[static_cast<size_t>(k)].seconds > 0; });
+  if (fallback == kFallback.end()) throw UserError("calibrate: no compute with flops measured");
+  out << "\n# Fallback speeds for passes without a measured [[layer]]: flops / median seconds.\n"
+         "[flops_per_s]\n";
+  for (int kind = 0; kind < kNumOpKinds; ++kind) {
+    const KindFit& k = fit[static_cast<size_t>(kind)];
+    const KindFit& used = k.seconds > 0 ? k : fit[static_cast<size_t>(*fallback)];
+    out << to_string(OpKind(kind)) << " = " << num(used.flops / used.seconds) << "  # "
+        << (k.seconds > 0 ? "from " + k.from
+                          : "not measured: as " + std::string(to_string(*fallback)))
+        << "\n";
+  }
+}
+
+void write_header(std::ostream& out, const Calibration& c, const std::string& what) {
+  out << "# " << what << ", measured by `syncopate calibrate` (rerun it rather than edit).\n";
+  for (const std::string& line : c.provenance.lines) out << "# " << line << "\n";
+}
+
+void write_profile(const std::string& path, const std::string& name, const Calibration& c) {
+  std::ofstream out(path);
+  if (!out) throw UserError("calibrate: cannot write " + path);
+  write_header(out, c, "Host profile of one rank");
+  const ComputeSamples& s = c.compute;
+  const Spread zero = spread(s.zero_grad.seconds), overhead = spread(s.overhead.seconds);
+  out << "name = \"" << name << "\"\n"
+      << "description = \"one rank of " << c.name << ", measured at batch " << s.batch << "\"\n"
+      << "# bytes/s: zeroing the gradients (" << num(s.zero_grad.cost.bytes) << " B) in "
+      << num(zero.median) << " s" << note(zero) << "\n"
+      << "memory_bandwidth = " << num(s.zero_grad.cost.bytes / zero.median) << "\n"
+      << "# s: a whole step minus its timed parts (input copy, bookkeeping)\n"
+      << "step_overhead = " << num(overhead.median) << note(overhead) << "\n";
+  write_flops(out, s);
+  out << "\n# Measured layer passes, seconds at these shapes (batch first); a pass whose layer\n"
+         "# matches kind, input and output takes this time instead of the fallback speed.\n";
+  for (const LayerSeries& layer : distinct_layers(s)) {
+    const Spread f = spread(layer.forward.seconds), b = spread(layer.backward.seconds);
+    out << "\n[[layer]]\nkind = \"" << layer.kind << "\"\ninput = " << shape_text(layer.input)
+        << "\noutput = " << shape_text(layer.output) << "\nforward_s = " << num(f.median) << note(f)
+        << "\nbackward_s = " << num(b.median) << note(b) << "\n";
+  }
+  if (!out) throw UserError("calibrate: cannot write " + path);
+}
+
+struct LinkFit {
+  double latency_s = 0, bandwidth_Bps = 0;
+};
+
+// Latency: the smallest ping-pong, one way; bandwidth: the largest, less that latency.
+LinkFit fit_link(const TransportSamples& t) {
+  const double latency = spread(t.ping_pong.front().seconds).median;
+  const TransportSeries& big = t.ping_pong.back();
+  const double seconds = spread(big.seconds).median - latency;
+  return {latency, static_cast<double>(big.bytes) / std::max(seconds, 1e-12)};
+}
+
+void write_platform(const std::string& path, const std::string& profile, const Calibration& c) {
+  std::ofstream out(path);
+  if (!out) throw UserError("calibrate: cannot write " + path);
+  write_header(out, c, "Platform of this machine");
+  const LinkFit link = fit_link(c.transport);
+  const int ranks = c.transport.ranks;
+  out << "name = \"" << c.name << "\"\n"
+      << "description = \"this machine, calibrated: " << ranks
+      << " MPI ranks on one node, shared-memory link, local master\"\n"
+      << "topology = \"star\"\nnodes = 1\ngpus_per_node = " << ranks << "\nprofile = \"" << profile
+      << "\"\n\n"
+      << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1\n"
+      << "bandwidth = " << num(link.bandwidth_Bps)
+      << "  # B/s: " << c.transport.ping_pong.back().bytes << " B less the latency\n"
+      << "latency = " << num(link.latency_s) << "  # s: " << c.transport.ping_pong.front().bytes
+      << " B\n\n[master]  # a process on the same machine: the same transport\n"
+      << "bandwidth = " << num(link.bandwidth_Bps) << "\nlatency = " << num(link.latency_s)
+      << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n"
+      << "# Measured (seconds: ping_pong one way, a collective per call on the slowest rank):\n";
+  for (const auto* list : {&c.transport.ping_pong, &c.transport.collectives})
+    for (const TransportSeries& s : *list) {
+      const Spread sp = spread(s.seconds);
+      out << "#   " << s.name << " " << s.bytes << " B: " << num(sp.median) << " s  ("
+          << note(sp).substr(4) << ")\n";
+    }
+  if (!out) throw UserError("calibrate: cannot write " + path);
+}
+
+}  // namespace
+
+std::string write_calibration(const Calibration& c, const std::string& platform_path) {
+  const fs::path platform(platform_path);
+  const std::string profile = c.name + "-cpu";
+  const fs::path dir = platform.parent_path() / "profiles";
+  fs::create_directories(dir);
+  const std::string profile_path = (dir / (profile + ".toml")).string();
+  write_profile(profile_path, profile, c);
+  write_platform(platform_path, profile, c);
+  return profile_path;
+}
+
+void print_calibration(const Calibration& c) {
+  std::printf("%-34s %12s %12s %12s %6s\n", "figure (seconds)", "median", "p10", "p90", "n");
+  auto row = [](const std::string& name, const std::vector<double>& seconds) {
+    const Spread s = spread(seconds);
+    std::printf("%-34s %12.4g %12.4g %12.4g %6zu\n", name.c_str(), s.median, s.p10, s.p90, s.n);
+  };
+  for (const LayerSeries& layer : c.compute.layers) {
+    row(layer.kind + " " + shape_text(layer.input) + " fwd", layer.forward.seconds);
+    row(layer.kind + " " + shape_text(layer.input) + " bwd", layer.backward.seconds);
+  }
+  for (const Series* s :
+       {&c.compute.loss, &c.compute.zero_grad, &c.compute.optimizer, &c.compute.overhead})
+    row(s->name, s->seconds);
+  for (const auto* list : {&c.transport.ping_pong, &c.transport.collectives})
+    for (const TransportSeries& s : *list)
+      row(s.name + " " + std::to_string(s.bytes) + " B", s.seconds);
+}
+
+}  // namespace syncopate::app

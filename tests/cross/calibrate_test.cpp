@@ -1,0 +1,124 @@
+// `syncopate calibrate` under mpirun on the small MLP scenario: it writes a profile and platform
+// that the simulator loads, a simulated run with them takes the measured layer times, and it
+// refuses one rank, and ranks given different scenarios, with an error on every rank.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "tests/common/run_command.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kBin = SYNCOPATE_BIN;
+const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
+// 640 samples: 20 full steps of 16 per worker and epoch at 2 workers, no uneven last step.
+const std::string kSets = " --set data.train_samples=640";
+
+fs::path scratch() { return syncopate::scratch_folder("calibrate"); }
+
+std::string mpirun(int ranks) {
+  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
+                    " --oversubscribe --bind-to none";
+  if (geteuid() == 0) cmd += " --allow-run-as-root";
+  return cmd;
+}
+
+// The calibrated platform scratch()/bench.toml (made once per test program).
+fs::path calibrated() {
+  const fs::path platform = scratch() / "bench.toml";
+  if (fs::exists(platform)) return platform;
+  std::string out;
+  const int rc = syncopate::run_command(mpirun(2) + " " + kBin + " calibrate " + kScenario + kSets +
+                                            " --repeats 5 --out " + platform.string(),
+                                        &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("dense [16, 784] fwd"), std::string::npos) << out;
+  EXPECT_NE(out.find("allreduce"), std::string::npos) << out;
+  return platform;
+}
+
+// Every `key = <number>` of the text, summed.
+double sum_of(const std::string& text, const std::string& key) {
+  const std::regex line("\n" + key + " = ([-+0-9.eE]+)");
+  double sum = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it)
+    sum += std::stod((*it)[1]);
+  return sum;
+}
+
+TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
+  const fs::path platform = calibrated();
+  const std::string profile = syncopate::read_text(scratch() / "profiles" / "bench-cpu.toml");
+  const std::string recipe = syncopate::read_text(platform);
+  for (const std::string& text : {profile, recipe}) {
+    for (const char* field :
+         {"# date: ", "# host: ", "# cpu: ", "# ranks: 2", "# build: ", "# command: ", "calibrate"})
+      EXPECT_NE(text.find(field), std::string::npos) << field << " in\n" << text;
+  }
+  EXPECT_NE(profile.find("[[layer]]\nkind = \"dense\"\ninput = [16, 784]\noutput = [16, 256]\n"),
+            std::string::npos)
+      << profile;
+  EXPECT_NE(recipe.find("profile = \"bench-cpu\""), std::string::npos) << recipe;
+  EXPECT_NE(recipe.find("#   allgather "), std::string::npos) << recipe;
+}
+
+// With every fallback speed made enormous and no step overhead, a simulated run's compute is
+// the measured layer passes alone: steps x (sum of forward_s and backward_s) per worker.
+TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
+  const fs::path platform = calibrated();
+  std::string profile = syncopate::read_text(scratch() / "profiles" / "bench-cpu.toml");
+  const double per_step = sum_of(profile, "forward_s") + sum_of(profile, "backward_s");
+  ASSERT_GT(per_step, 0);
+  profile = std::regex_replace(profile,
+                               std::regex("\n(gemm|conv|pool|elementwise|loss|optimizer"
+                                          "|memory_bandwidth) = [^\n]*"),
+                               "\n$1 = 1e30");
+  profile =
+      std::regex_replace(profile, std::regex("\nstep_overhead = [^\n]*"), "\nstep_overhead = 0");
+  fs::create_directories(scratch() / "fast" / "profiles");
+  std::ofstream(scratch() / "fast" / "profiles" / "bench-cpu.toml") << profile;
+  fs::copy_file(platform, scratch() / "fast" / "bench.toml", fs::copy_options::overwrite_existing);
+  const fs::path run = scratch() / "sim-run";
+  std::string out;
+  ASSERT_EQ(
+      syncopate::run_command(
+          kBin + " run " + kScenario + kSets + " --backend sim --strategy ddp --quiet --platform " +
+              (scratch() / "fast" / "bench.toml").string() + " --out " + run.string(),
+          &out),
+      0)
+      << out;
+  const auto summary = nlohmann::json::parse(std::ifstream(run / "summary.json"));
+  const double steps = 2 * 20;                   // epochs x steps per epoch, per worker
+  const double expected = 2 * steps * per_step;  // summed over 2 workers
+  EXPECT_NEAR(summary["compute_time_s"].get<double>(), expected, 1e-6 * expected) << out;
+}
+
+TEST(Calibrate, OneRankIsRefused) {
+  std::string out;
+  const int rc = syncopate::run_command(
+      kBin + " calibrate " + kScenario + " --out " + (scratch() / "one.toml").string(), &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("need 2 ranks or more"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(scratch() / "one.toml"));
+}
+
+TEST(Calibrate, RanksWithDifferentScenariosAllFail) {
+  const std::string out_file = " --out " + (scratch() / "split.toml").string();
+  std::string cmd = mpirun(1) + " " + kBin + " calibrate " + kScenario + " --set seed=1" +
+                    out_file + " : -np 1 " + kBin + " calibrate " + kScenario + " --set seed=2" +
+                    out_file;
+  std::string out;
+  EXPECT_NE(syncopate::run_command(cmd, &out), 0) << out;
+  EXPECT_NE(out.find("error on rank 0: calibrate:"), std::string::npos) << out;
+  EXPECT_NE(out.find("error on rank 1: calibrate:"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(scratch() / "split.toml"));
+}
+
+}  // namespace
