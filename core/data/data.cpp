@@ -12,7 +12,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <sstream>
 #include <string_view>
 
 #include "core/base/check.hpp"
@@ -29,25 +28,6 @@ int64_t Dataset::sample_numel() const { return numel(sample_shape()); }
 
 // ---------------------------------------------------------------------------------------------
 // Fashion-MNIST (read_idx: idx.cpp)
-namespace {
-
-[[noreturn]] void idx_error(const std::string& path, int64_t offset, const std::string& what) {
-  std::ostringstream out;
-  out << path << ": byte offset " << offset << ": " << what;
-  throw UserError(out.str());
-}
-
-std::string hex32(uint32_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex;
-  out.width(8);
-  out.fill('0');
-  out << v;
-  return out.str();
-}
-
-}  // namespace
-
 std::string default_fashion_mnist_dir() { return "/usr/share/datasets/fashion-mnist"; }
 
 namespace {

@@ -36,6 +36,10 @@ struct IdxFile {
 // path and the byte offset (in the uncompressed stream) where a missing, truncated or corrupt
 // file went wrong: bad magic, unsupported type, zero dimensions, too few or too many bytes.
 IdxFile read_idx(const std::string& path);
+// The UserError of an IDX file that is wrong at a byte: "path: byte offset N: what".
+[[noreturn]] void idx_error(const std::string& path, int64_t offset, const std::string& what);
+// 0x%08x, for magic numbers in those messages.
+std::string hex32(uint32_t v);
 
 // Where Debian's dataset-fashion-mnist package puts the files.
 std::string default_fashion_mnist_dir();

@@ -23,21 +23,6 @@ struct GzCloser {
 };
 using GzHandle = std::unique_ptr<gzFile_s, GzCloser>;
 
-[[noreturn]] void idx_error(const std::string& path, int64_t offset, const std::string& what) {
-  std::ostringstream out;
-  out << path << ": byte offset " << offset << ": " << what;
-  throw UserError(out.str());
-}
-
-std::string hex32(uint32_t v) {
-  std::ostringstream out;
-  out << "0x" << std::hex;
-  out.width(8);
-  out.fill('0');
-  out << v;
-  return out.str();
-}
-
 uint32_t big_endian_u32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
@@ -126,6 +111,21 @@ std::vector<int64_t> read_header(IdxStream& in, const std::string& path) {
 }
 
 }  // namespace
+
+[[noreturn]] void idx_error(const std::string& path, int64_t offset, const std::string& what) {
+  std::ostringstream out;
+  out << path << ": byte offset " << offset << ": " << what;
+  throw UserError(out.str());
+}
+
+std::string hex32(uint32_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex;
+  out.width(8);
+  out.fill('0');
+  out << v;
+  return out.str();
+}
 
 IdxFile read_idx(const std::string& path) {
   IdxStream in(path);
