@@ -233,6 +233,23 @@ std::vector<std::pair<std::string, json>> figures(const nlohmann::ordered_json& 
   return out;
 }
 
+// A finished point's summary.json; UsageError naming the file when it is not a JSON object (a
+// run directory edited or damaged by hand: the point must be run again).
+nlohmann::ordered_json read_summary(const fs::path& path) {
+  nlohmann::ordered_json summary;
+  try {
+    summary = nlohmann::ordered_json::parse(std::ifstream(path));
+  } catch (const json::exception& e) {
+    throw UsageError(path.string() + ": not a run summary (" + e.what() +
+                     "); remove its run directory to run the point again");
+  }
+  if (!summary.is_object())
+    throw UsageError(path.string() +
+                     ": not a run summary (not a JSON object); remove its run directory to run "
+                     "the point again");
+  return summary;
+}
+
 void write_csv(const fs::path& dir, const json& m) {
   std::vector<std::string> columns;
   for (const auto& a : m["axes"]) columns.push_back(a["column"]);
@@ -246,8 +263,7 @@ void write_csv(const fs::path& dir, const json& m) {
     const fs::path summary_path = dir / "runs" / name / "summary.json";
     row["status"] = fs::exists(summary_path) ? "done" : "missing";
     if (fs::exists(summary_path)) {
-      for (const auto& [key, value] :
-           figures(nlohmann::ordered_json::parse(std::ifstream(summary_path)))) {
+      for (const auto& [key, value] : figures(read_summary(summary_path))) {
         if (std::find(extra.begin(), extra.end(), key) == extra.end()) extra.push_back(key);
         row[key] = cell(value);
       }

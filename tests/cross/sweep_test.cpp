@@ -196,6 +196,17 @@ TEST(Sweep, BadCommandLinesExitWith2AndSayWhy) {
   EXPECT_NE(out.find("holds no sweep"), std::string::npos) << out;
   // Another sweep in the same directory is refused, not mixed in.
   ASSERT_EQ(run(sweep_cmd(dir, "--workers 2")), 0);
+  // A damaged summary.json is named, and the sweep.csv already written stays as it was.
+  const std::string csv_before = syncopate::read_text(dir / "sweep.csv");
+  const fs::path summary = dir / "runs" / "0000_w2" / "summary.json";
+  ASSERT_TRUE(fs::exists(summary));
+  std::ofstream(summary) << "{\"total_time_s\": 1.5,";
+  EXPECT_EQ(run(kBin + " sweep --collect " + dir.string(), &out), 2);
+  EXPECT_NE(out.find(summary.string() + ": not a run summary"), std::string::npos) << out;
+  EXPECT_EQ(syncopate::read_text(dir / "sweep.csv"), csv_before);
+  std::ofstream(summary) << "[1, 2]";
+  EXPECT_EQ(run(kBin + " sweep --collect " + dir.string(), &out), 2);
+  EXPECT_NE(out.find("not a JSON object"), std::string::npos) << out;
   EXPECT_EQ(run(sweep_cmd(dir, "--workers 4"), &out), 2);
   EXPECT_NE(out.find("holds another sweep"), std::string::npos) << out;
   EXPECT_EQ(run(kBin + " run --no-such-flag", &out), 2);
