@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -174,9 +175,14 @@ class NcclWork final : public Work {
   NcclWork& operator=(const NcclWork&) = delete;
   ~NcclWork() override {
     if (!waited_) {
+      // Destroying an unwaited Work waits for it. A destructor cannot throw: report the error
+      // (the communicator is unusable after it, so the next operation fails too).
       try {
         wait();
-      } catch (...) {  // a destructor must not throw; the error reaches whoever waits next
+      } catch (const std::exception& e) {
+        std::fprintf(stderr,
+                     "syncopate nccl: error in an allreduce whose Work was never waited: %s\n",
+                     e.what());
       }
     }
     release();
@@ -261,7 +267,8 @@ NcclCommunicator::~NcclCommunicator() {
     if (clean) {
       try {
         synchronize("shutdown");
-      } catch (...) {
+      } catch (const std::exception& e) {  // a destructor cannot throw: report, then abort
+        std::fprintf(stderr, "syncopate nccl: %s; aborting the communicator\n", e.what());
         clean = false;
       }
     }
