@@ -1,5 +1,7 @@
 // `syncopate run` on the MPI backend: one rank per worker; rank 0 gathers the reports.
 #include <cstdio>
+#include <exception>
+#include <string>
 
 #include "app/commands.hpp"
 #include "backends/mpi/deadline.hpp"
@@ -45,56 +47,72 @@ int local_rank(const mpi::MpiCommunicator& comm) {
   return local;
 }
 
+// The run itself, inside the MPI runtime. Errors propagate to run_mpi.
+RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress) {
+  RunResult result;
+  auto comm = mpi::MpiCommunicator::world();
+  // Every rank must run the same scenario with as many ranks as it names. The check fails on
+  // every rank alike, so each one reports it and the job ends normally.
+  try {
+    mpi::check_same_everywhere(*comm, scenario.resolved_toml, scenario.workers);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
+    result.writes_output = false;
+    result.exit_code = 1;
+    return result;
+  }
+  // The transport (and the GPU) fails alike on every rank: each reports it, the job ends.
+  std::unique_ptr<Communicator> nccl;
+  try {
+    nccl = mpi_device_setup(scenario, *comm, local_rank(*comm), comm->default_timeout());
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
+    result.writes_output = false;
+    result.exit_code = 1;
+    return result;
+  }
+  const double start = MPI_Wtime();
+  const AcceleratorFactory accelerator = accelerator_for(scenario);
+  const TrainData data = prepare_data(scenario, false);
+  // Time 0 is the start of training on every rank alike: start-up and data loading excluded.
+  comm->barrier();
+  mpi::MpiExecutor exec;
+  const WorkerReport mine =
+      train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress);
+  result.reports = gather_reports(*comm, mine);
+  if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
+  result.info.wall_seconds = MPI_Wtime() - start;
+  result.info.extra = {{"ranks", static_cast<double>(comm->size())},
+                       {"nodes", static_cast<double>(comm->num_nodes())},
+                       {"nccl", nccl ? 1.0 : 0.0}};
+  result.writes_output = comm->rank() == 0;
+  return result;
+}
+
 }  // namespace
 
+// An error ends the whole job through MPI_Abort, with its message printed first: the other ranks
+// would otherwise wait forever for the failing one (NaN loss, bad data, a peer that timed out, a
+// broken invariant). The one exception: a user error on a single rank leaves the runtime (which
+// finalizes MPI) and reaches main's handler, as on any other backend.
 RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress) {
-  mpi::Runtime runtime(argc, argv);
-  RunResult result;
-  try {
-    auto comm = mpi::MpiCommunicator::world();
-    // Every rank must run the same scenario with as many ranks as it names. The check fails on
-    // every rank alike, so each one reports it and the job ends normally.
+  std::exception_ptr user_error;
+  {
+    mpi::Runtime runtime(argc, argv);
+    const std::string rank = "rank " + std::to_string(runtime.world_rank());
     try {
-      mpi::check_same_everywhere(*comm, scenario.resolved_toml, scenario.workers);
+      return run_ranks(scenario, progress);
     } catch (const UserError& e) {
-      std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
-      result.writes_output = false;
-      result.exit_code = 1;
-      return result;
+      if (runtime.world_size() > 1)
+        mpi::Runtime::abort(1, "syncopate: error on " + rank + ": " + e.what());
+      user_error = std::current_exception();
+    } catch (const PeerFailure& e) {
+      mpi::Runtime::abort(1, "syncopate: error on " + rank + ": communication failed: " + e.what());
+    } catch (const std::exception& e) {
+      mpi::Runtime::abort(3, "syncopate: internal error on " + rank + ": " + e.what());
     }
-    // The transport (and the GPU) fails alike on every rank: each reports it, the job ends.
-    std::unique_ptr<Communicator> nccl;
-    try {
-      nccl = mpi_device_setup(scenario, *comm, local_rank(*comm), comm->default_timeout());
-    } catch (const UserError& e) {
-      std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm->rank(), e.what());
-      result.writes_output = false;
-      result.exit_code = 1;
-      return result;
-    }
-    const double start = MPI_Wtime();
-    const AcceleratorFactory accelerator = accelerator_for(scenario);
-    const TrainData data = prepare_data(scenario, false);
-    // Time 0 is the start of training on every rank alike: start-up and data loading excluded.
-    comm->barrier();
-    mpi::MpiExecutor exec;
-    const WorkerReport mine =
-        train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress);
-    result.reports = gather_reports(*comm, mine);
-    if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
-    result.info.wall_seconds = MPI_Wtime() - start;
-    result.info.extra = {{"ranks", static_cast<double>(comm->size())},
-                         {"nodes", static_cast<double>(comm->num_nodes())},
-                         {"nccl", nccl ? 1.0 : 0.0}};
-    result.writes_output = comm->rank() == 0;
-  } catch (const UserError& e) {
-    // A user error on one rank (NaN loss, bad data) ends the whole job with its message; other
-    // ranks would otherwise wait for it forever.
-    if (runtime.world_size() == 1) throw;
-    mpi::Runtime::abort(1, std::string("syncopate: error on rank ") +
-                               std::to_string(runtime.world_rank()) + ": " + e.what());
   }
-  return result;
+  std::rethrow_exception(user_error);
 }
 
 }  // namespace syncopate::app

@@ -259,4 +259,26 @@ TEST(MpiFaults, ARankThatDiesEndsTheJob) {
   EXPECT_FALSE(fs::exists(out / "summary.json"));
 }
 
+// A rank that hangs (SIGSTOP) mid-training: the other one's watchdog ends the job, and its
+// message, naming the rank, the operation and the timeout, reaches the user before MPI_Abort.
+TEST(MpiFaults, AHangingPeerEndsTheJobWithTheWatchdogsMessage) {
+  const fs::path out = scratch_dir() / "stopped";
+  const std::string train = syncopate("ddp", 2, out.string(), "--backend mpi --epochs 500");
+  // Rank 1 starts training (MPI is up when the process has its 5 threads), then stops after a
+  // second; a detached sleeper kills it later in case mpirun's clean-up does not reach it.
+  const std::string script =
+      "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then " + train +
+      " & pid=$!; while [ $(ls /proc/$pid/task | wc -l) -lt 5 ]; do sleep 0.2; done; sleep 1; "
+      "kill -STOP $pid; (sleep 40; kill -9 $pid) & wait $pid; exit 1; else exec " +
+      train + "; fi";
+  std::string log;
+  const int status = run(
+      "SYNCOPATE_MPI_WATCHDOG_S=3 timeout 120 " + mpirun(2) + " bash -c '" + script + "'", &log);
+  EXPECT_NE(status, 0) << log;
+  EXPECT_NE(status, 124) << "the job hung until the timeout:\n" << log;
+  EXPECT_NE(log.find("error on rank 0: communication failed: "), std::string::npos) << log;
+  EXPECT_NE(log.find("a peer died or hangs (timeout 3 s"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(out / "summary.json"));
+}
+
 }  // namespace
