@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/base/check.hpp"
 
@@ -83,48 +84,69 @@ sg4::Link* split_duplex(sg4::NetZone* zone, const std::string& name, const LinkS
   return zone->create_split_duplex_link(name, spec.bandwidth)->set_latency(spec.latency)->seal();
 }
 
-// A node: a Full zone (a handful of netpoints) holding its GPUs, one port link per GPU (NVLink or
-// PCIe: GPU a -> GPU b crosses a's port up and b's port down), its NICs (GPU i uses NIC
-// i % nics) behind the router `nic`, and its Ethernet link behind the router `eth`.
-Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index) {
+// A node's links: one port per GPU (NVLink or PCIe; none with one GPU), its NICs (none with one
+// node), its Ethernet link (none without a master), and its port on a star fabric.
+//
+// All of them are made in the root zone before any other zone exists. SimGrid 3.32 checks that a
+// new link's name is unique by searching every zone of the platform, so a link made once the
+// node zones exist costs a walk over all of them: made first, the whole build stays linear in
+// the node count (SimGrid's own fabric links are the exception, a few per node). A route may use
+// links of any zone.
+struct NodeLinks {
+  std::vector<sg4::Link*> ports, nics;
+  sg4::Link* eth = nullptr;
+  sg4::Link* star_port = nullptr;
+};
+
+NodeLinks make_node_links(const Recipe& recipe, sg4::NetZone* root, int index) {
+  const std::string name = "node" + std::to_string(index);
+  NodeLinks links;
+  const int gpus = recipe.gpus_per_node;
+  for (int i = 0; gpus > 1 && i < gpus; ++i)
+    links.ports.push_back(split_duplex(root, name + "-gpu" + std::to_string(i),
+                                       {recipe.gpu_link.bandwidth, recipe.gpu_link.latency / 2}));
+  for (int j = 0; recipe.nodes > 1 && j < std::min(recipe.nics_per_node, gpus); ++j)
+    links.nics.push_back(split_duplex(root, name + "-nic" + std::to_string(j), recipe.nic));
+  if (recipe.has_master)
+    links.eth = split_duplex(root, name + "-eth", {recipe.node_eth_bandwidth, 0});
+  if (recipe.nodes > 1 && recipe.topology == Topology::kStar)
+    links.star_port = split_duplex(root, "port" + std::to_string(index), recipe.fabric);
+  return links;
+}
+
+// A node: a Full zone (a handful of netpoints) holding its GPUs, on its links (GPU a -> GPU b
+// crosses a's port up and b's port down; GPU i uses NIC i % nics behind the router `nic`; the
+// Ethernet link is behind the router `eth`).
+Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index, const NodeLinks& links) {
   const std::string name = "node" + std::to_string(index);
   Node node;
   node.zone = new_full_zone(name, parent);
   const int gpus = recipe.gpus_per_node;
-  std::vector<sg4::Link*> ports;
   for (int i = 0; i < gpus; ++i) {
-    const std::string gpu = name + "-gpu" + std::to_string(i);
-    sg4::Host* host = node.zone->create_host(gpu, recipe.profile.flops_per_s[kGemm]);
+    sg4::Host* host = node.zone->create_host(name + "-gpu" + std::to_string(i),
+                                             recipe.profile.flops_per_s[kGemm]);
     host->set_property("node", std::to_string(index));
     node.gpus.push_back(host->seal());
-    if (gpus > 1) {
-      ports.push_back(
-          split_duplex(node.zone, gpu, {recipe.gpu_link.bandwidth, recipe.gpu_link.latency / 2}));
-    }
   }
   for (int i = 0; i < gpus; ++i) {
     for (int j = i + 1; j < gpus; ++j) {
-      node.zone->add_route(node.gpus[i]->get_netpoint(), node.gpus[j]->get_netpoint(), nullptr,
-                           nullptr, {{ports[i], Direction::UP}, {ports[j], Direction::DOWN}}, true);
+      node.zone->add_route(
+          node.gpus[i]->get_netpoint(), node.gpus[j]->get_netpoint(), nullptr, nullptr,
+          {{links.ports[i], Direction::UP}, {links.ports[j], Direction::DOWN}}, true);
     }
   }
-  if (recipe.nodes > 1) {
+  if (!links.nics.empty()) {
     node.nic = node.zone->create_router(name + "-nic");
-    std::vector<sg4::Link*> nics;
-    for (int j = 0; j < std::min(recipe.nics_per_node, gpus); ++j) {
-      nics.push_back(split_duplex(node.zone, name + "-nic" + std::to_string(j), recipe.nic));
-    }
     for (int i = 0; i < gpus; ++i) {
       node.zone->add_route(node.gpus[i]->get_netpoint(), node.nic, nullptr, nullptr,
-                           {{nics[i % nics.size()], Direction::UP}}, true);
+                           {{links.nics[i % links.nics.size()], Direction::UP}}, true);
     }
   }
-  if (recipe.has_master) {
+  if (links.eth != nullptr) {
     node.eth = node.zone->create_router(name + "-eth");
-    sg4::Link* eth = split_duplex(node.zone, name + "-eth", {recipe.node_eth_bandwidth, 0});
     for (sg4::Host* host : node.gpus) {
-      node.zone->add_route(host->get_netpoint(), node.eth, nullptr, nullptr, {{eth, Direction::UP}},
-                           true);
+      node.zone->add_route(host->get_netpoint(), node.eth, nullptr, nullptr,
+                           {{links.eth, Direction::UP}}, true);
     }
   }
   node.zone->seal();
@@ -134,22 +156,23 @@ Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index) {
 // ---- Fabrics -----------------------------------------------------------------------------------
 
 // A star: one non-blocking switch; each node hangs on its own port link (2 hops node to node).
-sg4::NetZone* build_star(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes) {
+sg4::NetZone* build_star(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes,
+                         const std::vector<NodeLinks>& links) {
   sg4::NetZone* fabric = new_star_zone(recipe.name + "-fabric", root);
   for (int k = 0; k < recipe.nodes; ++k) {
-    nodes[k] = build_node(recipe, fabric, k);
-    sg4::Link* port = split_duplex(fabric, "port" + std::to_string(k), recipe.fabric);
+    nodes[k] = build_node(recipe, fabric, k, links[k]);
     fabric->add_route(nodes[k].zone->get_netpoint(), nullptr, nodes[k].nic, nullptr,
-                      {{port, Direction::UP}}, true);
+                      {{links[k].star_port, Direction::UP}}, true);
   }
   return fabric;
 }
 
-sg4::NetZone* build_fabric(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes) {
-  if (recipe.topology == Topology::kStar) return build_star(recipe, root, nodes);
+sg4::NetZone* build_fabric(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes,
+                           const std::vector<NodeLinks>& links) {
+  if (recipe.topology == Topology::kStar) return build_star(recipe, root, nodes, links);
   LeafFactory leaf = [&](sg4::NetZone* zone, unsigned long id) {
     SYNC_CHECK(id < nodes.size() && nodes[id].zone == nullptr, "leaf " << id);
-    nodes[id] = build_node(recipe, zone, static_cast<int>(id));
+    nodes[id] = build_node(recipe, zone, static_cast<int>(id), links[id]);
     return std::make_pair(nodes[id].zone->get_netpoint(), nodes[id].nic);
   };
   const std::string name = recipe.name + "-fabric";
@@ -198,11 +221,14 @@ sg4::Host* build_master(const Recipe& recipe, sg4::NetZone* root, const std::vec
 
 BuiltCluster build_recipe(const Recipe& recipe) {
   sg4::NetZone* root = new_full_zone(recipe.name, nullptr);
+  std::vector<NodeLinks> links;
+  links.reserve(static_cast<size_t>(recipe.nodes));
+  for (int k = 0; k < recipe.nodes; ++k) links.push_back(make_node_links(recipe, root, k));
   std::vector<Node> nodes(static_cast<size_t>(recipe.nodes));
   if (recipe.nodes == 1) {
-    nodes[0] = build_node(recipe, root, 0);
+    nodes[0] = build_node(recipe, root, 0, links[0]);
   } else {
-    build_fabric(recipe, root, nodes)->seal();
+    build_fabric(recipe, root, nodes, links)->seal();
   }
   BuiltCluster built;
   if (recipe.has_master) built.master = build_master(recipe, root, nodes);
