@@ -10,50 +10,65 @@
 
 namespace syncopate::cuda {
 
-void check_runs_on_cuda(const ModelSpec& spec) {
-  Shape shape = {1};
-  shape.insert(shape.end(), spec.sample_shape.begin(), spec.sample_shape.end());
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    const LayerSpec& layer = spec.layers[i];
-    std::string problem;
-    switch (layer.kind) {
-      case LayerKind::kBatchNorm2d:
-      case LayerKind::kBottleneck:
-      case LayerKind::kUnusedConv2d:
-      case LayerKind::kSigmoid:
-      case LayerKind::kTanh:
-      case LayerKind::kGelu:
-      case LayerKind::kLayerNorm:
-      case LayerKind::kRmsNorm:
-      case LayerKind::kEmbedding:
-      case LayerKind::kResidual:
-      case LayerKind::kAttention:
-      case LayerKind::kSwiglu:
-      case LayerKind::kTiedDense:
-        problem = "has no CUDA kernels";
-        break;
-      case LayerKind::kConv2d:
-        if (layer.bias == Bias::kNo) problem = "without bias has no CUDA kernels";
-        break;
-      case LayerKind::kDense:
-        if (layer.bias == Bias::kNo) problem = "without bias has no CUDA kernels";
-        if (shape.size() != 2) problem = "over more than one feature axis has no CUDA kernels";
-        break;
-      case LayerKind::kMaxPool2d:
-        if (layer.padding != 0) problem = "with padding has no CUDA kernels";
-        break;
-      default:
-        break;
-    }
-    if (!problem.empty()) {
-      throw UserError("model '" + spec.name + "': layer " + std::to_string(i) + " (" +
-                      std::string(to_string(layer.kind)) + ") " + problem +
-                      "; the CUDA backend runs dense, conv2d, maxpool2d, avgpool2d, "
-                      "global_avgpool, relu, flatten, dropout");
-    }
-    shape = syncopate::output_shape(layer, shape);
+namespace {
+
+// Why `layer` cannot run on this backend; empty if it can. `first`: the model's first layer.
+std::string cuda_problem(const LayerSpec& layer, bool first) {
+  switch (layer.kind) {
+    case LayerKind::kBatchNorm2d:
+    case LayerKind::kBottleneck:
+    case LayerKind::kUnusedConv2d:
+    case LayerKind::kAttention:
+    case LayerKind::kSwiglu:
+    case LayerKind::kTiedDense:
+      return "has no CUDA kernels";
+    case LayerKind::kConv2d:
+    case LayerKind::kDense:
+      return layer.bias == Bias::kNo ? "without bias has no CUDA kernels" : "";
+    case LayerKind::kMaxPool2d:
+      return layer.padding != 0 ? "with padding has no CUDA kernels" : "";
+    case LayerKind::kEmbedding:
+      return first ? "" : "has CUDA kernels only as the model's first layer (ids from the host)";
+    default:
+      return "";
   }
 }
+
+// prefix: "" at the top level, "3." inside the residual block at layer 3.
+void check_layers(const ModelSpec& spec, const std::vector<LayerSpec>& layers,
+                  const std::string& prefix) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& layer = layers[i];
+    const std::string problem = cuda_problem(layer, prefix.empty() && i == 0);
+    const std::string where = prefix + std::to_string(i);
+    if (!problem.empty()) {
+      throw UserError("model '" + spec.name + "': layer " + where + " (" +
+                      std::string(to_string(layer.kind)) + ") " + problem +
+                      "; the CUDA backend runs dense, conv2d, maxpool2d, avgpool2d, "
+                      "global_avgpool, relu, flatten, dropout, sigmoid, tanh, gelu, layernorm, "
+                      "rmsnorm, embedding (first) and residual");
+    }
+    if (layer.kind == LayerKind::kResidual) check_layers(spec, layer.layers, where + ".");
+  }
+}
+
+// The run of `layer` and, for a residual block, of its layers; its parameters start at offset.
+LayerRun make_run(const LayerSpec& layer, size_t offset) {
+  LayerRun run;
+  run.spec = &layer;
+  run.offset = offset;
+  for (const LayerSpec& inner : layer.layers) {
+    run.inner.push_back(make_run(inner, offset));
+    offset += static_cast<size_t>(syncopate::num_params(inner));
+  }
+  run.acts.resize(run.inner.size());
+  run.grads.resize(run.inner.size());
+  return run;
+}
+
+}  // namespace
+
+void check_runs_on_cuda(const ModelSpec& spec) { check_layers(spec, spec.layers, ""); }
 
 namespace {
 
@@ -71,6 +86,7 @@ CudaModel::CudaModel(ModelSpec spec, MathMode math)
   for (const LayerSpec& layer : spec_.layers) {
     const auto count = static_cast<size_t>(syncopate::num_params(layer));
     ranges_.push_back({offset, count});
+    runs_.push_back(make_run(layer, offset));
     offset += count;
   }
   num_params_ = static_cast<int64_t>(offset);
@@ -85,9 +101,6 @@ CudaModel::CudaModel(ModelSpec spec, MathMode math)
   const size_t layers = spec_.layers.size();
   activations_.resize(layers + 1);
   activation_grads_.resize(layers + 1);
-  argmax_.resize(layers);
-  masks_.resize(layers);
-  last_mode_.assign(layers, Mode::kEval);
   set_batch(1);  // validates the shapes early
   stream_.synchronize();
 }
@@ -172,193 +185,101 @@ void CudaModel::set_batch(int64_t batch) {
   }
   batch_ = batch;
   shapes_ = std::move(shapes);
-  int64_t col = 0, scratch = 0, ones = batch;
-  for (int i = 0; i < num_layers(); ++i) {
-    const LayerSpec& layer = spec_.layers[static_cast<size_t>(i)];
-    const Shape& next = shapes_[static_cast<size_t>(i) + 1];
-    if (layer.kind == LayerKind::kConv2d) {
-      const int64_t cols = batch * next[2] * next[3];
-      col = std::max(col, layer.in * layer.kernel * layer.kernel * cols);
-      scratch = std::max(scratch, layer.out * cols);
-      ones = std::max(ones, cols);
-    }
-    if (layer.kind == LayerKind::kMaxPool2d) {
-      argmax_[static_cast<size_t>(i)].resize(static_cast<size_t>(numel(next)));
-    }
-    if (layer.kind == LayerKind::kDropout) {
-      masks_[static_cast<size_t>(i)].resize(static_cast<size_t>(numel(next)));
-    }
-  }
+  col_size_ = scratch_size_ = 0;
+  ones_size_ = batch;
+  for (size_t i = 0; i < runs_.size(); ++i) prepare(runs_[i], shapes_[i]);
   for (size_t i = 0; i < shapes_.size(); ++i) {
     activations_[i].resize(static_cast<size_t>(numel(shapes_[i])));
     activation_grads_[i].resize(static_cast<size_t>(numel(shapes_[i])));
   }
-  col_.resize(static_cast<size_t>(col));
-  scratch_.resize(static_cast<size_t>(scratch));
-  ones_.resize(static_cast<size_t>(ones));
-  fill(ones_.data(), 1.0f, ones, stream());
+  col_.resize(static_cast<size_t>(col_size_));
+  scratch_.resize(static_cast<size_t>(scratch_size_));
+  ones_.resize(static_cast<size_t>(ones_size_));
+  fill(ones_.data(), 1.0f, ones_size_, stream());
   const auto out = static_cast<size_t>(numel(shapes_.back()));
   labels_.resize(static_cast<size_t>(batch));
   correct_.resize(static_cast<size_t>(batch));
   loss_terms_.resize(std::max(out, static_cast<size_t>(batch)));
 }
 
+void CudaModel::prepare(LayerRun& run, const Shape& in) {
+  const LayerSpec& layer = *run.spec;
+  run.in = in;
+  run.out = syncopate::output_shape(layer, in);
+  const int64_t n_out = numel(run.out);
+  switch (layer.kind) {
+    case LayerKind::kConv2d: {
+      const int64_t cols = in[0] * run.out[2] * run.out[3];
+      col_size_ = std::max(col_size_, layer.in * layer.kernel * layer.kernel * cols);
+      scratch_size_ = std::max(scratch_size_, layer.out * cols);
+      ones_size_ = std::max(ones_size_, cols);
+      break;
+    }
+    case LayerKind::kDense:
+      ones_size_ = std::max(ones_size_, numel(in) / layer.in);  // its rows
+      break;
+    case LayerKind::kMaxPool2d:
+      run.argmax.resize(static_cast<size_t>(n_out));
+      break;
+    case LayerKind::kDropout:
+      run.mask.resize(static_cast<size_t>(n_out));
+      break;
+    case LayerKind::kLayerNorm:
+    case LayerKind::kRmsNorm:
+      run.stats.resize(static_cast<size_t>(2 * (numel(in) / layer.in)));
+      break;
+    case LayerKind::kResidual: {
+      Shape shape = in;
+      for (size_t j = 0; j < run.inner.size(); ++j) {
+        prepare(run.inner[j], shape);
+        run.grads[j].resize(static_cast<size_t>(numel(shape)));
+        shape = run.inner[j].out;
+        run.acts[j].resize(static_cast<size_t>(numel(shape)));
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
 void CudaModel::set_input(std::span<const float> host) {
   SYNC_CHECK(static_cast<int64_t>(host.size()) == numel(shapes_.front()),
              host.size() << " vs " << syncopate::to_string(shapes_.front()));
+  const LayerSpec& first = spec_.layers.front();
+  if (first.kind == LayerKind::kEmbedding) {
+    for (const float value : host) {
+      const auto id = static_cast<int64_t>(value);
+      if (!(value >= 0.0f && static_cast<float>(id) == value && id < first.in)) {
+        throw UserError("embedding: token id " + std::to_string(value) +
+                        " is not an integer in [0, " + std::to_string(first.in) + ")");
+      }
+    }
+    const math::TokenRows rows =
+        math::token_rows(host.data(), static_cast<int64_t>(host.size()), first.in);
+    token_offsets_.resize(rows.offsets.size());
+    token_rows_.resize(rows.rows.size());
+    copy_to_device(std::span<const int32_t>(rows.offsets), token_offsets_, stream());
+    copy_to_device(std::span<const int32_t>(rows.rows), token_rows_, stream());
+    stream_.synchronize();  // the host vectors go out of scope
+  }
   copy_to_device(host, activations_.front().data(), stream());
-}
-
-ConvGeometry CudaModel::conv_geometry(int i) const {
-  const LayerSpec& layer = spec_.layers[static_cast<size_t>(i)];
-  const Shape& in = shapes_[static_cast<size_t>(i)];
-  const Shape& out = shapes_[static_cast<size_t>(i) + 1];
-  return {.n = in[0],
-          .c = in[1],
-          .h = in[2],
-          .w = in[3],
-          .k = layer.kernel,
-          .stride = layer.stride,
-          .pad = layer.padding,
-          .oh = out[2],
-          .ow = out[3]};
-}
-
-PoolGeometry CudaModel::pool_geometry(int i) const {
-  const LayerSpec& layer = spec_.layers[static_cast<size_t>(i)];
-  const Shape& in = shapes_[static_cast<size_t>(i)];
-  const Shape& out = shapes_[static_cast<size_t>(i) + 1];
-  return {.n = in[0],
-          .c = in[1],
-          .h = in[2],
-          .w = in[3],
-          .k = layer.kernel,
-          .stride = layer.stride,
-          .oh = out[2],
-          .ow = out[3]};
 }
 
 void CudaModel::forward_layer(int i, const StepContext& ctx) {
   const auto u = static_cast<size_t>(i);
-  const LayerSpec& layer = spec_.layers[u];
-  const float* x = activations_[u].data();
-  float* y = activations_[u + 1].data();
-  const int64_t n_in = numel(shapes_[u]), n_out = numel(shapes_[u + 1]);
-  last_mode_[u] = ctx.mode;
-  switch (layer.kind) {
-    case LayerKind::kDense:
-      forward_dense(i);
-      break;
-    case LayerKind::kConv2d:
-      forward_conv(i);
-      break;
-    case LayerKind::kMaxPool2d:
-      maxpool_forward(x, y, argmax_[u].data(), pool_geometry(i), stream());
-      break;
-    case LayerKind::kAvgPool2d:
-      avgpool_forward(x, y, pool_geometry(i), stream());
-      break;
-    case LayerKind::kGlobalAvgPool:
-      global_avgpool_forward(x, y, n_out, n_in / n_out, stream());
-      break;
-    case LayerKind::kRelu:
-      relu_forward(x, y, n_in, stream());
-      break;
-    case LayerKind::kFlatten:
-      copy_device_to_device(x, y, static_cast<size_t>(n_in), stream());
-      break;
-    case LayerKind::kDropout:
-      if (ctx.mode == Mode::kTrain && layer.rate > 0.0f) {
-        const math::PhiloxStream key = math::dropout_stream(ctx.seed, ctx.worker, ctx.epoch,
-                                                            ctx.step, static_cast<uint32_t>(i));
-        dropout_forward(x, y, masks_[u].data(), key, layer.rate, n_in, stream());
-      } else {
-        last_mode_[u] = Mode::kEval;  // identity
-        copy_device_to_device(x, y, static_cast<size_t>(n_in), stream());
-      }
-      break;
-    default:  // refused by check_runs_on_cuda
-      SYNC_CHECK(false, "refused by check_runs_on_cuda: " << to_string(layer.kind));
-  }
-}
-
-void CudaModel::forward_dense(int i) {
-  const auto u = static_cast<size_t>(i);
-  const LayerSpec& layer = spec_.layers[u];
-  const float* w = params_.data() + ranges_[u].offset;
-  const float* b = w + layer.in * layer.out;
-  dense_forward(cublas(), activations_[u].data(), w, b, activations_[u + 1].data(), batch_,
-                layer.in, layer.out, stream());
-}
-
-void CudaModel::forward_conv(int i) {
-  const auto u = static_cast<size_t>(i);
-  const LayerSpec& layer = spec_.layers[u];
-  const float* w = params_.data() + ranges_[u].offset;
-  const float* b = w + layer.out * layer.in * layer.kernel * layer.kernel;
-  conv2d_forward(cublas(), activations_[u].data(), w, b, activations_[u + 1].data(), col_.data(),
-                 scratch_.data(), conv_geometry(i), layer.out, stream());
+  StepContext layer_ctx = ctx;
+  layer_ctx.layer = static_cast<uint32_t>(i);
+  layer_ctx.sublayer = 0;
+  forward_run(runs_[u], activations_[u].data(), activations_[u + 1].data(), layer_ctx);
 }
 
 void CudaModel::backward_layer(int i) {
   const auto u = static_cast<size_t>(i);
-  const LayerSpec& layer = spec_.layers[u];
   if (i < first_param_layer_) return;  // nothing upstream needs a gradient
   float* dx = i > first_param_layer_ ? activation_grads_[u].data() : nullptr;
-  const float* x = activations_[u].data();
-  const float* dy = activation_grads_[u + 1].data();
-  const int64_t n_in = numel(shapes_[u]), n_out = numel(shapes_[u + 1]);
-  if (layer.kind == LayerKind::kDense) return backward_dense(i, dx);
-  if (layer.kind == LayerKind::kConv2d) return backward_conv(i, dx);
-  switch (layer.kind) {
-    case LayerKind::kMaxPool2d:
-      maxpool_backward(dy, argmax_[u].data(), dx, pool_geometry(i), stream());
-      break;
-    case LayerKind::kAvgPool2d:
-      avgpool_backward(dy, dx, pool_geometry(i), stream());
-      break;
-    case LayerKind::kGlobalAvgPool:
-      global_avgpool_backward(dy, dx, n_out, n_in / n_out, stream());
-      break;
-    case LayerKind::kRelu:
-      relu_backward(x, dy, dx, n_in, stream());
-      break;
-    case LayerKind::kDropout:
-      if (last_mode_[u] == Mode::kTrain) {
-        multiply(dy, masks_[u].data(), dx, n_in, stream());
-        break;
-      }
-      [[fallthrough]];
-    case LayerKind::kFlatten:
-      copy_device_to_device(dy, dx, static_cast<size_t>(n_in), stream());
-      break;
-    case LayerKind::kDense:
-    case LayerKind::kConv2d:
-      break;  // handled above
-    default:  // refused by check_runs_on_cuda
-      SYNC_CHECK(false, "refused by check_runs_on_cuda: " << to_string(layer.kind));
-  }
-}
-
-void CudaModel::backward_dense(int i, float* dx) {
-  const auto u = static_cast<size_t>(i);
-  const LayerSpec& layer = spec_.layers[u];
-  const float* w = params_.data() + ranges_[u].offset;
-  float* dw = grads_.data() + ranges_[u].offset;
-  float* db = dw + layer.in * layer.out;
-  dense_backward(cublas(), activations_[u].data(), w, activation_grads_[u + 1].data(), dw, db, dx,
-                 ones_.data(), batch_, layer.in, layer.out);
-}
-
-void CudaModel::backward_conv(int i, float* dx) {
-  const auto u = static_cast<size_t>(i);
-  const LayerSpec& layer = spec_.layers[u];
-  const float* w = params_.data() + ranges_[u].offset;
-  float* dw = grads_.data() + ranges_[u].offset;
-  float* db = dw + layer.out * layer.in * layer.kernel * layer.kernel;
-  conv2d_backward(cublas(), activations_[u].data(), w, activation_grads_[u + 1].data(), dw, db, dx,
-                  col_.data(), scratch_.data(), ones_.data(), conv_geometry(i), layer.out,
-                  stream());
+  backward_run(runs_[u], activations_[u].data(), activations_[u + 1].data(),
+               activation_grads_[u + 1].data(), dx);
 }
 
 void CudaModel::forward(const StepContext& ctx) {

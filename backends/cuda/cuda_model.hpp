@@ -5,9 +5,11 @@
 //
 // A CudaModel is built from the model's description (ModelSpec, core/nn/model_spec.hpp), the
 // same one the CPU Model is built from: zoo_spec(name), or Model::spec(). It runs the layer
-// kinds dense (with bias, over (B, features)), conv2d (with bias), maxpool2d (no padding),
-// avgpool2d, global_avgpool, relu, flatten and dropout, and refuses others (UserError: the
-// transformer layers, the smooth activations, the normalisations and residual blocks).
+// kinds dense (with bias, over the last axis or the flattened sample), conv2d (with bias),
+// maxpool2d (no padding), avgpool2d, global_avgpool, relu, flatten, dropout, sigmoid, tanh,
+// gelu, layernorm, rmsnorm, embedding (as the first layer: its ids come from the host) and
+// residual (a skip around a list of these, recursively), and refuses others (UserError:
+// attention, swiglu, tied_dense, batchnorm2d, bottleneck, unused_conv2d).
 // from_cpu() checks a description against a CPU Model (kinds, parameter counts and offsets,
 // output sizes) and copies its parameters.
 //
@@ -37,6 +39,21 @@ class Model;
 }
 
 namespace syncopate::cuda {
+
+// One layer of a CudaModel at the current batch: its shapes, where its parameters are, and
+// its device state. A residual block holds its layers' runs and their activations.
+struct LayerRun {
+  const LayerSpec* spec = nullptr;
+  Shape in, out;
+  size_t offset = 0;                       // its parameters in the model's parameter buffer
+  Mode last_mode = Mode::kEval;            // dropout backward
+  DeviceBuffer<int32_t> argmax;            // maxpool2d
+  DeviceBuffer<float> mask;                // dropout
+  DeviceBuffer<float> stats;               // layernorm, rmsnorm: (rows, 2) mean and inv
+  std::vector<LayerRun> inner;             // residual: its layers
+  std::vector<DeviceBuffer<float>> acts;   // residual: inner[j]'s output
+  std::vector<DeviceBuffer<float>> grads;  // residual: inner[j]'s input gradient (j > 0)
+};
 
 // Throws UserError naming the first layer of `spec` this backend does not run (a kind without
 // kernels, conv2d without bias, maxpool2d with padding). Needs no device.
@@ -80,7 +97,8 @@ class CudaModel {
   void set_batch(int64_t batch);
   int64_t batch() const { return batch_; }
   Shape output_shape() const { return shapes_.back(); }
-  void set_input(std::span<const float> host);  // batch() * sample numel
+  // batch() * sample numel; token ids (an embedding first) are checked here (UserError).
+  void set_input(std::span<const float> host);
 
   void forward_layer(int i, const StepContext& ctx);
   // As the CPU Model: layers before the first one with parameters skip backward, and that
@@ -95,12 +113,17 @@ class CudaModel {
   LossResult mse(std::span<const float> targets);
 
  private:
-  void forward_dense(int i);
-  void forward_conv(int i);
-  void backward_dense(int i, float* dx);
-  void backward_conv(int i, float* dx);
-  ConvGeometry conv_geometry(int i) const;
-  PoolGeometry pool_geometry(int i) const;
+  // A layer's passes on x (run.in) and y (run.out); dx may be null (not needed).
+  void forward_run(LayerRun& run, const float* x, float* y, const StepContext& ctx);
+  void backward_run(LayerRun& run, const float* x, const float* y, const float* dy, float* dx);
+  void forward_residual(LayerRun& run, const float* x, float* y, const StepContext& ctx);
+  void backward_residual(LayerRun& run, const float* x, const float* dy, float* dx);
+  void forward_dense(const LayerRun& run, const float* x, float* y);
+  void forward_conv(const LayerRun& run, const float* x, float* y);
+  void backward_dense(const LayerRun& run, const float* x, const float* dy, float* dx);
+  void backward_conv(const LayerRun& run, const float* x, const float* dy, float* dx);
+  // Sets run's shapes from `in` and sizes its buffers and the shared scratch sizes.
+  void prepare(LayerRun& run, const Shape& in);
   LossResult sum_losses(int64_t terms, int64_t divisor, bool with_correct);
 
   ModelSpec spec_;
@@ -114,11 +137,11 @@ class CudaModel {
   std::vector<Shape> shapes_;                     // shapes_[i] is layer i's input
   std::vector<DeviceBuffer<float>> activations_;  // same indexing, plus the output
   std::vector<DeviceBuffer<float>> activation_grads_;
-  std::vector<DeviceBuffer<int32_t>> argmax_;  // maxpool layers
-  std::vector<DeviceBuffer<float>> masks_;     // dropout layers
-  std::vector<Mode> last_mode_;                // per layer, for dropout backward
-  int first_param_layer_ = 0;                  // backward stops there, as the CPU Model
+  std::vector<LayerRun> runs_;  // one per layer
+  int first_param_layer_ = 0;   // backward stops there, as the CPU Model
+  int64_t col_size_ = 0, scratch_size_ = 0, ones_size_ = 0;  // set by prepare()
   DeviceBuffer<float> col_, scratch_, ones_;
+  DeviceBuffer<int32_t> token_offsets_, token_rows_;  // an embedding's ids (math::token_rows)
   DeviceBuffer<float> labels_, loss_terms_, correct_;
 };
 

@@ -3,32 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cuda/kernel_launch.cuh"
 #include "backends/cuda/kernels.hpp"
 #include "core/base/check.hpp"
 
 namespace syncopate::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;  // the grid-stride loop covers the rest
-
-int blocks_for(int64_t n) {
-  return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-#define SYNC_GRID_LOOP(i, n)                                                             \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
-// Launches kernel over n elements on stream, then checks the launch.
-#define SYNC_LAUNCH(kernel, n, stream, ...)                                       \
-  do {                                                                            \
-    const int64_t sync_launch_n_ = (n);                                           \
-    if (sync_launch_n_ > 0) {                                                     \
-      kernel<<<blocks_for(sync_launch_n_), kThreads, 0, (stream)>>>(__VA_ARGS__); \
-      SYNC_CUDA_CHECK(cudaGetLastError());                                        \
-    }                                                                             \
-  } while (false)
 
 __global__ void bias_add_kernel(float* y, const float* b, int64_t channels, int64_t inner,
                                 int64_t n) {

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/ops_math.hpp"
+#include "backends/cuda/ops_math_layers.hpp"
 
 namespace syncopate::cuda {
 
@@ -120,5 +121,29 @@ math::AdamScalars adam_scalars(const AdamOptions& options, int64_t step);
 // m, v (n) start at zero; step counts from 1.
 void adam_step(float* params, const float* grads, float* m, float* v, int64_t n,
                const AdamOptions& options, int64_t step, cudaStream_t stream);
+
+// ---- smooth activations, normalisations, embedding (kernels_layers.cu) -----------------
+enum class Activation { kSigmoid, kTanh, kGelu };
+// y (n) = f(x); dx (n) = dy * f'(x) (sigmoid and tanh read the forward output y, GELU x).
+void activation_forward(Activation f, const float* x, float* y, int64_t n, cudaStream_t stream);
+void activation_backward(Activation f, const float* x, const float* y, const float* dy, float* dx,
+                         int64_t n, cudaStream_t stream);
+// LayerNorm (centre) or RMSNorm over rows of `features`: x, y (rows, features); params gamma
+// then beta (LayerNorm); stats (rows, 2) receives each row's (mean, inv) for backward.
+void norm_forward(const float* x, const float* params, float* y, float* stats, int64_t rows,
+                  int64_t features, bool centre, cudaStream_t stream);
+// grads (gamma, beta) += the parameter gradients; dx = the input gradient unless null.
+void norm_backward(const float* x, const float* params, const float* stats, const float* dy,
+                   float* grads, float* dx, int64_t rows, int64_t features, bool centre,
+                   cudaStream_t stream);
+// ids (tokens) are token ids stored as floats, checked by the caller; y (tokens, width).
+void embedding_forward(const float* ids, const float* params, float* y,
+                       const math::EmbeddingGeometry& g, cudaStream_t stream);
+// grads (vocabulary + positions, width) += the scatter-add of dy (tokens, width), done as a
+// gather over (offsets, rows) (math::token_rows): no atomics, the same bits every run.
+void embedding_backward(const float* dy, const int32_t* offsets, const int32_t* rows, float* grads,
+                        const math::EmbeddingGeometry& g, cudaStream_t stream);
+// out (n) = a + b (a residual block's sum).
+void add(const float* a, const float* b, float* out, int64_t n, cudaStream_t stream);
 
 }  // namespace syncopate::cuda
