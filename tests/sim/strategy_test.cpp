@@ -126,6 +126,36 @@ TEST(SimStrategies, OneWorkerEveryStrategyEqualsSerialSgd) {
       scenario({"workers=1", "strategy.name=epoch_async", "strategy.merge_local_weight=1"}));
   ASSERT_TRUE(async.error.empty()) << async.error;
   EXPECT_EQ(async.params.at(0), blocks.final_params);
+  // diloco's outer step with lr 1 and no momentum sets the global model to the mean: the
+  // identity with one worker.
+  const SimRun diloco = simulate(scenario({"workers=1", "strategy.name=diloco", "strategy.every=4",
+                                           "strategy.outer_lr=1", "strategy.outer_momentum=0"}));
+  ASSERT_TRUE(diloco.error.empty()) << diloco.error;
+  EXPECT_EQ(diloco.params.at(0), global.final_params);
+}
+
+// DiLoCo leaves identical replicas (every worker applies the same outer step to the same global
+// model); each fragment takes one outer step every H steps at its offset, plus one at the end if
+// it trained since. 3 workers, 768 samples, batch 16: 16 steps per epoch, 32 in all.
+TEST(SimStrategies, DilocoLeavesIdenticalReplicasAndSynchronisesEachFragmentEveryHSteps) {
+  struct Case {
+    std::string fragments;
+    size_t outer_steps;
+  };
+  // H = 5, F = 1: steps 5, 10, ..., 30 + end; F = 5 (stagger 1): fragment f at steps with
+  // (step + f) % 5 == 0: 6 or 7 each, 32 in all, plus an end step for the 4 not at step 32.
+  for (const Case& c : {Case{"1", 7}, Case{"5", 36}}) {
+    const SimRun run =
+        simulate(scenario({"workers=3", "sim.platform_params.nodes=1", "strategy.name=diloco",
+                           "strategy.every=5", "strategy.fragments=" + c.fragments}));
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    ASSERT_EQ(run.params.size(), 3u);
+    EXPECT_EQ(run.params[1], run.params[0]) << c.fragments;
+    EXPECT_EQ(run.params[2], run.params[0]) << c.fragments;
+    size_t outer = 0;
+    for (const auto& t : run.syncs) outer += t.name == "outer_step" && t.worker == 0;
+    EXPECT_EQ(outer, c.outer_steps) << c.fragments;
+  }
 }
 
 // W workers of local batch b take the same steps as one worker of batch W*b, to rounding.
