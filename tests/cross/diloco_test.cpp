@@ -119,4 +119,28 @@ TEST(Diloco, OneWorkerOnTheLocalBackendIsSerial) {
       0);
 }
 
+// A sweep over the outer learning rate, then its report (cost-only: the outer update moves no
+// bytes of its own, so both points send the same).
+TEST(Diloco, SweepsOverTheOuterLearningRateAndReports) {
+  const fs::path dir = syncopate::scratch_folder("diloco") / "sweep";
+  const std::string bin = SYNCOPATE_BIN;
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(
+                bin + " sweep " + SYNCOPATE_SOURCE_DIR + "/tests/cross/small.toml" +
+                    " --set backend=sim --set sim.mode=cost_only --set sim.fidelity=analytic"
+                    " --set eval_every_epoch=false --set data.train_samples=4096 --strategy"
+                    " diloco --set strategy.every=4 --set strategy.outer_lr=0.7,1 --workers 2"
+                    " --quiet --out " +
+                    dir.string(),
+                &log),
+            0)
+      << log;
+  const std::string csv = syncopate::read_text(dir / "sweep.csv");
+  EXPECT_NE(csv.find("diloco,2,0.7,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("diloco,2,1,"), std::string::npos) << csv;
+  ASSERT_EQ(syncopate::run_command(bin + " report " + dir.string(), &log), 0) << log;
+  EXPECT_NE(syncopate::read_text(dir / "report.md").find("2 of 2 points finished."),
+            std::string::npos);
+}
+
 }  // namespace
