@@ -462,13 +462,17 @@ Totals totals(const std::string& metrics) {
 // message fidelity (every message simulated) predicts, within 2%.
 TEST(SimFidelity, FastForwardAndCoarseFidelitiesAgreeWithMessageFidelity) {
   // ddp synchronises every step (workers agree on the skip); epoch_sync decides per worker and
-  // must not skip over block boundaries or the blocks' shorter last steps.
-  for (const std::string strategy : {"ddp", "epoch_sync"}) {
-    const std::vector<std::string> base = {
+  // must not skip over block boundaries or the blocks' shorter last steps; streaming diloco's
+  // fragments synchronise at staggered steps (the skip spans whole periods of H steps).
+  for (const std::string strategy : {"ddp", "epoch_sync", "diloco"}) {
+    std::vector<std::string> base = {
         "workers=8", "strategy.name=" + strategy, "sim.mode=cost_only",
         "sim.cost_only_train_samples=4000", "batch_size=32", "model.name=cnn",
-        // each strategy's own knob: ddp's buckets, epoch_sync's ds-tensor blocks
-        strategy == "ddp" ? "strategy.bucket_mb=0.5" : "data.blocks=16"};
+        // each strategy's own knob: ddp's buckets, epoch_sync's ds-tensor blocks, diloco's H
+        strategy == "ddp"          ? "strategy.bucket_mb=0.5"
+        : strategy == "epoch_sync" ? "data.blocks=16"
+                                   : "strategy.every=8"};
+    if (strategy == "diloco") base.push_back("strategy.fragments=4");
     auto with = [&](std::vector<std::string> extra) {
       extra.insert(extra.begin(), base.begin(), base.end());
       return simulate(scenario(extra));
