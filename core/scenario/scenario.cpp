@@ -71,9 +71,14 @@ void validate(const Scenario& s, const TomlReader& reader) {
     if (colon == std::string::npos) throw UserError(s.source + ": " + what);
     throw UserError(reader.where(what.substr(0, colon)) + what.substr(colon));
   }
-  const bool step_synchronous = s.strategy.kind == StrategyKind::kDdp ||
-                                s.strategy.kind == StrategyKind::kLocalSgd ||
-                                s.strategy.kind == StrategyKind::kHierarchical;
+  const bool step_synchronous =
+      s.strategy.kind == StrategyKind::kDdp || s.strategy.kind == StrategyKind::kLocalSgd ||
+      s.strategy.kind == StrategyKind::kHierarchical || s.strategy.kind == StrategyKind::kDiloco;
+  if (s.strategy.kind == StrategyKind::kDiloco && s.strategy.fragments > s.strategy.every)
+    reader.fail("strategy.fragments", "must be at most strategy.every (" +
+                                          std::to_string(s.strategy.every) +
+                                          "): each fragment synchronises once every "
+                                          "strategy.every steps, at its own offset");
   if (step_synchronous && s.data_order() != DataOrder::kGlobal)
     reader.fail("data.order", "strategy " + std::string(to_string(s.strategy.kind)) +
                                   " synchronises every step and needs data.order = \"global\"");
@@ -137,6 +142,9 @@ std::optional<MainCollective> main_collective(const Scenario& s, int64_t model_p
       return MainCollective{"the weights' allreduce every strategy.every steps", model_bytes};
     case StrategyKind::kHierarchical:
       return MainCollective{"the weights' average across nodes at each epoch end", model_bytes};
+    case StrategyKind::kDiloco:
+      return MainCollective{"the weights' allreduce (one fragment's) every strategy.every steps",
+                            model_bytes / static_cast<size_t>(s.strategy.fragments)};
   }
   return std::nullopt;
 }

@@ -45,13 +45,18 @@ struct DataSection {
 
 struct StrategySection {
   StrategyKind kind = StrategyKind::kSerial;
-  int every = 1;                                      // epoch_sync: epochs; local_sgd: steps
+  int every = 1;  // epoch_sync: epochs; local_sgd and diloco: steps
   Aggregation aggregation = Aggregation::kAllreduce;  // epoch_sync
   double bucket_mb = 25.0;                            // ddp bucket size (MiB)
   Algorithm algorithm = Algorithm::kAuto;             // collective algorithm
   OptimizerStatePolicy optimizer_state = OptimizerStatePolicy::kKeep;
   int warmup_epochs = 0;            // local_sgd: ddp for the first k epochs
   double merge_local_weight = 0.5;  // epoch_async: global = (1-w)*global + w*local
+  // diloco's outer optimizer (SGD on the averaged pseudo-gradient); defaults: the paper's.
+  double outer_lr = 0.7;
+  double outer_momentum = 0.9;
+  bool outer_nesterov = true;
+  int fragments = 1;  // diloco: streaming fragments, staggered by every / fragments steps
 };
 
 struct SimSection {

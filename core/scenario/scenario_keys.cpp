@@ -403,14 +403,18 @@ std::vector<ScenarioKey> optimizer_keys() {
   };
 }
 
+std::string diloco_only(const Scenario& s) {
+  return unless_strategy(s, {StrategyKind::kDiloco}, "diloco");
+}
+
 std::vector<ScenarioKey> strategy_keys() {
   using enum StrategyKind;
   return {
       choice("strategy.name", FIELD(strategy.kind), kStrategyNames),
       integer("strategy.every", FIELD(strategy.every), 1, 1 << 30,
               [](const Scenario& s) {
-                return unless_strategy(s, {kEpochSync, kLocalSgd},
-                                       "epoch_sync (epochs) and local_sgd (steps)");
+                return unless_strategy(s, {kEpochSync, kLocalSgd, kDiloco},
+                                       "epoch_sync (epochs), local_sgd and diloco (steps)");
               }),
       choice("strategy.aggregation", FIELD(strategy.aggregation), kAggregationNames,
              [](const Scenario& s) { return unless_strategy(s, {kEpochSync}, "epoch_sync"); }),
@@ -422,6 +426,10 @@ std::vector<ScenarioKey> strategy_keys() {
               [](const Scenario& s) { return unless_strategy(s, {kLocalSgd}, "local_sgd"); }),
       number("strategy.merge_local_weight", FIELD(strategy.merge_local_weight), 0.0, 1.0,
              [](const Scenario& s) { return unless_strategy(s, {kEpochAsync}, "epoch_async"); }),
+      number("strategy.outer_lr", FIELD(strategy.outer_lr), 0.0, 1e3, diloco_only),
+      number("strategy.outer_momentum", FIELD(strategy.outer_momentum), 0.0, 0.999999, diloco_only),
+      boolean("strategy.outer_nesterov", FIELD(strategy.outer_nesterov), diloco_only),
+      integer("strategy.fragments", FIELD(strategy.fragments), 1, 1 << 20, diloco_only),
   };
 }
 

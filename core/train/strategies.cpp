@@ -1,4 +1,5 @@
-// The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical.
+// The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical (diloco is in
+// diloco.cpp).
 #include <numeric>
 
 #include "core/base/check.hpp"
@@ -262,6 +263,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
                                         s.optimizer_state);
     case StrategyKind::kHierarchical:
       return std::make_unique<Hierarchical>(s.bucket_mb, s.algorithm, s.optimizer_state);
+    case StrategyKind::kDiloco:
+      return make_diloco(s);
   }
   SYNC_CHECK(false, "unknown strategy");
 }

@@ -60,4 +60,7 @@ class Strategy {
 
 std::unique_ptr<Strategy> make_strategy(const Scenario& scenario);
 
+// diloco (core/train/diloco.cpp).
+std::unique_ptr<Strategy> make_diloco(const StrategySection& section);
+
 }  // namespace syncopate

@@ -73,6 +73,8 @@ std::string knobs_of(const std::string& strategy) {
   if (strategy == "epoch_sync") return "--set strategy.every=4 --set data.blocks=6";
   if (strategy == "epoch_async") return "--set data.blocks=6";
   if (strategy == "local_sgd") return "--set strategy.every=4";
+  // Streaming: two fragments, staggered by two steps.
+  if (strategy == "diloco") return "--set strategy.every=4 --set strategy.fragments=2";
   return "";
 }
 
@@ -124,7 +126,8 @@ class SimVsMpi : public ::testing::TestWithParam<std::string> {};
 TEST_P(SimVsMpi, SameLossesAndWeights) { expect_mpi_equals_sim(GetParam(), "", "mpi"); }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SimVsMpi,
-                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical"));
+                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical",
+                                           "diloco"));
 
 // mpi.transport = "nccl" runs the same schedules through NCCL between two GPUs: the same bits
 // as the simulator. Without two GPUs (or without NCCL) every rank reports the same clear error.
@@ -140,7 +143,8 @@ TEST_P(SimVsNccl, SameLossesAndWeights) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SimVsNccl,
-                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical"));
+                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical",
+                                           "diloco"));
 
 TEST(MpiFaults, NcclTransportItCannotServeIsReportedOnEveryRank) {
 #if defined(SYNCOPATE_HAVE_NCCL)
@@ -204,7 +208,7 @@ TEST(MpiTiming, TrainingTimeExcludesStartUpAndDataLoading) {
 INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategyUnderMpi,
                          ::testing::Combine(::testing::Values("serial", "ddp", "epoch_sync",
                                                               "epoch_async", "local_sgd",
-                                                              "hierarchical"),
+                                                              "hierarchical", "diloco"),
                                             ::testing::Values(1, 2, 4)));
 
 TEST(MpiFaults, WrongRankCountIsReportedOnEveryRank) {

@@ -126,6 +126,36 @@ TEST(SimStrategies, OneWorkerEveryStrategyEqualsSerialSgd) {
       scenario({"workers=1", "strategy.name=epoch_async", "strategy.merge_local_weight=1"}));
   ASSERT_TRUE(async.error.empty()) << async.error;
   EXPECT_EQ(async.params.at(0), blocks.final_params);
+  // diloco's outer step with lr 1 and no momentum sets the global model to the mean: the
+  // identity with one worker.
+  const SimRun diloco = simulate(scenario({"workers=1", "strategy.name=diloco", "strategy.every=4",
+                                           "strategy.outer_lr=1", "strategy.outer_momentum=0"}));
+  ASSERT_TRUE(diloco.error.empty()) << diloco.error;
+  EXPECT_EQ(diloco.params.at(0), global.final_params);
+}
+
+// DiLoCo leaves identical replicas (every worker applies the same outer step to the same global
+// model); each fragment takes one outer step every H steps at its offset, plus one at the end if
+// it trained since. 3 workers, 768 samples, batch 16: 16 steps per epoch, 32 in all.
+TEST(SimStrategies, DilocoLeavesIdenticalReplicasAndSynchronisesEachFragmentEveryHSteps) {
+  struct Case {
+    std::string fragments;
+    size_t outer_steps;
+  };
+  // H = 5, F = 1: steps 5, 10, ..., 30 + end; F = 5 (stagger 1): fragment f at steps with
+  // (step + f) % 5 == 0: 6 or 7 each, 32 in all, plus an end step for the 4 not at step 32.
+  for (const Case& c : {Case{"1", 7}, Case{"5", 36}}) {
+    const SimRun run =
+        simulate(scenario({"workers=3", "sim.platform_params.nodes=1", "strategy.name=diloco",
+                           "strategy.every=5", "strategy.fragments=" + c.fragments}));
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    ASSERT_EQ(run.params.size(), 3u);
+    EXPECT_EQ(run.params[1], run.params[0]) << c.fragments;
+    EXPECT_EQ(run.params[2], run.params[0]) << c.fragments;
+    size_t outer = 0;
+    for (const auto& t : run.syncs) outer += t.name == "outer_step" && t.worker == 0;
+    EXPECT_EQ(outer, c.outer_steps) << c.fragments;
+  }
 }
 
 // W workers of local batch b take the same steps as one worker of batch W*b, to rounding.
@@ -432,13 +462,17 @@ Totals totals(const std::string& metrics) {
 // message fidelity (every message simulated) predicts, within 2%.
 TEST(SimFidelity, FastForwardAndCoarseFidelitiesAgreeWithMessageFidelity) {
   // ddp synchronises every step (workers agree on the skip); epoch_sync decides per worker and
-  // must not skip over block boundaries or the blocks' shorter last steps.
-  for (const std::string strategy : {"ddp", "epoch_sync"}) {
-    const std::vector<std::string> base = {
+  // must not skip over block boundaries or the blocks' shorter last steps; streaming diloco's
+  // fragments synchronise at staggered steps (the skip spans whole periods of H steps).
+  for (const std::string strategy : {"ddp", "epoch_sync", "diloco"}) {
+    std::vector<std::string> base = {
         "workers=8", "strategy.name=" + strategy, "sim.mode=cost_only",
         "sim.cost_only_train_samples=4000", "batch_size=32", "model.name=cnn",
-        // each strategy's own knob: ddp's buckets, epoch_sync's ds-tensor blocks
-        strategy == "ddp" ? "strategy.bucket_mb=0.5" : "data.blocks=16"};
+        // each strategy's own knob: ddp's buckets, epoch_sync's ds-tensor blocks, diloco's H
+        strategy == "ddp"          ? "strategy.bucket_mb=0.5"
+        : strategy == "epoch_sync" ? "data.blocks=16"
+                                   : "strategy.every=8"};
+    if (strategy == "diloco") base.push_back("strategy.fragments=4");
     auto with = [&](std::vector<std::string> extra) {
       extra.insert(extra.begin(), base.begin(), base.end());
       return simulate(scenario(extra));

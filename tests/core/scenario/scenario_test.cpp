@@ -166,7 +166,7 @@ std::string strategy_file(const std::string& name, const std::string& extra) {
 
 TEST(ScenarioKnobs, DeadKnobNamesFileLineKeyAndTheSettingThatReadsIt) {
   expect_refused(strategy_file("ddp", "every = 2\n"), {}, "exp.toml:4", "strategy.every",
-                 "read only by epoch_sync (epochs) and local_sgd (steps); strategy.name is "
+                 "read only by epoch_sync (epochs), local_sgd and diloco (steps); strategy.name is "
                  "\"ddp\"");
   // From --set, the override is named instead of file:line.
   expect_refused(strategy_file("ddp", ""), {"strategy.every=3"}, "--set strategy.every=3",
@@ -179,6 +179,27 @@ TEST(ScenarioKnobs, EveryIsReadOnlyByEpochSyncAndLocalSgd) {
                    "strategy.name is \"" + std::string(name) + "\"");
   EXPECT_EQ(parse_scenario(strategy_file("epoch_sync", "every = 2\n"), "e").strategy.every, 2);
   EXPECT_EQ(parse_scenario(strategy_file("local_sgd", "every = 3\n"), "e").strategy.every, 3);
+  EXPECT_EQ(parse_scenario(strategy_file("diloco", "every = 5\n"), "e").strategy.every, 5);
+}
+
+TEST(ScenarioKnobs, OuterOptimizerAndFragmentsAreReadOnlyByDiloco) {
+  for (const char* key :
+       {"outer_lr = 1.0", "outer_momentum = 0.5", "outer_nesterov = false", "fragments = 2"})
+    expect_refused(strategy_file("local_sgd", std::string(key) + "\n"), {}, "exp.toml:4",
+                   "strategy." + std::string(key).substr(0, std::string(key).find(' ')),
+                   "read only by diloco; strategy.name is \"local_sgd\"");
+  const Scenario s = parse_scenario(strategy_file("diloco", ""), "e");
+  EXPECT_EQ(s.strategy.outer_lr, 0.7);  // the paper's values
+  EXPECT_EQ(s.strategy.outer_momentum, 0.9);
+  EXPECT_TRUE(s.strategy.outer_nesterov);
+  EXPECT_EQ(s.strategy.fragments, 1);
+  EXPECT_EQ(
+      parse_scenario(strategy_file("diloco", "every = 4\nfragments = 4\n"), "e").strategy.fragments,
+      4);
+  expect_refused(strategy_file("diloco", "every = 4\nfragments = 5\n"), {}, "exp.toml:5",
+                 "strategy.fragments", "must be at most strategy.every (4)");
+  expect_refused("data.order = \"blocks\"\n" + strategy_file("diloco", ""), {}, "exp.toml:1",
+                 "data.order", "diloco synchronises every step");
 }
 
 TEST(ScenarioKnobs, AggregationIsReadOnlyByEpochSync) {

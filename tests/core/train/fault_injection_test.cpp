@@ -40,6 +40,7 @@ TEST(FaultInjection, EveryStrategyStopsAtTheFailedCallWithItsError) {
       {"epoch_async", {}, CallKind::kCreateSharedModel, 1},
       {"epoch_async", {}, CallKind::kMerge, 2},
       {"local_sgd", {"strategy.every=4"}, CallKind::kAllreduce, 2},
+      {"diloco", {"strategy.every=4", "strategy.fragments=2"}, CallKind::kAllreduce, 3},
       {"hierarchical", {}, CallKind::kSplit, 1},
       {"hierarchical", {}, CallKind::kAllgather, 1},
       {"hierarchical", {}, CallKind::kAllreduce, 1},
