@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
