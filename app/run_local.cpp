@@ -20,6 +20,7 @@ RunResult run_local(const Scenario& scenario, const ProgressFn& progress) {
   WallClockExecutor exec;
   RunResult result;
   result.reports.push_back(train_worker(scenario, data, comm, exec, accelerator, progress));
+  result.info.partitions_csv = data.partitions_csv;
   result.info.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -82,6 +82,7 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress) {
   result.reports = gather_reports(*comm, mine);
   if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
   result.info.wall_seconds = MPI_Wtime() - start;
+  result.info.partitions_csv = data.partitions_csv;
   result.info.extra = {{"ranks", static_cast<double>(comm->size())},
                        {"nodes", static_cast<double>(comm->num_nodes())},
                        {"nccl", nccl ? 1.0 : 0.0}};

@@ -27,6 +27,7 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
         train_worker(scenario, data, comm, exec, {}, progress);
   });
   result.info.platform = scenario.sim.platform;
+  result.info.partitions_csv = data.partitions_csv;
   result.info.wall_seconds = stats.wall_seconds;
   result.info.extra = {{"simulated_seconds", stats.simulated_seconds},
                        {"simulation_wall_seconds", stats.wall_seconds},

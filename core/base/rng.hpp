@@ -19,6 +19,8 @@ enum class RngPurpose : uint32_t {
   kSynthetic = 6,
   kGlobalShuffle = 7,
   kComputeNoise = 8,
+  kPartition = 9,          // data.partition: which samples each worker holds
+  kPartitionShuffle = 10,  // a worker's partition, reordered per epoch
 };
 
 struct RngKey {

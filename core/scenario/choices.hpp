@@ -40,6 +40,15 @@ enum class DataOrder { kGlobal, kBlocks };
 inline constexpr NameTable<DataOrder, 2> kDataOrderNames{
     {{DataOrder::kGlobal, "global"}, {DataOrder::kBlocks, "blocks"}}};
 
+// Which samples each worker trains on (core/data/partition.hpp): a fresh deal every epoch (iid),
+// or one deal for the whole run (fixed, dirichlet label skew, label-sorted shards).
+enum class DataPartition { kIid, kFixed, kDirichlet, kShards };
+inline constexpr NameTable<DataPartition, 4> kDataPartitionNames{
+    {{DataPartition::kIid, "iid"},
+     {DataPartition::kFixed, "fixed"},
+     {DataPartition::kDirichlet, "dirichlet"},
+     {DataPartition::kShards, "shards"}}};
+
 enum class BackendKind { kLocal, kSim, kMpi };
 inline constexpr NameTable<BackendKind, 3> kBackendNames{
     {{BackendKind::kLocal, "local"}, {BackendKind::kSim, "sim"}, {BackendKind::kMpi, "mpi"}}};
@@ -102,6 +111,7 @@ inline std::string_view to_string(OptimizerStatePolicy v) {
   return name_in(kOptimizerStateNames, v);
 }
 inline std::string_view to_string(DataOrder v) { return name_in(kDataOrderNames, v); }
+inline std::string_view to_string(DataPartition v) { return name_in(kDataPartitionNames, v); }
 inline std::string_view to_string(BackendKind v) { return name_in(kBackendNames, v); }
 inline std::string_view to_string(LossKind v) { return name_in(kLossNames, v); }
 inline std::string_view to_string(Device v) { return name_in(kDeviceNames, v); }

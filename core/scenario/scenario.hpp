@@ -41,6 +41,9 @@ struct DataSection {
   bool shuffle_in_block = true;
   std::optional<DataOrder> order;  // none: the strategy's natural order
   double noise = 0.1;              // synthetic-regression: the targets' noise
+  DataPartition partition = DataPartition::kIid;
+  double alpha = 0.5;             // dirichlet: the concentration
+  int64_t shards_per_worker = 2;  // shards: k
 };
 
 struct StrategySection {

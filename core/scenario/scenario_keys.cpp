@@ -194,6 +194,39 @@ ScenarioKey data_order() {
           {}};
 }
 
+// data.partition: written back only when not iid, so that iid scenarios resolve as before.
+ScenarioKey data_partition() {
+  return {"data.partition",
+          [](TomlReader& r, Scenario& s) {
+            s.data.partition = r.choice("data.partition", s.data.partition, kDataPartitionNames);
+          },
+          [](const Scenario& s, toml::table& out) {
+            if (s.data.partition == DataPartition::kIid) return;
+            put(out, "data.partition",
+                toml::value<std::string>(std::string(to_string(s.data.partition))));
+          },
+          [](const Scenario& s) -> std::string {
+            const DataPartition p = s.data.partition;
+            if (p != DataPartition::kDirichlet && p != DataPartition::kShards) return "";
+            const std::string name = quoted(to_string(p));
+            if (s.data.dataset == DatasetKind::kSyntheticRegression ||
+                s.data.dataset == DatasetKind::kCsv)
+              return name +
+                     " splits by class and needs a classification dataset; data.dataset "
+                     "is " +
+                     quoted(to_string(s.data.dataset));
+            if (s.backend == BackendKind::kSim && s.sim.mode == SimMode::kCostOnly)
+              return name + " splits by class, and a cost-only run reads no labels";
+            return "";
+          }};
+}
+
+std::string unless_partition(const Scenario& s, DataPartition reader) {
+  if (s.data.partition == reader) return "";
+  return "read only by data.partition = " + quoted(to_string(reader)) + "; data.partition is " +
+         quoted(to_string(s.data.partition));
+}
+
 ScenarioKey data_dir() {
   return {"data.dir", [](TomlReader& r, Scenario& s) { s.data.dir = r.string("data.dir", ""); },
           [](const Scenario& s, toml::table& out) {
@@ -374,6 +407,11 @@ std::vector<ScenarioKey> data_keys() {
       integer("data.blocks", FIELD(data.blocks), 0, INT64_MAX, unless_block_order),
       boolean("data.shuffle_in_block", FIELD(data.shuffle_in_block), unless_block_order),
       data_order(),
+      data_partition(),
+      number("data.alpha", FIELD(data.alpha), 1e-6, 1e6,
+             [](const Scenario& s) { return unless_partition(s, DataPartition::kDirichlet); }),
+      integer("data.shards_per_worker", FIELD(data.shards_per_worker), 1, INT64_MAX,
+              [](const Scenario& s) { return unless_partition(s, DataPartition::kShards); }),
       retired("data.features", shape),
       retired("data.classes", shape),
       number(

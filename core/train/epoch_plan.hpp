@@ -1,7 +1,8 @@
 #pragma once
 // The steps of one worker's epoch: how many samples each step takes and which, in the global
 // data order (each worker its strided slice of every global batch) or the block order (the
-// ds-tensor's blocks dealt to the workers, steps not crossing blocks).
+// ds-tensor's blocks dealt to the workers, steps not crossing blocks); under a data.partition
+// other than iid, from the worker's own partition (see plan_epoch in epoch_plan.cpp).
 #include <cstdint>
 #include <vector>
 

@@ -224,6 +224,7 @@ std::string write_run_dir(const std::string& dir, const Scenario& scenario,
   write_file(partial / "metrics.csv", metrics_csv(reports));
   write_file(partial / "trace.json", trace_json(reports));
   write_file(partial / "scenario.toml", scenario.resolved_toml);
+  if (!info.partitions_csv.empty()) write_file(partial / "partitions.csv", info.partitions_csv);
   // The final model of worker 0 (after the strategy's consensus): raw little-endian float32.
   for (const auto& report : reports) {
     if (report.worker != 0 || report.final_params.empty()) continue;

@@ -5,6 +5,7 @@
 //   trace.json    Chrome trace events (open in Perfetto / chrome://tracing)
 //   scenario.toml the resolved scenario
 //   model.bin     worker 0's final model, raw float32 in the flat-buffer layout (real runs)
+//   partitions.csv worker,class,count under a data.partition other than iid (classification)
 // The directory is built as DIR.partial and renamed to DIR only when every file is written, so a
 // run directory that exists is complete; a failed run leaves DIR.partial with an ERROR file.
 #include <cstdint>
@@ -43,7 +44,8 @@ struct RunInfo {
   std::string platform;  // "" for real backends
   double wall_seconds = 0;
   std::vector<std::pair<std::string, double>>
-      extra;  // name -> value, written under "backend_stats"
+      extra;                   // name -> value, written under "backend_stats"
+  std::string partitions_csv;  // data.partition's class histogram; "" writes no partitions.csv
 };
 
 struct RunSummary {

@@ -2,6 +2,7 @@
 // Strategies: which collectives run when. A strategy hooks the worker loop and only ever talks
 // to the Communicator and Executor interfaces, so the same code runs on every backend.
 #include <memory>
+#include <vector>
 
 #include "core/comm/comm.hpp"
 #include "core/nn/model.hpp"
@@ -12,11 +13,16 @@
 namespace syncopate {
 
 // One step's global batch in the global data order: `size` samples dealt to `workers` workers
-// strided (worker w holds positions w, w + W, ...). size 0 in the block order.
+// strided (worker w holds positions w, w + W, ...), or, under a data.partition other than iid,
+// counts[w] samples from worker w's own partition. size 0 in the block order.
 struct GlobalBatch {
   int64_t size = 0;
   int workers = 1;
-  int64_t count_of(int worker) const { return (size - worker + workers - 1) / workers; }
+  std::vector<int64_t> counts;  // per worker; empty: strided
+  int64_t count_of(int worker) const {
+    if (!counts.empty()) return counts[static_cast<size_t>(worker)];
+    return (size - worker + workers - 1) / workers;
+  }
 };
 
 // What a strategy may touch. The communicator is already timed (see timed_comm.hpp).

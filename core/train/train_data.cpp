@@ -1,5 +1,5 @@
 // Loading the scenario's datasets (Fashion-MNIST, synthetic, CSV), their prefixes and splits,
-// the cost-only stand-in, and the ds-tensor over the training set.
+// the cost-only stand-in, the ds-tensor over the training set and the workers' partitions.
 #include "core/train/train_data.hpp"
 
 #include <algorithm>
@@ -78,6 +78,38 @@ Dataset cost_only_train_set(const Scenario& s, const Shape& sample, int64_t outp
   return shapes;
 }
 
+// The workers' partitions (null for iid). fixed in the block order: the ds-tensor's blocks as
+// dealt for epoch 0, kept every epoch.
+std::shared_ptr<const Partition> make_partition(const Scenario& s, const TrainData& data) {
+  const Dataset& train = *data.train;
+  switch (s.data.partition) {
+    case DataPartition::kIid:
+      return nullptr;
+    case DataPartition::kFixed: {
+      if (s.data_order() == DataOrder::kGlobal)
+        return std::make_shared<const Partition>(fixed_partition(train.size(), s.workers, s.seed));
+      Partition p;
+      for (int w = 0; w < s.workers; ++w) {
+        p.samples.push_back(data.blocks->samples_of_worker(s.seed, 0, w, s.workers, false));
+        std::sort(p.samples.back().begin(), p.samples.back().end());
+      }
+      return std::make_shared<const Partition>(std::move(p));
+    }
+    case DataPartition::kDirichlet:
+      return std::make_shared<const Partition>(dirichlet_partition(
+          class_labels(train), train.num_classes, s.workers, s.data.alpha, s.seed));
+    case DataPartition::kShards: {
+      if (s.data.shards_per_worker > train.size() / s.workers)
+        throw UserError(s.source + ": data.shards_per_worker: " + std::to_string(s.workers) +
+                        " workers x " + std::to_string(s.data.shards_per_worker) + " shards for " +
+                        std::to_string(train.size()) + " training samples");
+      return std::make_shared<const Partition>(
+          shards_partition(class_labels(train), s.workers, s.data.shards_per_worker, s.seed));
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 TrainData prepare_data(const Scenario& s, bool cost_only) {
@@ -106,6 +138,10 @@ TrainData prepare_data(const Scenario& s, bool cost_only) {
                       std::to_string(data.train->size()) + " samples");
     data.blocks = DsTensor::from_dataset(data.train, blocks);
   }
+  data.partition = make_partition(s, data);
+  if (data.partition && !cost_only && data.train->num_classes > 0)
+    data.partitions_csv = partitions_csv(
+        class_histogram(*data.partition, class_labels(*data.train), data.train->num_classes));
   return data;
 }
 
