@@ -11,14 +11,15 @@ namespace syncopate {
 
 // Every choice a scenario makes, each with the one table of its names (in files, errors,
 // summary.json and to_string alike).
-enum class StrategyKind { kSerial, kDdp, kEpochSync, kEpochAsync, kLocalSgd, kHierarchical };
-inline constexpr NameTable<StrategyKind, 6> kStrategyNames{
+enum class StrategyKind { kSerial, kDdp, kEpochSync, kEpochAsync, kLocalSgd, kHierarchical, kZero };
+inline constexpr NameTable<StrategyKind, 7> kStrategyNames{
     {{StrategyKind::kSerial, "serial"},
      {StrategyKind::kDdp, "ddp"},
      {StrategyKind::kEpochSync, "epoch_sync"},
      {StrategyKind::kEpochAsync, "epoch_async"},
      {StrategyKind::kLocalSgd, "local_sgd"},
-     {StrategyKind::kHierarchical, "hierarchical"}}};
+     {StrategyKind::kHierarchical, "hierarchical"},
+     {StrategyKind::kZero, "zero"}}};
 
 enum class OptimizerStatePolicy { kKeep, kReset, kAverage };
 inline constexpr NameTable<OptimizerStatePolicy, 3> kOptimizerStateNames{

@@ -57,6 +57,9 @@ void validate(const Scenario& s, const TomlReader& reader) {
   if (s.strategy.kind == StrategyKind::kLocalSgd && s.strategy.warmup_epochs >= s.epochs &&
       s.epochs > 1)
     reader.fail("strategy.warmup_epochs", "must be smaller than epochs");
+  if (s.strategy.kind == StrategyKind::kZero && s.strategy.stage == 3)
+    reader.fail("strategy.stage",
+                "3 (sharded parameters, gathered per layer) is not implemented yet; allowed: 1, 2");
   if (s.loss == LossKind::kMse && !is_regression(s.data.dataset))
     reader.fail("loss", "mse needs a regression dataset (synthetic-regression or csv)");
   if (s.loss == LossKind::kCrossEntropy && is_regression(s.data.dataset))
@@ -71,9 +74,9 @@ void validate(const Scenario& s, const TomlReader& reader) {
     if (colon == std::string::npos) throw UserError(s.source + ": " + what);
     throw UserError(reader.where(what.substr(0, colon)) + what.substr(colon));
   }
-  const bool step_synchronous = s.strategy.kind == StrategyKind::kDdp ||
-                                s.strategy.kind == StrategyKind::kLocalSgd ||
-                                s.strategy.kind == StrategyKind::kHierarchical;
+  const bool step_synchronous =
+      s.strategy.kind == StrategyKind::kDdp || s.strategy.kind == StrategyKind::kLocalSgd ||
+      s.strategy.kind == StrategyKind::kHierarchical || s.strategy.kind == StrategyKind::kZero;
   if (step_synchronous && s.data_order() != DataOrder::kGlobal)
     reader.fail("data.order", "strategy " + std::string(to_string(s.strategy.kind)) +
                                   " synchronises every step and needs data.order = \"global\"");
@@ -137,6 +140,8 @@ std::optional<MainCollective> main_collective(const Scenario& s, int64_t model_p
       return MainCollective{"the weights' allreduce every strategy.every steps", model_bytes};
     case StrategyKind::kHierarchical:
       return MainCollective{"the weights' average across nodes at each epoch end", model_bytes};
+    case StrategyKind::kZero:
+      return std::nullopt;  // reduce-scatter and allgather: always the ring
   }
   return std::nullopt;
 }

@@ -52,6 +52,7 @@ struct StrategySection {
   OptimizerStatePolicy optimizer_state = OptimizerStatePolicy::kKeep;
   int warmup_epochs = 0;            // local_sgd: ddp for the first k epochs
   double merge_local_weight = 0.5;  // epoch_async: global = (1-w)*global + w*local
+  int stage = 1;                    // zero: 1 optimizer state, 2 and gradients, 3 and parameters
 };
 
 struct SimSection {

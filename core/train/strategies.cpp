@@ -1,8 +1,10 @@
-// The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical.
+// The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical (zero in
+// zero.cpp).
 #include <numeric>
 
 #include "core/base/check.hpp"
 #include "core/train/strategy.hpp"
+#include "core/train/zero.hpp"
 
 namespace syncopate {
 namespace {
@@ -262,6 +264,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
                                         s.optimizer_state);
     case StrategyKind::kHierarchical:
       return std::make_unique<Hierarchical>(s.bucket_mb, s.algorithm, s.optimizer_state);
+    case StrategyKind::kZero:
+      return make_zero(scenario);
   }
   SYNC_CHECK(false, "unknown strategy");
 }
