@@ -154,7 +154,7 @@ std::string bucket_unused(const Scenario& s) {
       s,
       {StrategyKind::kDdp, StrategyKind::kHierarchical, StrategyKind::kLocalSgd,
        StrategyKind::kZero},
-      "ddp, hierarchical, local_sgd (during strategy.warmup_epochs) and zero (stage 2)");
+      "ddp, hierarchical and local_sgd (during strategy.warmup_epochs), and zero (stage 2)");
 }
 
 std::string algorithm_unused(const Scenario& s) {

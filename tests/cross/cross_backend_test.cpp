@@ -73,6 +73,7 @@ std::string knobs_of(const std::string& strategy) {
   if (strategy == "epoch_sync") return "--set strategy.every=4 --set data.blocks=6";
   if (strategy == "epoch_async") return "--set data.blocks=6";
   if (strategy == "local_sgd") return "--set strategy.every=4";
+  if (strategy == "zero") return "--set strategy.stage=2 --set strategy.bucket_mb=0.25";
   return "";
 }
 
@@ -124,7 +125,8 @@ class SimVsMpi : public ::testing::TestWithParam<std::string> {};
 TEST_P(SimVsMpi, SameLossesAndWeights) { expect_mpi_equals_sim(GetParam(), "", "mpi"); }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SimVsMpi,
-                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical"));
+                         ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical",
+                                           "zero"));
 
 // mpi.transport = "nccl" runs the same schedules through NCCL between two GPUs: the same bits
 // as the simulator. Without two GPUs (or without NCCL) every rank reports the same clear error.
@@ -204,7 +206,7 @@ TEST(MpiTiming, TrainingTimeExcludesStartUpAndDataLoading) {
 INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategyUnderMpi,
                          ::testing::Combine(::testing::Values("serial", "ddp", "epoch_sync",
                                                               "epoch_async", "local_sgd",
-                                                              "hierarchical"),
+                                                              "hierarchical", "zero"),
                                             ::testing::Values(1, 2, 4)));
 
 TEST(MpiFaults, WrongRankCountIsReportedOnEveryRank) {
