@@ -13,7 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kSmall = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
-const std::string kGpt2 = std::string(SYNCOPATE_SOURCE_DIR) + "/scenarios/gpt2-xl-ddp-1024.toml";
+const std::string kGpt2 =
+    std::string(SYNCOPATE_SOURCE_DIR) + "/scenarios/gpt2-xl-strategies-1024.toml";
 
 fs::path scratch() { return syncopate::scratch_folder("zero"); }
 
@@ -52,9 +53,9 @@ TEST(ZeroRun, ARunThatDoesNotFitIsRefusedWithTheFigures) {
   const fs::path ddp = scratch() / "gpt2-ddp", zero = scratch() / "gpt2-zero";
   EXPECT_NE(syncopate::run_command(base + "--out " + ddp.string(), &log), 0);
   for (const char* figure :
-       {"gpt2-xl-ddp-1024.toml", "the run needs 79.2 GB", "parameters 6.23 GB", "gradients 6.23 GB",
-        "optimizer state 12.5 GB", "activations 54.3 GB at batch_size 64", "68.7 GB",
-        "68719476736 bytes", "host profile h100 (memory_bytes)", "platform mn5-acc"})
+       {"gpt2-xl-strategies-1024.toml", "the run needs 79.2 GB", "parameters 6.23 GB",
+        "gradients 6.23 GB", "optimizer state 12.5 GB", "activations 54.3 GB at batch_size 64",
+        "68.7 GB", "68719476736 bytes", "host profile h100 (memory_bytes)", "platform mn5-acc"})
     EXPECT_NE(log.find(figure), std::string::npos) << figure << " in:\n" << log;
   EXPECT_FALSE(fs::exists(ddp / "summary.json"));
   ASSERT_EQ(syncopate::run_command(
