@@ -4,6 +4,7 @@
 #include "app/commands.hpp"
 #include "backends/sim/sim_backend.hpp"
 #include "core/base/check.hpp"
+#include "core/train/memory.hpp"
 #include "core/train/trainer.hpp"
 
 namespace syncopate::app {
@@ -17,6 +18,10 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
   options.cost_only = scenario.sim.mode == SimMode::kCostOnly;
   options.slowdown = scenario.sim.slowdown;
   options.noise = scenario.sim.noise;
+  const GpuMemory memory = memory_per_gpu(scenario);
+  options.memory_per_gpu_bytes = static_cast<double>(memory.total());
+  options.memory_detail = describe(memory, scenario.batch_size);
+  options.scenario_source = scenario.source;
 
   // Data is loaded once and shared read-only by every simulated worker (one process).
   const TrainData data = prepare_data(scenario, options.cost_only);

@@ -13,6 +13,7 @@
 #include "backends/sim/sim_executor.hpp"
 #include "backends/sim/sim_group.hpp"
 #include "backends/sim/sim_world.hpp"
+#include "core/train/memory.hpp"
 
 namespace syncopate::sim {
 namespace {
@@ -45,6 +46,18 @@ void worker_actor(SimWorld& world, const std::shared_ptr<Group>& everyone, int i
     return;
   }
   me.finished = true;
+}
+
+// Refuses a run whose workers need more memory than the host profile's GPU has.
+void check_memory(const Platform& platform, const SimOptions& options) {
+  const double has = platform.profile.memory_bytes;
+  if (has <= 0 || options.memory_per_gpu_bytes <= has) return;
+  throw UserError(options.scenario_source + ": the run needs " + options.memory_detail +
+                  " per GPU, more than the " + format_bytes(static_cast<uint64_t>(has)) + " (" +
+                  std::to_string(static_cast<uint64_t>(has)) + " bytes) of host profile " +
+                  platform.profile.name + " (memory_bytes) on platform " + platform.name +
+                  "; shard it (strategy.name = \"zero\"), lower batch_size or pick a GPU with "
+                  "more memory");
 }
 
 }  // namespace
@@ -91,6 +104,7 @@ SimStats run_simulation(const SimOptions& options, const WorkerMain& worker_main
   configure_engine(engine, options.simgrid_config);
   const Platform platform =
       load_platform(engine, options.platform, options.platform_overrides, options.workers);
+  check_memory(platform, options);
   return run_on_platform(platform, options, worker_main);
 }
 

@@ -46,6 +46,11 @@ struct SimOptions {
   std::map<int, double> slowdown;           // worker -> compute-time multiplier (stragglers)
   ComputeNoise noise;                       // per-step compute noise (sim_executor.hpp)
   std::vector<std::string> simgrid_config;  // extra "key:value" for the engine
+  // What one worker needs (bytes, and the figures in words, core/train/memory.hpp); refused
+  // when the host profile gives a smaller memory_bytes. 0: not checked.
+  double memory_per_gpu_bytes = 0;
+  std::string memory_detail;
+  std::string scenario_source;  // names the scenario in that refusal
 };
 
 struct SimStats {

@@ -18,16 +18,18 @@ enum class StrategyKind {
   kEpochAsync,
   kLocalSgd,
   kHierarchical,
-  kDiloco
+  kDiloco,
+  kZero
 };
-inline constexpr NameTable<StrategyKind, 7> kStrategyNames{
+inline constexpr NameTable<StrategyKind, 8> kStrategyNames{
     {{StrategyKind::kSerial, "serial"},
      {StrategyKind::kDdp, "ddp"},
      {StrategyKind::kEpochSync, "epoch_sync"},
      {StrategyKind::kEpochAsync, "epoch_async"},
      {StrategyKind::kLocalSgd, "local_sgd"},
      {StrategyKind::kHierarchical, "hierarchical"},
-     {StrategyKind::kDiloco, "diloco"}}};
+     {StrategyKind::kDiloco, "diloco"},
+     {StrategyKind::kZero, "zero"}}};
 
 enum class OptimizerStatePolicy { kKeep, kReset, kAverage };
 inline constexpr NameTable<OptimizerStatePolicy, 3> kOptimizerStateNames{

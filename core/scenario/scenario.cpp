@@ -57,6 +57,9 @@ void validate(const Scenario& s, const TomlReader& reader) {
   if (s.strategy.kind == StrategyKind::kLocalSgd && s.strategy.warmup_epochs >= s.epochs &&
       s.epochs > 1)
     reader.fail("strategy.warmup_epochs", "must be smaller than epochs");
+  if (s.strategy.kind == StrategyKind::kZero && s.strategy.stage == 3)
+    reader.fail("strategy.stage",
+                "3 (sharded parameters, gathered per layer) is not implemented yet; allowed: 1, 2");
   if (s.loss == LossKind::kMse && !is_regression(s.data.dataset))
     reader.fail("loss", "mse needs a regression dataset (synthetic-regression or csv)");
   if (s.loss == LossKind::kCrossEntropy && is_regression(s.data.dataset))
@@ -73,7 +76,8 @@ void validate(const Scenario& s, const TomlReader& reader) {
   }
   const bool step_synchronous =
       s.strategy.kind == StrategyKind::kDdp || s.strategy.kind == StrategyKind::kLocalSgd ||
-      s.strategy.kind == StrategyKind::kHierarchical || s.strategy.kind == StrategyKind::kDiloco;
+      s.strategy.kind == StrategyKind::kHierarchical || s.strategy.kind == StrategyKind::kDiloco ||
+      s.strategy.kind == StrategyKind::kZero;
   if (s.strategy.kind == StrategyKind::kDiloco && s.strategy.fragments > s.strategy.every)
     reader.fail("strategy.fragments", "must be at most strategy.every (" +
                                           std::to_string(s.strategy.every) +
@@ -145,6 +149,8 @@ std::optional<MainCollective> main_collective(const Scenario& s, int64_t model_p
     case StrategyKind::kDiloco:
       return MainCollective{"the weights' allreduce (one fragment's) every strategy.every steps",
                             model_bytes / static_cast<size_t>(s.strategy.fragments)};
+    case StrategyKind::kZero:
+      return std::nullopt;  // reduce-scatter and allgather: always the ring
   }
   return std::nullopt;
 }

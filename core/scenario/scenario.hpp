@@ -60,6 +60,7 @@ struct StrategySection {
   double outer_momentum = 0.9;
   bool outer_nesterov = true;
   int fragments = 1;  // diloco: streaming fragments, staggered by every / fragments steps
+  int stage = 1;      // zero: 1 optimizer state, 2 and gradients, 3 and parameters
 };
 
 struct SimSection {

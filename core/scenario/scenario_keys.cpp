@@ -147,9 +147,14 @@ std::string device_unused(const Scenario& s) {
 std::string bucket_unused(const Scenario& s) {
   if (s.strategy.kind == StrategyKind::kLocalSgd && s.strategy.warmup_epochs == 0)
     return "local_sgd reads it only during its ddp warm-up; strategy.warmup_epochs is 0";
-  return unless_strategy(s,
-                         {StrategyKind::kDdp, StrategyKind::kHierarchical, StrategyKind::kLocalSgd},
-                         "ddp, hierarchical and local_sgd (during strategy.warmup_epochs)");
+  if (s.strategy.kind == StrategyKind::kZero && s.strategy.stage == 1)
+    return "zero stage 1 reduce-scatters the gradients in one piece after backward; read from "
+           "strategy.stage = 2";
+  return unless_strategy(
+      s,
+      {StrategyKind::kDdp, StrategyKind::kHierarchical, StrategyKind::kLocalSgd,
+       StrategyKind::kZero},
+      "ddp, hierarchical and local_sgd (during strategy.warmup_epochs), and zero (stage 2)");
 }
 
 std::string algorithm_unused(const Scenario& s) {
@@ -158,6 +163,8 @@ std::string algorithm_unused(const Scenario& s) {
            "read with aggregation = \"allreduce\"";
   if (s.strategy.kind == StrategyKind::kSerial)
     return "read only by strategies that communicate; strategy.name is \"serial\"";
+  if (s.strategy.kind == StrategyKind::kZero)
+    return "zero's reduce-scatter and allgather always run the ring; strategy.name is \"zero\"";
   return "";
 }
 
@@ -468,6 +475,8 @@ std::vector<ScenarioKey> strategy_keys() {
       number("strategy.outer_momentum", FIELD(strategy.outer_momentum), 0.0, 0.999999, diloco_only),
       boolean("strategy.outer_nesterov", FIELD(strategy.outer_nesterov), diloco_only),
       integer("strategy.fragments", FIELD(strategy.fragments), 1, 1 << 20, diloco_only),
+      integer("strategy.stage", FIELD(strategy.stage), 1, 3,
+              [](const Scenario& s) { return unless_strategy(s, {kZero}, "zero"); }),
   };
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/base/check.hpp"
+#include "core/train/memory.hpp"
 
 namespace syncopate {
 namespace fs = std::filesystem;
@@ -128,6 +129,12 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   j["idle_time_s"] = s.idle_time_s;
   j["bytes_sent"] = s.bytes_sent;
   j["bytes_recv"] = s.bytes_recv;
+  const GpuMemory memory = memory_per_gpu(scenario);  // memory.hpp: the parts' accounting
+  j["memory_per_gpu_bytes"] = memory.total();
+  j["memory_parameters_bytes"] = memory.parameters;
+  j["memory_gradients_bytes"] = memory.gradients;
+  j["memory_optimizer_state_bytes"] = memory.optimizer_state;
+  j["memory_activations_bytes"] = memory.activations;
   j["time_to_accuracy"] = Json::object();
   for (const auto& [target, when] : s.time_to_accuracy)
     j["time_to_accuracy"][num(target)] = figure(when, true);

@@ -1,9 +1,10 @@
 // The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical (diloco is in
-// diloco.cpp).
+// diloco.cpp, zero in zero.cpp).
 #include <numeric>
 
 #include "core/base/check.hpp"
 #include "core/train/strategy.hpp"
+#include "core/train/zero.hpp"
 
 namespace syncopate {
 namespace {
@@ -265,6 +266,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
       return std::make_unique<Hierarchical>(s.bucket_mb, s.algorithm, s.optimizer_state);
     case StrategyKind::kDiloco:
       return make_diloco(s);
+    case StrategyKind::kZero:
+      return make_zero(scenario);
   }
   SYNC_CHECK(false, "unknown strategy");
 }

@@ -40,6 +40,14 @@ struct WorkerContext {
   std::span<float> params, grads;
 };
 
+// What the optimizer step updates: by default the worker's optimizer over all its parameters;
+// a strategy that shards the optimizer state (zero) steps its own optimizer over its shard.
+struct OptimizerTarget {
+  Optimizer& optimizer;
+  std::span<float> params;
+  std::span<const float> grads;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -53,6 +61,10 @@ class Strategy {
   virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }
   // Between backward and the optimizer step: gradients must be final when this returns.
   virtual void before_step(WorkerContext&) {}
+  // Asked right after before_step; the spans must stay valid until after_step.
+  virtual OptimizerTarget optimizer_target(WorkerContext& ctx) {
+    return {ctx.optimizer, ctx.params, ctx.grads};
+  }
   // After the optimizer step; `step` counts this worker's steps from 1 over the whole run.
   virtual void after_step(WorkerContext&, int64_t /*step*/) {}
   virtual void on_epoch_end(WorkerContext&) {}

@@ -33,8 +33,7 @@ TrainStep::TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases,
       step_ctx_(step_ctx),
       accelerator_(std::move(accelerator)),
       zero_cost_{.bytes = 4.0 * static_cast<double>(ctx.model.num_params()),
-                 .kind = OpKind::kElementwise},
-      step_cost_(ctx.optimizer.cost(ctx.model.num_params())) {}
+                 .kind = OpKind::kElementwise} {}
 
 StepOutcome TrainStep::run(const Step& step, const StepPosition& at, double lr) {
   if (step.block_begin) strategy_.on_block_begin(ctx_);
@@ -48,8 +47,10 @@ StepOutcome TrainStep::run(const Step& step, const StepPosition& at, double lr) 
     empty_pass();
   }
   strategy_.before_step(ctx_);
-  compute("optimizer", step_cost_, [&] {
-    ctx_.optimizer.step(ctx_.params, ctx_.grads, static_cast<float>(lr), ++ctx_.optimizer_steps);
+  const OptimizerTarget target = strategy_.optimizer_target(ctx_);
+  compute("optimizer", target.optimizer.cost(static_cast<int64_t>(target.params.size())), [&] {
+    target.optimizer.step(target.params, target.grads, static_cast<float>(lr),
+                          ++ctx_.optimizer_steps);
   });
   strategy_.after_step(ctx_, at.global + 1);
   return outcome;

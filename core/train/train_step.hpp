@@ -60,7 +60,6 @@ class TrainStep {
   StepContext step_ctx_;
   std::unique_ptr<Accelerator> accelerator_;
   const Cost zero_cost_;  // zeroing the gradients
-  const Cost step_cost_;  // the optimizer step
   Tensor labels_;
 };
 

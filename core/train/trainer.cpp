@@ -56,7 +56,9 @@ WorkerModel make_worker_model(const Scenario& s, bool cost_only,
   w.model = make_model(spec, cost_only ? Storage::kShapeOnly : Storage::kReal);
   if (!cost_only) w.model->init(s.seed);
   if (accelerator_factory && !cost_only) w.accelerator = accelerator_factory(*w.model);
-  w.optimizer = make_optimizer(s.optimizer, cost_only ? 0 : w.model->num_params());
+  // zero holds the optimizer state of its shard only (zero.cpp).
+  const bool own_state = !cost_only && s.strategy.kind != StrategyKind::kZero;
+  w.optimizer = make_optimizer(s.optimizer, own_state ? w.model->num_params() : 0);
   return w;
 }
 

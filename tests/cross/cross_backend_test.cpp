@@ -75,6 +75,7 @@ std::string knobs_of(const std::string& strategy) {
   if (strategy == "local_sgd") return "--set strategy.every=4";
   // Streaming: two fragments, staggered by two steps.
   if (strategy == "diloco") return "--set strategy.every=4 --set strategy.fragments=2";
+  if (strategy == "zero") return "--set strategy.stage=2 --set strategy.bucket_mb=0.25";
   return "";
 }
 
@@ -127,7 +128,7 @@ TEST_P(SimVsMpi, SameLossesAndWeights) { expect_mpi_equals_sim(GetParam(), "", "
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SimVsMpi,
                          ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical",
-                                           "diloco"));
+                                           "diloco", "zero"));
 
 // mpi.transport = "nccl" runs the same schedules through NCCL between two GPUs: the same bits
 // as the simulator. Without two GPUs (or without NCCL) every rank reports the same clear error.
@@ -208,7 +209,7 @@ TEST(MpiTiming, TrainingTimeExcludesStartUpAndDataLoading) {
 INSTANTIATE_TEST_SUITE_P(Strategies, EveryStrategyUnderMpi,
                          ::testing::Combine(::testing::Values("serial", "ddp", "epoch_sync",
                                                               "epoch_async", "local_sgd",
-                                                              "hierarchical", "diloco"),
+                                                              "hierarchical", "diloco", "zero"),
                                             ::testing::Values(1, 2, 4)));
 
 TEST(MpiFaults, WrongRankCountIsReportedOnEveryRank) {

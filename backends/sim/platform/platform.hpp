@@ -31,6 +31,7 @@ struct HostProfile {  // effective compute speeds of one GPU (or CPU) for the co
   // memory traffic is not modelled (an XML platform without a profile).
   double memory_bandwidth = 0;
   double step_overhead_s = 0;  // fixed cost per training step (launches, framework)
+  double memory_bytes = 0;     // the GPU's memory (memory_bytes); 0: not given, not checked
   // Measured layers ([[layer]] tables): a layer pass with a matching key takes the measured
   // time; every other cost the op kind's speed. Empty for profiles that were not calibrated.
   std::vector<LayerTime> layers;

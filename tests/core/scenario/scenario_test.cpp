@@ -402,5 +402,23 @@ TEST(ScenarioPrint, SaysWhatAutoChoosesForTheMainCollective) {
   EXPECT_EQ(print_scenario(ring, 1000).find("picks per collective"), std::string::npos);
 }
 
+TEST(ScenarioKnobs, ZeroStage) {
+  EXPECT_EQ(parse_scenario(strategy_file("zero", "stage = 2\nbucket_mb = 1\n"), "e").strategy.stage,
+            2);
+  EXPECT_EQ(parse_scenario(strategy_file("zero", ""), "e").strategy.stage, 1);
+  expect_refused(
+      strategy_file("zero", "stage = 3\n"), {}, "exp.toml:4", "strategy.stage",
+      "3 (sharded parameters, gathered per layer) is not implemented yet; allowed: 1, 2");
+  expect_refused(strategy_file("zero", "stage = 4\n"), {}, "exp.toml:4", "strategy.stage", "3");
+  expect_refused(strategy_file("ddp", "stage = 2\n"), {}, "exp.toml:4", "strategy.stage",
+                 "read only by zero");
+  expect_refused(strategy_file("zero", "bucket_mb = 1\n"), {}, "exp.toml:4", "strategy.bucket_mb",
+                 "read from strategy.stage = 2");
+  expect_refused(strategy_file("zero", "algorithm = \"ring\"\n"), {}, "exp.toml:4",
+                 "strategy.algorithm", "always run the ring");
+  expect_refused(strategy_file("zero", "") + "[data]\norder = \"blocks\"\n", {}, "exp.toml:5",
+                 "data.order", "needs data.order = \"global\"");
+}
+
 }  // namespace
 }  // namespace syncopate

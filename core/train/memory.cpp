@@ -1,0 +1,54 @@
+// Per-GPU memory of a run: parameters, gradients, optimizer state and activations.
+#include "core/train/memory.hpp"
+
+#include <cstdio>
+
+#include "core/comm/comm.hpp"
+#include "core/nn/model_summary.hpp"
+
+namespace syncopate {
+namespace {
+
+// Optimizer state in floats per parameter.
+uint64_t state_floats(const OptimizerConfig& optimizer) {
+  if (optimizer.kind != OptimizerKind::kSgd) return 2;  // m and v
+  return optimizer.momentum != 0 ? 1 : 0;
+}
+
+}  // namespace
+
+std::string format_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1000.0 && u < 5) {
+    v /= 1000.0;
+    ++u;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.3g %s", v, units[u]);
+  return text;
+}
+
+GpuMemory memory_per_gpu(const Scenario& s) {
+  const ModelSummary summary = summarize_model(s.model.spec(), s.batch_size);
+  const auto n = static_cast<uint64_t>(summary.params);
+  const bool zero = s.strategy.kind == StrategyKind::kZero;
+  // The largest shard of n floats over the workers.
+  const uint64_t shard = block_of(n, s.workers, 0).count;
+  GpuMemory m;
+  m.parameters = 4 * (zero && s.strategy.stage >= 3 ? shard : n);
+  m.gradients = 4 * (zero && s.strategy.stage >= 2 ? shard : n);
+  m.optimizer_state = 4 * state_floats(s.optimizer) * (zero ? shard : n);
+  m.activations = static_cast<uint64_t>(summary.activation_bytes);
+  return m;
+}
+
+std::string describe(const GpuMemory& m, int64_t batch_size) {
+  return format_bytes(m.total()) + " (parameters " + format_bytes(m.parameters) + ", gradients " +
+         format_bytes(m.gradients) + ", optimizer state " + format_bytes(m.optimizer_state) +
+         ", activations " + format_bytes(m.activations) + " at batch_size " +
+         std::to_string(batch_size) + ")";
+}
+
+}  // namespace syncopate

@@ -1,0 +1,29 @@
+#pragma once
+// The memory one GPU (worker) needs for a run, by the standard ZeRO accounting (Rajbhandari et
+// al. 2020, section 3) for float32 training: parameters 4 bytes each, gradients 4, optimizer
+// state 8 (Adam/AdamW: m and v) or 4 (SGD with momentum) or 0 (plain SGD), each divided by the
+// workers where the strategy shards it (zero: stage 1 the optimizer state, stage 2 and the
+// gradients), plus the activations kept for backward at the per-worker batch.
+#include <cstdint>
+#include <string>
+
+#include "core/scenario/scenario.hpp"
+
+namespace syncopate {
+
+struct GpuMemory {
+  uint64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0;
+  uint64_t total() const { return parameters + gradients + optimizer_state + activations; }
+};
+
+// Activations: every layer's output at scenario.batch_size, float32 (core/nn/model_summary.hpp).
+// A sharded part counts the largest shard (the first block of block_of).
+GpuMemory memory_per_gpu(const Scenario& scenario);
+
+// "70.3 GB (parameters 6.23 GB, gradients 6.23 GB, optimizer state 12.5 GB, activations 45.3 GB
+// at batch_size 8)", in decimal units.
+std::string describe(const GpuMemory& memory, int64_t batch_size);
+// "12.5 GB": three significant digits, decimal units.
+std::string format_bytes(uint64_t bytes);
+
+}  // namespace syncopate

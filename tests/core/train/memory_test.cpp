@@ -1,0 +1,82 @@
+// Per-GPU memory (core/train/memory.hpp): the ZeRO accounting of parameters, gradients,
+// optimizer state and activations, per strategy and optimizer.
+#include "core/train/memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/nn/model_summary.hpp"
+#include "tests/common/serial_defaults.hpp"
+
+namespace syncopate {
+namespace {
+
+// GPT-2 XL on 1,024 workers, batch 1, AdamW, cost-only on the simulator.
+Scenario gpt2(const std::vector<std::string>& sets) {
+  const char* text = R"(
+name = "gpt2"
+workers = 1024
+batch_size = 1
+backend = "sim"
+[model]
+name = "gpt2-xl"
+[data]
+dataset = "synthetic"
+[optimizer]
+kind = "adamw"
+[sim]
+mode = "cost_only"
+)";
+  return parse_scenario(text, "<test>", sets);
+}
+
+constexpr uint64_t kParams = 1'557'611'200;           // GPT-2 XL, tied embeddings
+constexpr uint64_t kShard = (kParams + 1023) / 1024;  // the largest of 1,024 blocks
+
+TEST(MemoryPerGpu, DdpHoldsEverythingZeroShardsByStage) {
+  const uint64_t activations =
+      static_cast<uint64_t>(summarize_model(gpt2({}).model.spec(), 1).activation_bytes);
+  EXPECT_EQ(activations, 848'105'472u);
+  const GpuMemory ddp = memory_per_gpu(gpt2({"strategy.name=ddp"}));
+  EXPECT_EQ(ddp.parameters, 4 * kParams);
+  EXPECT_EQ(ddp.gradients, 4 * kParams);
+  EXPECT_EQ(ddp.optimizer_state, 8 * kParams);  // AdamW: m and v
+  EXPECT_EQ(ddp.activations, activations);
+  EXPECT_EQ(ddp.total(), 16 * kParams + activations);
+  const GpuMemory z1 = memory_per_gpu(gpt2({"strategy.name=zero", "strategy.stage=1"}));
+  EXPECT_EQ(z1.parameters, 4 * kParams);
+  EXPECT_EQ(z1.gradients, 4 * kParams);
+  EXPECT_EQ(z1.optimizer_state, 8 * kShard);
+  const GpuMemory z2 =
+      memory_per_gpu(gpt2({"strategy.name=zero", "strategy.stage=2", "strategy.bucket_mb=25"}));
+  EXPECT_EQ(z2.parameters, 4 * kParams);
+  EXPECT_EQ(z2.gradients, 4 * kShard);
+  EXPECT_EQ(z2.optimizer_state, 8 * kShard);
+  EXPECT_EQ(z2.activations, activations);
+  // local_sgd and epoch_sync keep a full replica, as ddp.
+  EXPECT_EQ(memory_per_gpu(gpt2({"strategy.name=local_sgd"})).total(), ddp.total());
+}
+
+TEST(MemoryPerGpu, OptimizerStateFollowsTheOptimizer) {
+  const Scenario sgd =
+      parse_scenario(default_scenario_text(), "<test>", serial_defaults({"optimizer.momentum=0"}));
+  const Scenario momentum = parse_scenario(default_scenario_text(), "<test>", serial_defaults({}));
+  const auto n = static_cast<uint64_t>(summarize_model(sgd.model.spec(), 64).params);
+  EXPECT_EQ(memory_per_gpu(sgd).optimizer_state, 0u);
+  EXPECT_EQ(memory_per_gpu(momentum).optimizer_state, 4 * n);
+  EXPECT_EQ(memory_per_gpu(momentum).activations,
+            static_cast<uint64_t>(summarize_model(sgd.model.spec(), 64).activation_bytes));
+}
+
+TEST(MemoryPerGpu, DescribeNamesEveryPart) {
+  const GpuMemory m{.parameters = 6'230'444'800,
+                    .gradients = 6'230'444'800,
+                    .optimizer_state = 12'460'889'600,
+                    .activations = 54'278'750'208};
+  EXPECT_EQ(describe(m, 64),
+            "79.2 GB (parameters 6.23 GB, gradients 6.23 GB, optimizer state 12.5 GB, "
+            "activations 54.3 GB at batch_size 64)");
+  EXPECT_EQ(format_bytes(999), "999 B");
+}
+
+}  // namespace
+}  // namespace syncopate

@@ -1,0 +1,75 @@
+// Strategy zero through the binary: one local worker equals serial, summary.json's memory per
+// GPU, and the refusal of a run that does not fit the GPU (the figures named).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/common/run_command.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kSmall = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
+const std::string kGpt2 =
+    std::string(SYNCOPATE_SOURCE_DIR) + "/scenarios/gpt2-xl-strategies-1024.toml";
+
+fs::path scratch() { return syncopate::scratch_folder("zero"); }
+
+std::string bin() { return std::string(SYNCOPATE_BIN); }
+
+nlohmann::json summary_of(const fs::path& dir) {
+  return nlohmann::json::parse(syncopate::read_text(dir / "summary.json"));
+}
+
+TEST(ZeroRun, OneLocalWorkerEqualsSerial) {
+  std::string log;
+  const fs::path serial = scratch() / "serial", zero = scratch() / "zero-local";
+  const std::string base = bin() + " run " + kSmall + " --backend local --workers 1 --quiet ";
+  ASSERT_EQ(syncopate::run_command(base + "--strategy serial --out " + serial.string(), &log), 0)
+      << log;
+  ASSERT_EQ(syncopate::run_command(base +
+                                       "--strategy zero --set strategy.stage=2 "
+                                       "--set strategy.bucket_mb=0.25 --out " +
+                                       zero.string(),
+                                   &log),
+            0)
+      << log;
+  const std::string a = syncopate::read_text(serial / "model.bin");
+  ASSERT_EQ(a.size(), 235146u * 4);
+  EXPECT_TRUE(a == syncopate::read_text(zero / "model.bin"));
+}
+
+// GPT-2 XL at batch 64 on 8 GPUs: ddp needs 79.2 GB per GPU, more than the H100's 64 GiB, and is
+// refused with every figure; zero stage 2 shards the gradients and the AdamW state (62.9 GB) and
+// runs.
+TEST(ZeroRun, ARunThatDoesNotFitIsRefusedWithTheFigures) {
+  const std::string base = bin() + " run " + kGpt2 +
+                           " --workers 8 --set sim.platform_params.nodes=2 --set batch_size=64 "
+                           "--set sim.cost_only_train_samples=5120 --quiet ";
+  std::string log;
+  const fs::path ddp = scratch() / "gpt2-ddp", zero = scratch() / "gpt2-zero";
+  EXPECT_NE(syncopate::run_command(base + "--out " + ddp.string(), &log), 0);
+  for (const char* figure :
+       {"gpt2-xl-strategies-1024.toml", "the run needs 79.2 GB", "parameters 6.23 GB",
+        "gradients 6.23 GB", "optimizer state 12.5 GB", "activations 54.3 GB at batch_size 64",
+        "68.7 GB", "68719476736 bytes", "host profile h100 (memory_bytes)", "platform mn5-acc"})
+    EXPECT_NE(log.find(figure), std::string::npos) << figure << " in:\n" << log;
+  EXPECT_FALSE(fs::exists(ddp / "summary.json"));
+  ASSERT_EQ(syncopate::run_command(
+                base + "--strategy zero --set strategy.stage=2 --out " + zero.string(), &log),
+            0)
+      << log;
+  const nlohmann::json s = summary_of(zero);
+  const uint64_t params = 1'557'611'200, shard = params / 8;
+  EXPECT_EQ(s["memory_parameters_bytes"].get<uint64_t>(), 4 * params);
+  EXPECT_EQ(s["memory_gradients_bytes"].get<uint64_t>(), 4 * shard);
+  EXPECT_EQ(s["memory_optimizer_state_bytes"].get<uint64_t>(), 8 * shard);
+  EXPECT_EQ(s["memory_activations_bytes"].get<uint64_t>(), 54'278'750'208u);
+  EXPECT_EQ(s["memory_per_gpu_bytes"].get<uint64_t>(), 4 * params + 12 * shard + 54'278'750'208u);
+  EXPECT_LT(s["memory_per_gpu_bytes"].get<uint64_t>(), 68'719'476'736u);
+}
+
+}  // namespace

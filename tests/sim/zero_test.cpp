@@ -1,0 +1,182 @@
+// Strategy zero (stages 1 and 2) on the simulator in emulation: the same arithmetic as ddp, one
+// worker equal to serial, replicas that agree, and the bytes of a reduce-scatter plus an
+// allgather per step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "backends/sim/sim_backend.hpp"
+#include "core/comm/local_backend.hpp"
+#include "core/train/run_files.hpp"
+#include "core/train/trainer.hpp"
+#include "tests/common/serial_defaults.hpp"
+#include "tests/sim/fork_util.hpp"
+
+namespace syncopate {
+namespace {
+
+// 768 samples of batch 16 on 3 workers of one node: 16 steps per epoch, 2 epochs. The MLP has
+// 0.9 MiB of gradients: strategy.bucket_mb = 0.25 makes several buckets.
+Scenario scenario(const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = {"data.dataset=synthetic",
+                                   "data.train_samples=768",
+                                   "data.test_samples=128",
+                                   "epochs=2",
+                                   "batch_size=16",
+                                   "schedule.lr=0.02",
+                                   "schedule.kind=constant",
+                                   "sim.platform=mn5-acc",
+                                   "sim.platform_params.nodes=1",
+                                   "eval_every_epoch=false",
+                                   "workers=3"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
+}
+
+struct SimRun {
+  std::vector<std::vector<float>> params;  // per worker, after training
+  std::vector<EpochMetrics> epochs;        // every worker's rows
+  std::string error;
+};
+
+// In a child process (one simulation per process): metrics.csv, then each worker's parameters.
+SimRun simulate(const Scenario& s) {
+  const testing::ChildResult child = testing::run_in_child_output([&] {
+    sim::SimOptions options;
+    options.platform = s.sim.platform;
+    options.platform_overrides = s.sim.platform_params;
+    options.workers = s.workers;
+    options.fidelity = s.sim.fidelity;
+    const TrainData data = prepare_data(s, false);
+    std::vector<WorkerReport> reports(static_cast<size_t>(s.workers));
+    sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
+      reports[static_cast<size_t>(comm.rank())] = train_worker(s, data, comm, exec);
+    });
+    std::ostringstream out;
+    const std::string csv = metrics_csv(reports);
+    out << csv.size() << ' ' << csv;
+    for (const auto& r : reports) {
+      out << r.final_params.size() << ' ';
+      out.write(reinterpret_cast<const char*>(r.final_params.data()),
+                static_cast<std::streamsize>(r.final_params.size() * sizeof(float)));
+    }
+    return out.str();
+  });
+  SimRun run;
+  if (child.status != 0) {
+    run.error = "child status " + std::to_string(child.status) + ": " + child.error;
+    return run;
+  }
+  std::istringstream in(child.output);
+  size_t length = 0;
+  in >> length;
+  in.get();
+  std::string csv(length, '\0');
+  in.read(csv.data(), static_cast<std::streamsize>(length));
+  run.epochs = parse_metrics_csv(csv, "metrics.csv");
+  for (size_t n = 0; in >> n;) {
+    in.get();
+    std::vector<float> params(n);
+    in.read(reinterpret_cast<char*>(params.data()),
+            static_cast<std::streamsize>(n * sizeof(float)));
+    run.params.push_back(std::move(params));
+  }
+  return run;
+}
+
+WorkerReport serial(const Scenario& s) {
+  const TrainData data = prepare_data(s, false);
+  LocalCommunicator comm;
+  WallClockExecutor exec;
+  return train_worker(s, data, comm, exec);
+}
+
+const std::vector<std::string> kStage1 = {"strategy.name=zero", "strategy.stage=1"};
+const std::vector<std::string> kStage2 = {"strategy.name=zero", "strategy.stage=2",
+                                          "strategy.bucket_mb=0.25"};
+
+std::vector<std::string> with(std::vector<std::string> sets, const std::string& extra) {
+  sets.push_back(extra);
+  return sets;
+}
+
+// ddp's ring allreduce is a ring reduce-scatter then a ring allgather, and the simulator adds
+// the workers' contributions in the same order for both: zero's weights and losses equal
+// ddp's bit for bit (the general contract is equality up to the summation order; here it is
+// the same order). Each worker also sends the same bytes.
+TEST(SimZero, StagesOneAndTwoEqualDdpBitForBit) {
+  const SimRun ddp = simulate(
+      scenario({"strategy.name=ddp", "strategy.algorithm=ring", "strategy.bucket_mb=0.25"}));
+  ASSERT_TRUE(ddp.error.empty()) << ddp.error;
+  ASSERT_EQ(ddp.params.size(), 3u);
+  for (const auto& stage : {kStage1, kStage2}) {
+    const SimRun zero = simulate(scenario(stage));
+    ASSERT_TRUE(zero.error.empty()) << stage[1] << ": " << zero.error;
+    ASSERT_EQ(zero.params.size(), 3u);
+    for (size_t w = 0; w < 3; ++w) EXPECT_EQ(zero.params[w], ddp.params[w]) << stage[1];
+    ASSERT_EQ(zero.epochs.size(), ddp.epochs.size());
+    for (size_t i = 0; i < ddp.epochs.size(); ++i) {
+      EXPECT_EQ(zero.epochs[i].train_loss, ddp.epochs[i].train_loss) << stage[1] << " row " << i;
+      EXPECT_EQ(zero.epochs[i].bytes_sent, ddp.epochs[i].bytes_sent) << stage[1] << " row " << i;
+    }
+  }
+}
+
+// Against ddp's other algorithms (recursive halving and doubling on 4 workers) zero is equal up
+// to the summation order: within 1e-6 normalised error over the model after 2 epochs.
+TEST(SimZero, StageOneEqualsDdpRabenseifnerToRounding) {
+  const SimRun ddp =
+      simulate(scenario({"workers=4", "strategy.name=ddp", "strategy.algorithm=rabenseifner"}));
+  const SimRun zero = simulate(scenario(with(kStage1, "workers=4")));
+  ASSERT_TRUE(ddp.error.empty() && zero.error.empty()) << ddp.error << zero.error;
+  const std::vector<float>&a = zero.params.at(0), &b = ddp.params.at(0);
+  ASSERT_EQ(a.size(), b.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  EXPECT_LE(std::sqrt(diff / norm), 1e-6);
+}
+
+// One worker: the reduce-scatter and the allgather are copies, the shard is the whole model.
+TEST(SimZero, OneWorkerEqualsSerial) {
+  const WorkerReport reference = serial(scenario({"workers=1", "epochs=1"}));
+  for (const auto& stage : {kStage1, kStage2}) {
+    const SimRun run = simulate(scenario(with(with(stage, "workers=1"), "epochs=1")));
+    ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
+    EXPECT_EQ(run.params.at(0), reference.final_params) << stage[1];
+  }
+}
+
+// After 1, 2 and 3 steps every worker holds the same parameters (the allgather of each step).
+TEST(SimZero, ReplicasAgreeAfterEachStep) {
+  for (int steps = 1; steps <= 3; ++steps) {
+    const std::string samples = "data.train_samples=" + std::to_string(48 * steps);
+    for (const auto& stage : {kStage1, kStage2}) {
+      const SimRun run = simulate(scenario(with(with(stage, samples), "epochs=1")));
+      ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
+      ASSERT_EQ(run.params.size(), 3u);
+      EXPECT_EQ(run.params[1], run.params[0]) << stage[1] << " after " << steps << " steps";
+      EXPECT_EQ(run.params[2], run.params[0]) << stage[1] << " after " << steps << " steps";
+    }
+  }
+}
+
+// A ring reduce-scatter sends each block W-1 times, and so does the ring allgather: the workers
+// together send 2 (W-1) x 4 bytes per parameter per step, 2 (W-1)/W x 4 bytes each on average,
+// as ddp's ring allreduce.
+TEST(SimZero, BytesAreAReduceScatterAndAnAllgatherPerStep) {
+  for (const auto& stage : {kStage1, kStage2}) {
+    const SimRun run = simulate(scenario(stage));
+    ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
+    uint64_t sent = 0;
+    for (const EpochMetrics& e : run.epochs) sent += e.bytes_sent;
+    const uint64_t params = run.params.at(0).size(), steps = 2 * 16, workers = 3;
+    EXPECT_EQ(sent, steps * 2 * (workers - 1) * 4 * params) << stage[1];
+  }
+}
+
+}  // namespace
+}  // namespace syncopate
