@@ -37,9 +37,12 @@ class Diloco final : public Strategy {
         algorithm_(s.algorithm) {}
 
   void on_train_begin(WorkerContext& ctx) override {
+    pending_.assign(static_cast<size_t>(fragments_), false);
+    // Cost-only runs have no values to keep (and their parameters are one scratch buffer for
+    // every worker): only the allreduces are timed.
+    if (ctx.exec.cost_only()) return;
     global_.assign(ctx.params.begin(), ctx.params.end());
     momentum_buffer_.assign(ctx.params.size(), 0.0f);
-    pending_.assign(static_cast<size_t>(fragments_), false);
   }
   void after_step(WorkerContext& ctx, int64_t step) override {
     const int64_t stagger = every_ / fragments_;

@@ -40,6 +40,9 @@ GpuMemory memory_per_gpu(const Scenario& s) {
   m.parameters = 4 * (zero && s.strategy.stage >= 3 ? shard : n);
   m.gradients = 4 * (zero && s.strategy.stage >= 2 ? shard : n);
   m.optimizer_state = 4 * state_floats(s.optimizer) * (zero ? shard : n);
+  // diloco's outer optimizer: the global model and, with momentum, its buffer.
+  if (s.strategy.kind == StrategyKind::kDiloco)
+    m.optimizer_state += 4 * n * (s.strategy.outer_momentum != 0 ? 2 : 1);
   m.activations = static_cast<uint64_t>(summary.activation_bytes);
   return m;
 }

@@ -3,7 +3,9 @@
 // al. 2020, section 3) for float32 training: parameters 4 bytes each, gradients 4, optimizer
 // state 8 (Adam/AdamW: m and v) or 4 (SGD with momentum) or 0 (plain SGD), each divided by the
 // workers where the strategy shards it (zero: stage 1 the optimizer state, stage 2 and the
-// gradients), plus the activations kept for backward at the per-worker batch.
+// gradients), plus the activations kept for backward at the per-worker batch. diloco's outer
+// optimizer state (the global model, 4 bytes per parameter, and its momentum buffer, 4 more
+// unless outer_momentum is 0) counts as optimizer state.
 #include <cstdint>
 #include <string>
 

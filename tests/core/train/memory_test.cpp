@@ -67,6 +67,17 @@ TEST(MemoryPerGpu, OptimizerStateFollowsTheOptimizer) {
             static_cast<uint64_t>(summarize_model(sgd.model.spec(), 64).activation_bytes));
 }
 
+TEST(MemoryPerGpu, DilocoAddsTheGlobalModelAndItsOuterMomentum) {
+  const GpuMemory ddp = memory_per_gpu(gpt2({"strategy.name=ddp"}));
+  const GpuMemory diloco = memory_per_gpu(gpt2({"strategy.name=diloco"}));
+  EXPECT_EQ(diloco.optimizer_state, ddp.optimizer_state + 8 * kParams);
+  const GpuMemory plain =
+      memory_per_gpu(gpt2({"strategy.name=diloco", "strategy.outer_momentum=0"}));
+  EXPECT_EQ(plain.optimizer_state, ddp.optimizer_state + 4 * kParams);
+  EXPECT_EQ(diloco.parameters, ddp.parameters);
+  EXPECT_EQ(diloco.gradients, ddp.gradients);
+}
+
 TEST(MemoryPerGpu, DescribeNamesEveryPart) {
   const GpuMemory m{.parameters = 6'230'444'800,
                     .gradients = 6'230'444'800,
