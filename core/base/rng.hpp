@@ -19,6 +19,7 @@ enum class RngPurpose : uint32_t {
   kSynthetic = 6,
   kGlobalShuffle = 7,
   kComputeNoise = 8,
+  kTestSplit = 9,
 };
 
 struct RngKey {
