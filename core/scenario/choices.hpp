@@ -116,5 +116,7 @@ inline std::string_view to_string(Fidelity v) { return name_in(kFidelityNames, v
 inline std::string_view to_string(SimMode v) { return name_in(kSimModeNames, v); }
 inline std::string_view to_string(NoiseKind v) { return name_in(kNoiseNames, v); }
 inline std::string_view to_string(Transport v) { return name_in(kTransportNames, v); }
+inline std::string_view to_string(Scaling v) { return name_in(kScalingNames, v); }
+inline std::string_view to_string(TargetFunction v) { return name_in(kTargetFunctionNames, v); }
 
 }  // namespace syncopate
