@@ -100,6 +100,36 @@ def _curve(run, worker=0):
             for r in run.worker_rows(worker)]
 
 
+REGRESSION_ERRORS = [("test_mse", "test MSE"), ("test_mae", "test MAE"), ("test_r2", "test R²"),
+                     ("test_pearson", "test Pearson r")]
+
+
+def has_regression_errors(run):
+    """Whether any row of the run holds a test error (regression runs evaluated on a test set)."""
+    return any(r.get(k) is not None for r in run.metrics for k, _ in REGRESSION_ERRORS)
+
+
+def plot_regression(runs, time_kind):
+    """Test MSE, MAE, R² and Pearson r (in the targets' units) vs epoch, one line per run label;
+    the MSE also vs time."""
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    for ax, (key, name) in zip(axes.flat, REGRESSION_ERRORS):
+        for label, run in runs.items():
+            rows = [r for r in run.worker_rows(0) if r.get(key) is not None]
+            ax.plot([r["epoch"] + 1 for r in rows], [r[key] for r in rows], marker=".",
+                    label=label)
+        ax.set_title(f"{name[0].upper()}{name[1:]} vs epoch (worker 0)")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(name + (" (targets' units²)" if key == "test_mse" else
+                              " (targets' units)" if key == "test_mae" else ""))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(f"Regression errors on the test set ({time_kind} run)")
+    fig.tight_layout()
+    return fig
+
+
 def plot_accuracy(runs, time_kind, targets=None):
     """Test accuracy and training loss vs epoch and vs time, one line per run label; the first
     time each run reached each accuracy target is marked."""

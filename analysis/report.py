@@ -56,6 +56,8 @@ def run_report(run, out_dir):
         ("platform", s.get("platform") or "-"), ("workers", s.get("workers")),
         ("epochs", s.get("epochs")), ("seed", s.get("seed")),
         ("final test accuracy", s.get("final_test_accuracy")),
+        *[(f"final {name}", s.get(f"final_{key}")) for key, name in plots.REGRESSION_ERRORS
+          if s.get(f"final_{key}") is not None],
         (f"training time ({kind} s)", s.get("total_time_s")),
         ("compute time (s, summed over workers)", s.get("compute_time_s")),
         ("communication time (s, summed over workers)", s.get("comm_time_s")),
@@ -73,7 +75,16 @@ def run_report(run, out_dir):
                  [(r["epoch"], r["end_s"], r["compute_s"], r["comm_s"], r["idle_s"],
                    r["bytes_sent"], r.get("train_loss"), r.get("test_accuracy"))
                   for r in run.worker_rows(0)])]
+    if plots.has_regression_errors(run):
+        md += ["", "## Test errors (worker 0, in the targets' units)", "",
+               table(["epoch"] + [name for _, name in plots.REGRESSION_ERRORS],
+                     [[r["epoch"]] + [r.get(k) for k, _ in plots.REGRESSION_ERRORS]
+                      for r in run.worker_rows(0)])]
     images = []
+    if plots.has_regression_errors(run):
+        images.append(("Regression errors",
+                       save(plots.plot_regression({s.get("strategy", "run"): run}, kind),
+                            out_dir, "regression.png")))
     if any(r.get("test_accuracy") is not None or r.get("train_loss") for r in run.metrics):
         images.append(("Accuracy and loss",
                        save(plots.plot_accuracy({s.get("strategy", "run"): run}, kind), out_dir,

@@ -55,6 +55,10 @@ void print_summary(const RunSummary& s, const std::string& dir) {
               s.epochs, s.strategy.c_str(), s.platform.empty() ? "" : ", platform ",
               s.platform.c_str());
   if (s.final_test_accuracy >= 0) std::printf("final test accuracy  %.4f\n", s.final_test_accuracy);
+  const RegressionMetrics& e = s.final_test_errors;
+  if (e.mse == e.mse)  // regression: in the targets' units
+    std::printf("final test errors    MSE %.6g, MAE %.6g, R2 %.4f, Pearson r %.4f\n", e.mse, e.mae,
+                e.r2, e.pearson);
   std::printf("training time        %.6g s (%s)\n", s.total_time_s,
               s.backend == "sim" ? "simulated" : "measured");
   std::printf("compute / comm / idle %.6g / %.6g / %.6g s (summed over workers)\n",

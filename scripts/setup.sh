@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake g++ pkg-config zlib1g-dev libeigen3-dev libsimgrid-dev
           libopenmpi-dev openmpi-bin libgtest-dev libgmock-dev libbenchmark-dev
           libtomlplusplus-dev libcli11-dev nlohmann-json3-dev dataset-fashion-mnist
-          python3-matplotlib python3-pytest)
+          python3-matplotlib python3-pytest python3-sklearn)
 packages+=("$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -11,12 +11,19 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 METRICS_HEADER = ["worker", "epoch", "start_s", "end_s", "compute_s", "comm_s", "idle_s",
                   "bytes_sent", "bytes_recv", "train_loss", "train_accuracy", "test_accuracy",
-                  "lr", "comm_total_s"]
+                  "lr", "comm_total_s", "test_mse", "test_mae", "test_r2", "test_pearson"]
+
+
+def regression_errors(e):
+    return [10.0 / (e + 1), 3.0 / (e + 1), 1.0 - 1.0 / (e + 2), 0.5 + 0.1 * e]
 
 
 def make_run(path, strategy="epoch_sync", workers=2, epochs=3, epoch_s=1.5, comm_s=0.25,
-             bytes_per_epoch=1000, backend="sim", accuracy=True):
-    """Writes a run directory whose numbers follow simple closed forms, and returns its summary."""
+             bytes_per_epoch=1000, backend="sim", accuracy=True, regression=False):
+    """Writes a run directory whose numbers follow simple closed forms, and returns its summary.
+    regression: no accuracy, and test errors mse = 10 / (e + 1), mae = 3 / (e + 1),
+    r2 = 1 - 1 / (e + 2), pearson = 0.5 + 0.1 e."""
+    accuracy = accuracy and not regression
     os.makedirs(path, exist_ok=True)
     rows, events = [], []
     for w in range(workers):
@@ -28,7 +35,8 @@ def make_run(path, strategy="epoch_sync", workers=2, epochs=3, epoch_s=1.5, comm
             acc = 0.5 + 0.1 * e if accuracy else None
             rows.append([w, e, start, end, epoch_s - comm_s, comm_s, 0.0, bytes_per_epoch,
                          bytes_per_epoch, 2.0 / (e + 1), 0.4 + 0.1 * e,
-                         "" if acc is None else acc, 0.05, comm_s])
+                         "" if acc is None else acc, 0.05, comm_s]
+                        + (regression_errors(e) if regression else ["", "", "", ""]))
             events.append({"name": f"epoch {e}", "cat": "epoch", "ph": "X", "pid": w, "tid": 0,
                            "ts": start * 1e6, "dur": epoch_s * 1e6})
             events.append({"name": "average", "cat": "sync", "ph": "X", "pid": w, "tid": 0,
@@ -45,6 +53,8 @@ def make_run(path, strategy="epoch_sync", workers=2, epochs=3, epoch_s=1.5, comm
         "comm_time_s": workers * epochs * comm_s, "idle_time_s": 0.0,
         "bytes_sent": workers * epochs * bytes_per_epoch,
         "bytes_recv": workers * epochs * bytes_per_epoch,
+        **{f"final_{k}": (regression_errors(epochs - 1)[i] if regression else None)
+           for i, k in enumerate(["test_mse", "test_mae", "test_r2", "test_pearson"])},
         "time_to_accuracy": {"0.6": 2 * epoch_s if accuracy and epochs >= 2 else None,
                              "0.9": None},
     }

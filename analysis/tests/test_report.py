@@ -188,3 +188,34 @@ def test_sweep_of_strategies_at_one_worker_count(tmp_path):
     assert all(r[3] == "-" and r[4] == "-" for r in table_rows)  # speedup, efficiency
     assert not os.path.exists(os.path.join(path, "scaling.png"))
     assert is_png(os.path.join(path, "phases.png"))
+
+
+def test_regression_run_reports_and_plots_its_test_errors(tmp_path):
+    path = str(tmp_path / "regression")
+    summary = make_run(path, epochs=4, regression=True)
+    assert report.main([path]) == 0
+    text = open(os.path.join(path, "report.md")).read()
+    figures = dict(md_table(text, "figure"))
+    assert float(figures["final test R²"]) == pytest.approx(summary["final_test_r2"], rel=1e-6)
+    assert float(figures["final test MSE"]) == pytest.approx(summary["final_test_mse"], rel=1e-6)
+    assert figures["final test accuracy"] == "-"
+    tables = [l for l in text.splitlines() if l.startswith("| epoch |")]
+    assert len(tables) == 2 and "test R²" in tables[1]
+    assert is_png(os.path.join(path, "regression.png")) and "(regression.png)" in text
+    run = rundir.read_run(path)
+    fig = plots.plot_regression({"serial": run}, run.time_kind)
+    assert_labelled(fig)
+    by_title = {ax.get_title(): ax for ax in fig.axes}
+    r2 = by_title["Test R² vs epoch (worker 0)"].get_lines()[0]
+    assert list(r2.get_xdata()) == [1, 2, 3, 4]
+    assert list(r2.get_ydata()) == pytest.approx([1 - 1 / (e + 2) for e in range(4)])
+    mse = by_title["Test MSE vs epoch (worker 0)"].get_lines()[0]
+    assert list(mse.get_ydata()) == pytest.approx([10 / (e + 1) for e in range(4)])
+    plots.plt.close(fig)
+
+
+def test_classification_run_has_no_regression_section(run_dir):
+    assert report.main([run_dir]) == 0
+    text = open(os.path.join(run_dir, "report.md")).read()
+    assert "Test errors" not in text and "regression.png" not in text
+    assert not os.path.exists(os.path.join(run_dir, "regression.png"))

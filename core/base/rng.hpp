@@ -21,6 +21,7 @@ enum class RngPurpose : uint32_t {
   kComputeNoise = 8,
   kPartition = 9,          // data.partition: which samples each worker holds
   kPartitionShuffle = 10,  // a worker's partition, reordered per epoch
+  kTestSplit = 11,         // csv: the rows held out for testing
 };
 
 struct RngKey {

@@ -1,5 +1,5 @@
-// Datasets: Fashion-MNIST, synthetic generators, the CSV reader, normalisation, batches, the DDP
-// sampler.
+// Datasets: Fashion-MNIST, synthetic generators, normalisation and scaling, batches, the DDP
+// sampler (the CSV reader is in csv.cpp).
 #include "core/data/data.hpp"
 
 #include <algorithm>
@@ -186,119 +186,35 @@ Dataset make_synthetic_regression(int64_t n, int64_t features, int64_t targets, 
   return data;
 }
 
-// ---------------------------------------------------------------------------------------------
-// CSV
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
+Dataset make_synthetic_friedman(int64_t n, int64_t features, int64_t targets, uint64_t seed,
+                                double noise) {
+  require_positive(n, "data.samples");
+  if (features < 5) {
+    throw UserError(
+        "data.target_function = \"friedman\" needs at least 5 input features; the "
+        "model takes " +
+        std::to_string(features));
   }
-  return s;
-}
-
-std::vector<std::string_view> split_fields(std::string_view line) {
-  std::vector<std::string_view> fields;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = line.find(',', start);
-    fields.push_back(
-        trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
-    if (comma == std::string_view::npos) return fields;
-    start = comma + 1;
+  require_positive(targets, "data.targets");
+  if (!(noise >= 0) || !std::isfinite(noise)) {
+    throw UserError("data.noise: " + std::to_string(noise) + " is invalid; allowed: >= 0");
   }
-}
-
-[[noreturn]] void csv_error(const std::string& path, int64_t line, const std::string& what) {
-  throw UserError(path + ":" + std::to_string(line) + ": " + what);
-}
-
-}  // namespace
-
-Dataset load_csv_regression(const std::string& path,
-                            const std::vector<std::string>& target_columns) {
-  std::error_code status;
-  if (!std::filesystem::is_regular_file(path, status))
-    throw UserError(path + ": CSV file not found (or not a regular file)");
-  std::ifstream in(path);
-  if (!in) throw UserError(path + ": cannot open CSV file: " + std::strerror(errno));
-  std::string line;
-  int64_t line_no = 0;
-  // Header: the first non-blank line.
-  std::vector<std::string> header;
-  while (header.empty() && std::getline(in, line)) {
-    ++line_no;
-    if (trim(line).empty()) continue;
-    for (std::string_view f : split_fields(line)) header.emplace_back(f);
-  }
-  if (header.empty()) csv_error(path, line_no, "empty file; a header row is required");
-  for (size_t c = 0; c < header.size(); ++c) {
-    if (header[c].empty()) {
-      csv_error(path, line_no, "header: column " + std::to_string(c + 1) + " has no name");
-    }
-    for (size_t d = 0; d < c; ++d) {
-      if (header[d] == header[c])
-        csv_error(path, line_no, "header: duplicate column '" + header[c] + "'");
-    }
-  }
-  if (target_columns.empty()) {
-    throw UserError(path +
-                    ": data.targets: no target column given; allowed: columns of the header");
-  }
-  std::vector<char> is_target(header.size(), 0);
-  std::vector<size_t> target_index;
-  for (const std::string& name : target_columns) {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) {
-      std::string names;
-      for (const std::string& h : header) names += (names.empty() ? "" : ", ") + h;
-      csv_error(path, line_no, "target column '" + name + "' not in the header; columns: " + names);
-    }
-    const auto c = static_cast<size_t>(it - header.begin());
-    if (is_target[c]) csv_error(path, line_no, "target column '" + name + "' given twice");
-    is_target[c] = 1;
-    target_index.push_back(c);
-  }
-  const auto targets = static_cast<int64_t>(target_index.size());
-  const auto features = static_cast<int64_t>(header.size()) - targets;
-  if (features == 0) csv_error(path, line_no, "every column is a target; no feature column left");
-  std::vector<float> xs, ys, row(header.size());
-  int64_t n = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (trim(line).empty()) continue;
-    const std::vector<std::string_view> fields = split_fields(line);
-    if (fields.size() != header.size()) {
-      csv_error(path, line_no,
-                "expected " + std::to_string(header.size()) + " fields, found " +
-                    std::to_string(fields.size()));
-    }
-    for (size_t c = 0; c < fields.size(); ++c) {
-      const std::string_view f = fields[c];
-      double value = 0;
-      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
-      if (f.empty() || ec != std::errc() || end != f.data() + f.size() || !std::isfinite(value)) {
-        csv_error(path, line_no,
-                  "column '" + header[c] + "': '" + std::string(f) + "' is not a finite number");
-      }
-      if (std::abs(value) > std::numeric_limits<float>::max()) {  // values are stored as float
-        csv_error(path, line_no,
-                  "column '" + header[c] + "': '" + std::string(f) + "' is too large for float");
-      }
-      row[c] = static_cast<float>(value);
-    }
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (!is_target[c]) xs.push_back(row[c]);
-    }
-    for (size_t c : target_index) ys.push_back(row[c]);
-    ++n;
-  }
-  if (n == 0) csv_error(path, line_no, "no data rows after the header");
+  constexpr double kPi = 3.14159265358979323846;
   Dataset data;
-  data.name = std::filesystem::path(path).stem().string();
-  data.x = Tensor({n, features}, std::move(xs));
-  data.y = Tensor({n, targets}, std::move(ys));
+  data.name = "synthetic-friedman";
+  data.x = Tensor({n, features});
+  data.y = Tensor({n, targets});
+  for (int64_t i = 0; i < n; ++i) {
+    Rng rng = sample_rng(seed, i, 4);
+    float* x = data.x.data() + i * features;
+    for (int64_t j = 0; j < features; ++j) x[j] = static_cast<float>(rng.uniform());
+    double y =
+        10 * std::sin(kPi * x[0] * x[1]) + 20 * (x[2] - 0.5) * (x[2] - 0.5) + 10 * x[3] + 5 * x[4];
+    for (int64_t j = 5; j < features; ++j)
+      y += 2 * std::sin(2 * kPi * x[j]) / static_cast<double>(j - 3);
+    for (int64_t t = 0; t < targets; ++t)
+      data.y[i * targets + t] = static_cast<float>(y + noise * rng.normal());
+  }
   return data;
 }
 
@@ -358,6 +274,83 @@ void apply(const Normalizer& normalizer, Dataset& data) {
     float* row = x + i * f;
     for (int64_t j = 0; j < f; ++j) row[j] = (row[j] - m[j]) / s[j];
   }
+}
+
+Normalizer fit_scaling(const Tensor& values, Scaling kind) {
+  Normalizer out;
+  if (kind == Scaling::kNone) return out;
+  const int64_t n = values.rank() == 0 ? 0 : values.dim(0);
+  SYNC_CHECK(n > 0, "scaling fitted on no rows");
+  const int64_t f = values.numel() / n;
+  const float* v = values.data();
+  for (int64_t j = 0; j < f; ++j) {
+    double a = 0, b = 0;  // standard: mean, then sum of squares; min-max: min, max
+    if (kind == Scaling::kStandard) {
+      for (int64_t i = 0; i < n; ++i) a += v[i * f + j];
+      a /= static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) b += (v[i * f + j] - a) * (v[i * f + j] - a);
+      b = std::sqrt(b / static_cast<double>(n));
+    } else {
+      a = b = v[j];
+      for (int64_t i = 1; i < n; ++i) {
+        a = std::min<double>(a, v[i * f + j]);
+        b = std::max<double>(b, v[i * f + j]);
+      }
+      b -= a;
+    }
+    out.mean.push_back(static_cast<float>(a));
+    out.stddev.push_back(b > 0 ? static_cast<float>(b) : 1.0f);
+  }
+  return out;
+}
+
+void scale(const Normalizer& scaling, std::span<float> values) {
+  const size_t f = scaling.mean.size();
+  if (f == 0) return;
+  SYNC_CHECK(values.size() % f == 0, values.size() << " values in columns of " << f);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (values[i] - scaling.mean[i % f]) / scaling.stddev[i % f];
+}
+
+void unscale(const Normalizer& scaling, std::span<float> values) {
+  const size_t f = scaling.mean.size();
+  if (f == 0) return;
+  SYNC_CHECK(values.size() % f == 0, values.size() << " values in columns of " << f);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = values[i] * scaling.stddev[i % f] + scaling.mean[i % f];
+}
+
+void scale_split(Dataset& train, Dataset& test, Scaling features, Scaling targets) {
+  const Normalizer x_scaling = fit_scaling(train.x, features);
+  scale(x_scaling, train.x.span());
+  scale(x_scaling, test.x.span());
+  const Normalizer y_scaling = fit_scaling(train.y, targets);
+  scale(y_scaling, train.y.span());
+  scale(y_scaling, test.y.span());
+  train.target_scaling = test.target_scaling = y_scaling;
+}
+
+std::pair<Dataset, Dataset> split_test_rows(const Dataset& all, double test_fraction,
+                                            uint64_t seed) {
+  const int64_t n = all.size();
+  if (n < 2)
+    throw UserError(all.name + ": " + std::to_string(n) + " rows; a train/test split needs 2");
+  const auto wanted = static_cast<int64_t>(std::llround(static_cast<double>(n) * test_fraction));
+  const int64_t n_test = std::clamp<int64_t>(wanted, 1, n - 1);
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  Rng rng({seed, 0, 0, RngPurpose::kTestSplit, 0});
+  rng.shuffle(perm.data(), perm.size());
+  std::vector<int64_t> test_rows(perm.begin(), perm.begin() + n_test),
+      train_rows(perm.begin() + n_test, perm.end());
+  std::sort(test_rows.begin(), test_rows.end());
+  std::sort(train_rows.begin(), train_rows.end());
+  std::pair<Dataset, Dataset> parts;
+  parts.first.name = parts.second.name = all.name;
+  parts.first.num_classes = parts.second.num_classes = all.num_classes;
+  gather_batch(all, train_rows, parts.first.x, parts.first.y);
+  gather_batch(all, test_rows, parts.second.x, parts.second.y);
+  return parts;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,17 +7,26 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/scenario/choices.hpp"
 #include "core/tensor/tensor.hpp"
 
 namespace syncopate {
 
+// Per-group offsets and scales: v' = (v - mean) / stddev (for min-max scaling mean holds the
+// minimum and stddev the range). One group for all values, or one per column.
+struct Normalizer {
+  std::vector<float> mean, stddev;
+};
+
 struct Dataset {
   std::string name;
-  Tensor x;             // (N, sample...)
-  Tensor y;             // (N) class index as float, or (N, k) regression targets
-  int num_classes = 0;  // 0 for regression
+  Tensor x;                   // (N, sample...)
+  Tensor y;                   // (N) class index as float, or (N, k) regression targets
+  int num_classes = 0;        // 0 for regression
+  Normalizer target_scaling;  // y was scaled by this (empty: y is in its own units)
   int64_t size() const { return x.rank() == 0 ? 0 : x.dim(0); }
   Shape sample_shape() const;  // x's shape without the sample axis
   int64_t sample_numel() const;
@@ -58,23 +67,52 @@ Dataset make_synthetic_classification(int64_t n, Shape sample_shape, int num_cla
 // N(0, 1/features) and N(0, 1). x is (n, features), y is (n, targets).
 Dataset make_synthetic_regression(int64_t n, int64_t features, int64_t targets, uint64_t seed,
                                   double noise);
+// Nonlinear regression (Friedman's #1 function, extended to every feature): x ~ U(0, 1) per
+// feature, y = 10 sin(pi x0 x1) + 20 (x2 - 0.5)^2 + 10 x3 + 5 x4
+//              + sum over j >= 5 of 2 sin(2 pi x_j) / (j - 3) + noise * N(0, 1),
+// the same for every target column. features >= 5.
+Dataset make_synthetic_friedman(int64_t n, int64_t features, int64_t targets, uint64_t seed,
+                                double noise);
 
-// ---- CSV ----
-// A comma-separated table with a header row; every field numeric (no quoting). The named
-// columns become y (N, k) in the given order, all other columns x (N, features). Errors name
-// the file, the line and the column.
+// ---- CSV (csv.cpp) ----
+// A comma-separated table: skip_rows lines (e.g. a metadata line), then a header row of column
+// names, then data rows. Fields may be double-quoted ("CRIM"). The target columns become y
+// (N, k) and the feature columns x (N, features), each in the given order; no feature column
+// given: every column that is not a target, in file order. Only those columns are parsed (others
+// may hold text). Errors name the file, the line, and for cells the data row and the column.
+struct CsvOptions {
+  std::vector<std::string> targets;   // data.targets
+  std::vector<std::string> features;  // data.feature_columns
+  int64_t skip_rows = 0;              // data.skip_rows
+};
+Dataset load_csv_regression(const std::string& path, const CsvOptions& options);
 Dataset load_csv_regression(const std::string& path,
                             const std::vector<std::string>& target_columns);
 
-// ---- Normalisation (of x only) ----
+// ---- Normalisation (of x) and scaling (of x or y, per column) ----
 // Population mean and standard deviation, accumulated in double: one value for all of x
 // (per_feature false), or one per element of a sample (per_feature true). A zero standard
 // deviation is stored as 1, so constant features map to 0.
-struct Normalizer {
-  std::vector<float> mean, stddev;
-};
 Normalizer fit_normalizer(const Dataset& data, bool per_feature);
 void apply(const Normalizer& normalizer, Dataset& data);  // x = (x - mean) / stddev
+
+// Per-column scaling of a (N, columns...) tensor: standard (mean, population stddev) or min-max
+// (min, max - min); a zero spread is stored as 1. kNone gives an empty Normalizer.
+Normalizer fit_scaling(const Tensor& values, Scaling kind);
+// values = (values - mean) / stddev, or back: values * stddev + mean. Column j of a row of
+// `columns` values uses group j; an empty Normalizer changes nothing.
+void scale(const Normalizer& scaling, std::span<float> values);
+void unscale(const Normalizer& scaling, std::span<float> values);
+
+// Fits the scaling of x (features) and y (targets) on `train` and applies it to both sets;
+// test.target_scaling and train.target_scaling record the targets' (to report in their units).
+void scale_split(Dataset& train, Dataset& test, Scaling features, Scaling targets);
+
+// A train/test split of a table without one: round(n * test_fraction) rows (at least 1, at most
+// n - 1) drawn by a permutation that depends only on the seed (RngPurpose::kTestSplit); both
+// parts keep the file's order.
+std::pair<Dataset, Dataset> split_test_rows(const Dataset& all, double test_fraction,
+                                            uint64_t seed);
 
 // ---- Batches ----
 // Resizes x to (B, sample...) and y to (B) or (B, k), B = indices.size(), and copies the rows.

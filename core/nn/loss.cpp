@@ -1,6 +1,7 @@
-// Softmax cross-entropy and mean squared error, with their gradients and costs.
+// Softmax cross-entropy and the regression losses (MSE, MAE, Huber), with gradients and costs.
 #include "core/nn/loss.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -66,6 +67,64 @@ LossResult mse(const Tensor& pred, const Tensor& target, Tensor* dpred) {
     if (dpred) (*dpred)[i] = diff * scale;
   }
   return {n > 0 ? total / static_cast<double>(n) : 0.0, 0};
+}
+
+namespace {
+
+// mean(f(pred - target)) with d(mean)/d(pred) = g(pred - target) / numel, f and g per element.
+template <typename Value, typename Slope>
+LossResult elementwise(const char* what, const Tensor& pred, const Tensor& target, Tensor* dpred,
+                       Value value, Slope slope) {
+  SYNC_CHECK(!pred.shape_only() && !target.shape_only(),
+             what << " on shape-only tensors (cost-only models use loss_cost)");
+  SYNC_CHECK(pred.numel() == target.numel(),
+             "pred " << to_string(pred.shape()) << " target " << to_string(target.shape()));
+  const int64_t n = pred.numel();
+  if (dpred) dpred->resize(pred.shape());
+  double total = 0.0;
+  const float inv_n = n > 0 ? 1.0f / static_cast<float>(n) : 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float diff = pred[i] - target[i];
+    total += value(static_cast<double>(diff));
+    if (dpred) (*dpred)[i] = slope(diff) * inv_n;
+  }
+  return {n > 0 ? total / static_cast<double>(n) : 0.0, 0};
+}
+
+}  // namespace
+
+LossResult mae(const Tensor& pred, const Tensor& target, Tensor* dpred) {
+  return elementwise(
+      "mae", pred, target, dpred, [](double d) { return std::abs(d); },
+      [](float d) { return d > 0 ? 1.0f : (d < 0 ? -1.0f : 0.0f); });
+}
+
+LossResult huber(const Tensor& pred, const Tensor& target, double delta, Tensor* dpred) {
+  SYNC_CHECK(delta > 0, "huber delta " << delta);
+  const auto fdelta = static_cast<float>(delta);
+  return elementwise(
+      "huber", pred, target, dpred,
+      [delta](double d) {
+        const double a = std::abs(d);
+        return a <= delta ? 0.5 * d * d : delta * (a - 0.5 * delta);
+      },
+      [fdelta](float d) { return std::clamp(d, -fdelta, fdelta); });
+}
+
+LossResult compute_loss(const LossChoice& loss, const Tensor& out, const Tensor& labels,
+                        Tensor* dout) {
+  switch (loss.kind) {
+    case LossKind::kCrossEntropy:
+      return softmax_cross_entropy(out, labels, dout);
+    case LossKind::kMse:
+      return mse(out, labels, dout);
+    case LossKind::kMae:
+      return mae(out, labels, dout);
+    case LossKind::kHuber:
+      return huber(out, labels, loss.huber_delta, dout);
+  }
+  SYNC_CHECK(false, "unknown loss kind " << static_cast<int>(loss.kind));
+  return {};
 }
 
 Cost loss_cost(const Shape& logits_shape) {

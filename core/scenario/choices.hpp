@@ -55,9 +55,11 @@ enum class BackendKind { kLocal, kSim, kMpi };
 inline constexpr NameTable<BackendKind, 3> kBackendNames{
     {{BackendKind::kLocal, "local"}, {BackendKind::kSim, "sim"}, {BackendKind::kMpi, "mpi"}}};
 
-enum class LossKind { kCrossEntropy, kMse };
-inline constexpr NameTable<LossKind, 2> kLossNames{
-    {{LossKind::kCrossEntropy, "cross_entropy"}, {LossKind::kMse, "mse"}}};
+enum class LossKind { kCrossEntropy, kMse, kMae, kHuber };
+inline constexpr NameTable<LossKind, 4> kLossNames{{{LossKind::kCrossEntropy, "cross_entropy"},
+                                                    {LossKind::kMse, "mse"},
+                                                    {LossKind::kMae, "mae"},
+                                                    {LossKind::kHuber, "huber"}}};
 
 enum class Device { kCpu, kCuda };
 inline constexpr NameTable<Device, 2> kDeviceNames{
@@ -69,6 +71,18 @@ inline constexpr NameTable<DatasetKind, 4> kDatasetNames{
      {DatasetKind::kSynthetic, "synthetic"},
      {DatasetKind::kSyntheticRegression, "synthetic-regression"},
      {DatasetKind::kCsv, "csv"}}};
+
+// Scaling of features or targets, per column, fitted on the training split: none, (v - mean) /
+// stddev, or (v - min) / (max - min).
+enum class Scaling { kNone, kStandard, kMinMax };
+inline constexpr NameTable<Scaling, 3> kScalingNames{
+    {{Scaling::kNone, "none"}, {Scaling::kStandard, "standard"}, {Scaling::kMinMax, "minmax"}}};
+
+// synthetic-regression's target: linear in the features, or Friedman's #1 function extended to
+// every feature (core/data/data.hpp).
+enum class TargetFunction { kLinear, kFriedman };
+inline constexpr NameTable<TargetFunction, 2> kTargetFunctionNames{
+    {{TargetFunction::kLinear, "linear"}, {TargetFunction::kFriedman, "friedman"}}};
 
 // epoch_sync: allreduce, or gather to a master, average, send back (the paper's runtime)
 enum class Aggregation { kAllreduce, kMaster };
@@ -123,5 +137,7 @@ inline std::string_view to_string(Fidelity v) { return name_in(kFidelityNames, v
 inline std::string_view to_string(SimMode v) { return name_in(kSimModeNames, v); }
 inline std::string_view to_string(NoiseKind v) { return name_in(kNoiseNames, v); }
 inline std::string_view to_string(Transport v) { return name_in(kTransportNames, v); }
+inline std::string_view to_string(Scaling v) { return name_in(kScalingNames, v); }
+inline std::string_view to_string(TargetFunction v) { return name_in(kTargetFunctionNames, v); }
 
 }  // namespace syncopate

@@ -48,6 +48,28 @@ void validate_cost_only_steps(const Scenario& s, const TomlReader& reader) {
                     " samples; at most " + std::to_string(kMaxSteps) + " steps are planned");
 }
 
+// The regression losses against the dataset, the device and the model's input.
+void validate_regression(const Scenario& s, const TomlReader& reader) {
+  const bool classify = s.loss == LossKind::kCrossEntropy;
+  if (!classify && !is_regression(s.data.dataset))
+    reader.fail("loss", std::string(to_string(s.loss)) +
+                            " needs a regression dataset (synthetic-regression or csv)");
+  if (classify && is_regression(s.data.dataset))
+    reader.fail("loss", "a regression dataset needs a regression loss (mse, mae or huber)");
+  if (s.model.device == Device::kCuda && !classify && s.loss != LossKind::kMse)
+    reader.fail("loss", std::string(to_string(s.loss)) +
+                            " runs on the host only; model.device = \"cuda\" has "
+                            "cross_entropy and mse");
+  const auto columns = static_cast<int64_t>(s.data.feature_columns.size());
+  if (s.data.dataset == DatasetKind::kCsv && columns > 0) {
+    const ModelSpec spec = s.model.spec();
+    if (columns != numel(spec.sample_shape))
+      reader.fail("data.feature_columns",
+                  std::to_string(columns) + " feature columns, model " + spec.name + " takes " +
+                      std::to_string(numel(spec.sample_shape)) + " inputs per sample");
+  }
+}
+
 // Checks across keys; each error names the key it is about (and its file:line or --set).
 void validate(const Scenario& s, const TomlReader& reader) {
   if (s.data.dataset == DatasetKind::kCsv && s.data.path.empty())
@@ -60,10 +82,7 @@ void validate(const Scenario& s, const TomlReader& reader) {
   if (s.strategy.kind == StrategyKind::kZero && s.strategy.stage == 3)
     reader.fail("strategy.stage",
                 "3 (sharded parameters, gathered per layer) is not implemented yet; allowed: 1, 2");
-  if (s.loss == LossKind::kMse && !is_regression(s.data.dataset))
-    reader.fail("loss", "mse needs a regression dataset (synthetic-regression or csv)");
-  if (s.loss == LossKind::kCrossEntropy && is_regression(s.data.dataset))
-    reader.fail("loss", "a regression dataset needs loss = \"mse\"");
+  validate_regression(s, reader);
   try {
     syncopate::validate(s.optimizer);
     syncopate::validate(s.schedule);
@@ -195,6 +214,7 @@ Scenario parse_scenario(const std::string& text, const std::string& source,
   s.schedule.total_epochs = s.epochs;
   refuse_unused(s, reader);
   validate(s, reader);
+  if (s.data.dataset == DatasetKind::kCsv) s.data.path_where = reader.where("data.path");
   const toml::table root = resolved(s);
   std::ostringstream as_toml, as_json;
   as_toml << root;

@@ -42,8 +42,15 @@ struct DataSection {
   std::optional<DataOrder> order;  // none: the strategy's natural order
   double noise = 0.1;              // synthetic-regression: the targets' noise
   DataPartition partition = DataPartition::kIid;
-  double alpha = 0.5;             // dirichlet: the concentration
-  int64_t shards_per_worker = 2;  // shards: k
+  double alpha = 0.5;                                        // dirichlet: the concentration
+  int64_t shards_per_worker = 2;                             // shards: k
+  TargetFunction target_function = TargetFunction::kLinear;  // synthetic-regression
+  std::vector<std::string> feature_columns;                  // csv; empty: all but the targets
+  int64_t skip_rows = 0;                                     // csv: lines before the header
+  double test_fraction = 0.2;                                // csv: rows drawn for the test set
+  Scaling scale_features = Scaling::kNone;                   // read when normalize is false
+  Scaling scale_targets = Scaling::kNone;                    // regression losses
+  std::string path_where;  // file:line of data.path (or the --set), for errors about the file
 };
 
 struct StrategySection {
@@ -87,6 +94,7 @@ struct Scenario {
   int workers = 1;
   int64_t batch_size = 64;  // per worker
   LossKind loss = LossKind::kCrossEntropy;
+  double huber_delta = 1.0;  // loss = "huber"
   BackendKind backend = BackendKind::kLocal;
   bool eval_every_epoch = true;
   ModelSection model;

@@ -243,25 +243,27 @@ ScenarioKey data_dir() {
           [](const Scenario& s) { return unless_dataset(s, DatasetKind::kFashionMnist); }};
 }
 
-ScenarioKey data_targets() {
-  return {"data.targets",
-          [](TomlReader& r, Scenario& s) {
-            const toml::node* node = r.node("data.targets");
+// An array of column names.
+template <typename Get>
+ScenarioKey names(const std::string& name, Get get, Unused unused) {
+  return {name,
+          [=](TomlReader& r, Scenario& s) {
+            const toml::node* node = r.node(name);
             if (node == nullptr) return;
             const toml::array* array = node->as_array();
-            if (array == nullptr) r.fail("data.targets", "expected an array of column names");
-            s.data.targets.clear();
+            if (array == nullptr) r.fail(name, "expected an array of column names");
+            get(s).clear();
             for (const toml::node& item : *array) {
-              if (!item.is_string()) r.fail("data.targets", "expected an array of column names");
-              s.data.targets.push_back(item.as_string()->get());
+              if (!item.is_string()) r.fail(name, "expected an array of column names");
+              get(s).push_back(item.as_string()->get());
             }
           },
-          [](const Scenario& s, toml::table& out) {
+          [=](const Scenario& s, toml::table& out) {
             toml::array array;
-            for (const std::string& target : s.data.targets) array.push_back(target);
-            put(out, "data.targets", std::move(array));
+            for (const std::string& column : get(s)) array.push_back(column);
+            put(out, name, std::move(array));
           },
-          [](const Scenario& s) { return unless_dataset(s, DatasetKind::kCsv); }};
+          std::move(unused)};
 }
 
 std::string number_text(const toml::node& n) {
@@ -390,11 +392,41 @@ std::vector<ScenarioKey> top_and_model_keys() {
       integer("workers", FIELD(workers), 1, 1 << 20),
       integer("batch_size", FIELD(batch_size), 1, 1 << 24),
       choice("loss", FIELD(loss), kLossNames),
+      number("huber_delta", FIELD(huber_delta), 1e-12, 1e12,
+             [](const Scenario& s) -> std::string {
+               if (s.loss == LossKind::kHuber) return "";
+               return "read only by loss = \"huber\"; loss is " + quoted(to_string(s.loss));
+             }),
       choice("backend", FIELD(backend), kBackendNames),
       boolean("eval_every_epoch", FIELD(eval_every_epoch)),
       model_name(),
       model_layers(),
       choice("model.device", FIELD(model.device), kDeviceNames, device_unused),
+  };
+}
+
+// Keys of the regression datasets: CSV columns and split, scaling, the synthetic target.
+std::vector<ScenarioKey> regression_data_keys() {
+  const auto csv = [](const Scenario& s) { return unless_dataset(s, DatasetKind::kCsv); };
+  return {
+      names("data.feature_columns", FIELD(data.feature_columns), csv),
+      integer("data.skip_rows", FIELD(data.skip_rows), 0, INT64_MAX, csv),
+      number("data.test_fraction", FIELD(data.test_fraction), 1e-9, 1.0 - 1e-9, csv),
+      choice("data.scale_features", FIELD(data.scale_features), kScalingNames,
+             [](const Scenario& s) -> std::string {
+               if (!s.data.normalize) return "";
+               return "read only with data.normalize = false (data.normalize = true scales x by "
+                      "one mean and standard deviation over all features)";
+             }),
+      choice("data.scale_targets", FIELD(data.scale_targets), kScalingNames,
+             [](const Scenario& s) -> std::string {
+               if (s.loss != LossKind::kCrossEntropy) return "";
+               return "read only by the regression losses (mse, mae, huber); loss is "
+                      "\"cross_entropy\"";
+             }),
+      choice(
+          "data.target_function", FIELD(data.target_function), kTargetFunctionNames,
+          [](const Scenario& s) { return unless_dataset(s, DatasetKind::kSyntheticRegression); }),
   };
 }
 
@@ -407,7 +439,8 @@ std::vector<ScenarioKey> data_keys() {
       data_dir(),
       text("data.path", FIELD(data.path), {},
            [](const Scenario& s) { return unless_dataset(s, DatasetKind::kCsv); }),
-      data_targets(),
+      names("data.targets", FIELD(data.targets),
+            [](const Scenario& s) { return unless_dataset(s, DatasetKind::kCsv); }),
       integer("data.train_samples", FIELD(data.train_samples), 0, INT64_MAX),
       integer("data.test_samples", FIELD(data.test_samples), 0, INT64_MAX),
       boolean("data.normalize", FIELD(data.normalize)),
@@ -533,8 +566,8 @@ toml::table& table_of(toml::table& root, const std::string& key, std::string* le
 const std::vector<ScenarioKey>& scenario_keys() {
   static const std::vector<ScenarioKey> keys = [] {
     std::vector<ScenarioKey> all;
-    for (auto part : {top_and_model_keys(), data_keys(), optimizer_keys(), strategy_keys(),
-                      backend_keys(), trace_keys()})
+    for (auto part : {top_and_model_keys(), data_keys(), regression_data_keys(), optimizer_keys(),
+                      strategy_keys(), backend_keys(), trace_keys()})
       all.insert(all.end(), part.begin(), part.end());
     return all;
   }();

@@ -33,6 +33,8 @@ std::string num(double value) {
 
 // A figure that may be absent (negative): an empty CSV cell then.
 std::string absent_if_negative(double value) { return value < 0 ? "" : num(value); }
+// A figure that may be absent (not a finite number, as regression errors of classification).
+std::string absent_if_nan(double value) { return std::isfinite(value) ? num(value) : ""; }
 
 using Json = nlohmann::ordered_json;
 
@@ -63,6 +65,7 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
   s.seed = scenario.seed;
   for (const auto& report : reports) {
     if (report.worker == 0) s.final_test_accuracy = report.final_test_accuracy;
+    if (report.worker == 0) s.final_test_errors = report.final_test_errors;
     for (const auto& e : report.epochs) {
       s.total_time_s = std::max(s.total_time_s, e.end_s);
       s.compute_time_s += e.compute_s;
@@ -93,7 +96,7 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
 std::string metrics_csv(const std::vector<WorkerReport>& reports) {
   std::ostringstream out;
   out << "worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,train_loss,"
-         "train_accuracy,test_accuracy,lr,comm_total_s\n";
+         "train_accuracy,test_accuracy,lr,comm_total_s,test_mse,test_mae,test_r2,test_pearson\n";
   std::vector<const EpochMetrics*> rows;
   for (const auto& report : reports)
     for (const auto& e : report.epochs) rows.push_back(&e);
@@ -106,7 +109,9 @@ std::string metrics_csv(const std::vector<WorkerReport>& reports) {
         << e->bytes_sent << ',' << e->bytes_recv << ',' << absent_if_negative(e->train_loss) << ','
         << absent_if_negative(e->train_accuracy) << ','
         << (e->test_accuracy >= 0 ? num(e->test_accuracy) : "") << ',' << num(e->lr) << ','
-        << num(e->comm_total_s) << '\n';
+        << num(e->comm_total_s) << ',' << absent_if_nan(e->test_errors.mse) << ','
+        << absent_if_nan(e->test_errors.mae) << ',' << absent_if_nan(e->test_errors.r2) << ','
+        << absent_if_nan(e->test_errors.pearson) << '\n';
   }
   return out.str();
 }
@@ -122,6 +127,10 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   j["seed"] = s.seed;
   j["parameters"] = num_params(scenario.model.spec());
   j["final_test_accuracy"] = figure(s.final_test_accuracy, true);
+  j["final_test_mse"] = figure(s.final_test_errors.mse);
+  j["final_test_mae"] = figure(s.final_test_errors.mae);
+  j["final_test_r2"] = figure(s.final_test_errors.r2);
+  j["final_test_pearson"] = figure(s.final_test_errors.pearson);
   j["total_time_s"] = s.total_time_s;
   j["compute_time_s"] = s.compute_time_s;
   j["comm_time_s"] = s.comm_time_s;

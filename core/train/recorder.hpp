@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/trace.hpp"
+#include "core/nn/loss.hpp"
 #include "core/scenario/scenario.hpp"
 
 namespace syncopate {
@@ -27,6 +28,7 @@ struct EpochMetrics {
   double train_loss = 0, train_accuracy = 0;  // -1: absent (cost-only; accuracy of regression)
   double test_accuracy = -1;                  // -1: not evaluated
   double lr = 0;
+  RegressionMetrics test_errors;  // regression runs evaluated this epoch; NaN otherwise
 };
 
 struct WorkerReport {
@@ -35,6 +37,7 @@ struct WorkerReport {
   std::vector<TraceEvent> trace;
   double final_test_accuracy = -1;  // of the final (consensus) model; worker 0 evaluates it
   double final_test_loss = 0;
+  RegressionMetrics final_test_errors;  // regression: of the final model (worker 0)
   uint64_t steps = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
 };
@@ -53,6 +56,7 @@ struct RunSummary {
   int workers = 0, epochs = 0;
   uint64_t seed = 0;
   double final_test_accuracy = -1;
+  RegressionMetrics final_test_errors;
   double total_time_s = 0;       // end of the last worker's last epoch
   double compute_time_s = 0;     // summed over workers
   double comm_time_s = 0;        // exposed: workers blocked in communication

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -13,10 +14,12 @@
 namespace syncopate {
 namespace {
 
-constexpr std::array<std::string_view, 14> kColumns = {
-    "worker",         "epoch",         "start_s",    "end_s",       "compute_s",
-    "comm_s",         "idle_s",        "bytes_sent", "bytes_recv",  "train_loss",
-    "train_accuracy", "test_accuracy", "lr",         "comm_total_s"};
+constexpr std::array<std::string_view, 18> kColumns = {
+    "worker", "epoch",        "start_s",    "end_s",      "compute_s",      "comm_s",
+    "idle_s", "bytes_sent",   "bytes_recv", "train_loss", "train_accuracy", "test_accuracy",
+    "lr",     "comm_total_s", "test_mse",   "test_mae",   "test_r2",        "test_pearson"};
+// Files written before the regression columns have only the first 14.
+constexpr size_t kColumnsBeforeRegression = 14;
 
 std::vector<std::string_view> split(std::string_view line) {
   std::vector<std::string_view> cells;
@@ -44,11 +47,16 @@ T cell(std::string_view text, const std::string& where, size_t column) {
                   "' is not a number");
 }
 
-EpochMetrics parse_row(std::string_view line, const std::string& where) {
+// A regression error cell: empty is absent (NaN).
+double error_cell(std::string_view text, const std::string& where, size_t column) {
+  return text.empty() ? RegressionMetrics::kNotComputed : cell<double>(text, where, column);
+}
+
+EpochMetrics parse_row(std::string_view line, const std::string& where, size_t columns) {
   const std::vector<std::string_view> c = split(line);
-  if (c.size() != kColumns.size()) {
+  if (c.size() != columns) {
     throw UserError(where + ": " + std::to_string(c.size()) + " cells, the header has " +
-                    std::to_string(kColumns.size()));
+                    std::to_string(columns));
   }
   EpochMetrics e;
   e.worker = cell<int>(c[0], where, 0);
@@ -65,7 +73,34 @@ EpochMetrics parse_row(std::string_view line, const std::string& where) {
   e.test_accuracy = c[11].empty() ? -1.0 : cell<double>(c[11], where, 11);
   e.lr = cell<double>(c[12], where, 12);
   e.comm_total_s = cell<double>(c[13], where, 13);
+  if (columns == kColumns.size()) {
+    e.test_errors = {.mse = error_cell(c[14], where, 14),
+                     .mae = error_cell(c[15], where, 15),
+                     .r2 = error_cell(c[16], where, 16),
+                     .pearson = error_cell(c[17], where, 17)};
+  }
   return e;
+}
+
+// Regression errors as text, NaN included (streams do not read "nan" back).
+std::string errors_text(const RegressionMetrics& m) {
+  std::ostringstream out;
+  out.precision(17);
+  for (double v : {m.mse, m.mae, m.r2, m.pearson}) {
+    if (std::isnan(v))
+      out << " -";
+    else
+      out << ' ' << v;
+  }
+  return out.str().substr(1);
+}
+
+void read_errors(std::istream& in, RegressionMetrics& m) {
+  for (double* v : {&m.mse, &m.mae, &m.r2, &m.pearson}) {
+    std::string word;
+    in >> word;
+    *v = word == "-" ? RegressionMetrics::kNotComputed : std::strtod(word.c_str(), nullptr);
+  }
 }
 
 }  // namespace
@@ -74,16 +109,19 @@ std::vector<EpochMetrics> parse_metrics_csv(std::string_view text, const std::st
   std::vector<EpochMetrics> rows;
   std::istringstream in{std::string(text)};
   std::string line;
-  std::string header;
-  for (const auto column : kColumns) {
+  std::string header, before_regression;
+  for (size_t i = 0; i < kColumns.size(); ++i) {
+    if (i == kColumnsBeforeRegression) before_regression = header;
     if (!header.empty()) header += ',';
-    header += column;
+    header += kColumns[i];
   }
-  if (!std::getline(in, line) || line != header) {
+  const bool read = static_cast<bool>(std::getline(in, line));
+  if (!read || (line != header && line != before_regression)) {
     throw UserError(source + ":1: the header is not the metrics.csv header '" + header + "'");
   }
+  const size_t columns = line == header ? kColumns.size() : kColumnsBeforeRegression;
   for (int number = 2; std::getline(in, line); ++number) {
-    rows.push_back(parse_row(line, source + ":" + std::to_string(number)));
+    rows.push_back(parse_row(line, source + ":" + std::to_string(number), columns));
   }
   return rows;
 }
@@ -101,11 +139,12 @@ std::string serialize_report(const WorkerReport& r) {
   out.precision(17);
   out << "R " << r.worker << ' ' << r.final_test_accuracy << ' ' << r.final_test_loss << ' '
       << r.steps << '\n';
+  out << "F " << errors_text(r.final_test_errors) << '\n';
   for (const auto& e : r.epochs)
     out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
         << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
         << e.bytes_recv << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy
-        << ' ' << e.lr << ' ' << e.comm_total_s << '\n';
+        << ' ' << e.lr << ' ' << e.comm_total_s << ' ' << errors_text(e.test_errors) << '\n';
   for (const auto& t : r.trace)
     out << "T " << t.worker << ' ' << t.start_s << ' ' << t.duration_s << ' ' << t.category << ' '
         << static_cast<int>(t.kind) << ' ' << t.bytes << ' '
@@ -125,7 +164,10 @@ WorkerReport deserialize_report(std::string_view text) {
       in >> e.worker >> e.epoch >> e.start_s >> e.end_s >> e.compute_s >> e.comm_s >> e.idle_s >>
           e.bytes_sent >> e.bytes_recv >> e.train_loss >> e.train_accuracy >> e.test_accuracy >>
           e.lr >> e.comm_total_s;
+      read_errors(in, e.test_errors);
       r.epochs.push_back(e);
+    } else if (tag == "F") {
+      read_errors(in, r.final_test_errors);
     } else if (tag == "T") {
       TraceEvent t;
       int kind = 0;

@@ -50,18 +50,26 @@ std::pair<Dataset, Dataset> load_datasets(const Scenario& s, const Shape& sample
     return split(make_synthetic_classification(n + nt, sample, static_cast<int>(outputs), s.seed),
                  n);
   if (kind == DatasetKind::kSyntheticRegression) {
-    Dataset all = make_synthetic_regression(n + nt, numel(sample), outputs, s.seed, s.data.noise);
+    const bool friedman = s.data.target_function == TargetFunction::kFriedman;
+    Dataset all =
+        friedman ? make_synthetic_friedman(n + nt, numel(sample), outputs, s.seed, s.data.noise)
+                 : make_synthetic_regression(n + nt, numel(sample), outputs, s.seed, s.data.noise);
     Shape x_shape{n + nt};
     x_shape.insert(x_shape.end(), sample.begin(), sample.end());
     all.x.reshape(x_shape);
     return split(all, n);
   }
-  Dataset all = load_csv_regression(s.data.path, s.data.targets);  // csv: the last fifth tests
-  if (all.sample_numel() != numel(sample))
-    throw UserError(s.data.path + ": " + std::to_string(all.sample_numel()) +
-                    " feature columns, model " + s.model.spec().name + " takes " +
-                    std::to_string(numel(sample)));
-  return split(all, all.size() - std::max<int64_t>(1, all.size() / 5));
+  const Dataset all = load_csv_regression(s.data.path, {.targets = s.data.targets,
+                                                        .features = s.data.feature_columns,
+                                                        .skip_rows = s.data.skip_rows});
+  if (all.sample_numel() != numel(sample) || all.y.dim(1) != outputs)
+    throw UserError(s.data.path_where + ": " + s.data.path + " gives " +
+                    std::to_string(all.sample_numel()) + " feature and " +
+                    std::to_string(all.y.dim(1)) + " target columns, model " + s.model.spec().name +
+                    " takes " + std::to_string(numel(sample)) + " inputs and gives " +
+                    std::to_string(outputs) +
+                    " outputs (choose the columns with data.feature_columns and data.targets)");
+  return split_test_rows(all, s.data.test_fraction, s.seed);
 }
 
 // Cost-only runs read no data: a shape-only training set of the scenario's size.
@@ -128,6 +136,9 @@ TrainData prepare_data(const Scenario& s, bool cost_only) {
       apply(norm, train);
       apply(norm, test);
     }
+    const bool regression = s.loss != LossKind::kCrossEntropy;
+    scale_split(train, test, s.data.normalize ? Scaling::kNone : s.data.scale_features,
+                regression ? s.data.scale_targets : Scaling::kNone);
     data.train = std::make_shared<const Dataset>(std::move(train));
     data.test = std::make_shared<const Dataset>(std::move(test));
   }

@@ -22,13 +22,13 @@ void check_loss(const LossResult& r, int rank, int epoch, size_t step) {
 }  // namespace
 
 TrainStep::TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases,
-                     const Dataset& train, bool classify, const StepContext& step_ctx,
+                     const Dataset& train, const LossChoice& loss, const StepContext& step_ctx,
                      std::unique_ptr<Accelerator> accelerator)
     : ctx_(ctx),
       strategy_(strategy),
       phases_(phases),
       train_(train),
-      classify_(classify),
+      loss_(loss),
       cost_only_(ctx.exec.cost_only()),
       step_ctx_(step_ctx),
       accelerator_(std::move(accelerator)),
@@ -89,8 +89,7 @@ LossResult TrainStep::host_pass(float scale) {
   LossResult r{};
   compute("loss", loss_cost(model.output().shape()), [&] {
     Tensor& dout = model.output_grad();
-    r = classify_ ? softmax_cross_entropy(model.output(), labels_, &dout)
-                  : mse(model.output(), labels_, &dout);
+    r = compute_loss(loss_, model.output(), labels_, &dout);
     if (scale != 1.0f)
       for (float& g : dout.span()) g *= scale;
   });
@@ -114,7 +113,7 @@ LossResult TrainStep::device_pass(int64_t batch, float scale) {
   }
   LossResult r{};
   compute("forward+backward", pass, [&] {
-    r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, classify_, scale,
+    r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, loss_.classify(), scale,
                                        step_ctx_, ctx_.grads);
   });
   for (int i = model.num_layers() - 1; i >= 0; --i) strategy_.after_backward_layer(ctx_, i);

@@ -33,10 +33,11 @@ struct StepOutcome {
 
 class TrainStep {
  public:
-  // classify: softmax cross-entropy, else mse. `step_ctx` carries the seed and the worker;
+  // loss: softmax cross-entropy or a regression loss. `step_ctx` carries the seed and the worker;
   // without an accelerator the passes run on the host.
   TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases, const Dataset& train,
-            bool classify, const StepContext& step_ctx, std::unique_ptr<Accelerator> accelerator);
+            const LossChoice& loss, const StepContext& step_ctx,
+            std::unique_ptr<Accelerator> accelerator);
 
   // Runs `step` at learning rate `lr`. Throws UserError when the loss is NaN or Inf (naming
   // worker, epoch and step).
@@ -55,7 +56,7 @@ class TrainStep {
   Strategy& strategy_;
   PhaseTimes& phases_;
   const Dataset& train_;
-  const bool classify_;
+  const LossChoice loss_;
   const bool cost_only_;
   StepContext step_ctx_;
   std::unique_ptr<Accelerator> accelerator_;

@@ -66,9 +66,10 @@ WorkerModel make_worker_model(const Scenario& s, bool cost_only,
 void record_final_model(WorkerReport& report, Model& model, std::span<const float> params,
                         const TrainData& data, const Scenario& s) {
   if (report.worker == 0 && data.test) {
-    const Evaluation final_eval = evaluate(model, *data.test, s.loss);
+    const Evaluation final_eval = evaluate(model, *data.test, {s.loss, s.huber_delta});
     report.final_test_accuracy = final_eval.accuracy;
     report.final_test_loss = final_eval.loss;
+    report.final_test_errors = final_eval.errors;
   }
   report.final_params.assign(params.begin(), params.end());
 }
@@ -113,7 +114,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   auto strategy = make_strategy(s);
   strategy->on_train_begin(ctx);
   const StepContext step_ctx{.seed = s.seed, .worker = static_cast<uint32_t>(rank)};
-  TrainStep train_step(ctx, *strategy, phases, *data.train, classify, step_ctx,
+  TrainStep train_step(ctx, *strategy, phases, *data.train, {s.loss, s.huber_delta}, step_ctx,
                        std::move(worker.accelerator));
 
   int64_t global_step = 0;
@@ -153,8 +154,11 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     tracer.span("epoch " + std::to_string(epoch), "epoch", meter.start(), end.time);
     report.epochs.push_back(meter.finish(end, rank, epoch, tally, classify));
     if (cost_only) report.epochs.back().train_loss = report.epochs.back().train_accuracy = -1;
-    if (!cost_only && s.eval_every_epoch && data.test)
-      report.epochs.back().test_accuracy = evaluate(model, *data.test, s.loss).accuracy;
+    if (!cost_only && s.eval_every_epoch && data.test) {
+      const Evaluation eval = evaluate(model, *data.test, {s.loss, s.huber_delta});
+      report.epochs.back().test_accuracy = eval.accuracy;
+      report.epochs.back().test_errors = eval.errors;
+    }
   }
   report.steps = static_cast<uint64_t>(global_step);
   if (!cost_only) record_final_model(report, model, ctx.params, data, s);

@@ -88,7 +88,7 @@ TEST(ReaderLimits, CsvValuesTooLargeForFloatAndDirectories) {
   const std::string path = (scratch() / "big.csv").string();
   std::ofstream(path) << "x,y\n1,2\n1e300,3\n";
   std::string msg = error_of([&] { load_csv_regression(path, {"y"}); });
-  EXPECT_TRUE(has(msg, path + ":3: column 'x': '1e300' is too large for float")) << msg;
+  EXPECT_TRUE(has(msg, path + ":3: row 2, column 'x' (1): '1e300' is too large for float")) << msg;
   msg = error_of([&] { load_csv_regression(scratch().string(), {"y"}); });
   EXPECT_TRUE(has(msg, scratch().string() + ": CSV file not found (or not a regular file)")) << msg;
   msg = error_of([&] { read_idx(scratch().string()); });

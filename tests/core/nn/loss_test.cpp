@@ -119,6 +119,83 @@ TEST(Mse, LossAndGradientMatchDoubleReference) {
   EXPECT_LT(normalised_error(testing::to_double(grad.span()), fd), 1e-4);
 }
 
+// Central differences of mean_i f(p_i - t_i) at the float predictions, in double.
+Vec central_differences(const Tensor& pred, const Tensor& target, double (*f)(double)) {
+  Vec p = testing::to_double(pred.span()), fd(p.size());
+  const Vec t = testing::to_double(target.span());
+  auto loss = [&] {
+    double sum = 0;
+    for (size_t i = 0; i < p.size(); ++i) sum += f(p[i] - t[i]);
+    return sum / static_cast<double>(p.size());
+  };
+  const double eps = 1e-6;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double saved = p[i];
+    p[i] = saved + eps;
+    const double plus = loss();
+    p[i] = saved - eps;
+    const double minus = loss();
+    p[i] = saved;
+    fd[i] = (plus - minus) / (2 * eps);
+  }
+  return fd;
+}
+
+double absolute(double d) { return std::abs(d); }
+double huber_one(double d) { return std::abs(d) <= 1 ? 0.5 * d * d : std::abs(d) - 0.5; }
+double huber_half(double d) {
+  return std::abs(d) <= 0.5 ? 0.5 * d * d : 0.5 * (std::abs(d) - 0.25);
+}
+
+TEST(Mae, LossAndGradientMatchDoubleReference) {
+  Tensor pred({5, 2}, random_floats(10, 31)), target({5, 2}, random_floats(10, 32));
+  Tensor grad;
+  const LossResult r = mae(pred, target, &grad);
+  double ref = 0;
+  for (int64_t i = 0; i < 10; ++i) ref += std::abs(static_cast<double>(pred[i]) - target[i]);
+  EXPECT_NEAR(r.loss, ref / 10, 1e-6);
+  EXPECT_EQ(r.correct, 0);
+  EXPECT_LT(normalised_error(testing::to_double(grad.span()),
+                             central_differences(pred, target, absolute)),
+            1e-4);
+  EXPECT_EQ(compute_loss({LossKind::kMae}, pred, target, nullptr).loss, r.loss);
+  // Equal prediction and target: no slope.
+  Tensor same({1}, {0.5f}), same_grad;
+  mae(same, same, &same_grad);
+  EXPECT_EQ(same_grad[0], 0.0f);
+}
+
+TEST(Huber, QuadraticInsideDeltaLinearOutsideLikePyTorch) {
+  // Differences -3, -0.5, 0.2, 2 with delta 1: 0.5 d^2 inside, |d| - 0.5 outside.
+  Tensor pred({4}, {-3.0f, -0.5f, 0.2f, 2.0f}), target({4}, {0.0f, 0.0f, 0.0f, 0.0f});
+  Tensor grad;
+  const LossResult r = huber(pred, target, 1.0, &grad);
+  EXPECT_NEAR(r.loss, (2.5 + 0.125 + 0.02 + 1.5) / 4, 1e-7);
+  EXPECT_NEAR(grad[0], -1.0 / 4, 1e-7);
+  EXPECT_NEAR(grad[1], -0.5 / 4, 1e-7);
+  EXPECT_NEAR(grad[2], 0.2 / 4, 1e-7);
+  EXPECT_NEAR(grad[3], 1.0 / 4, 1e-7);
+  // The delta is honoured, and a large delta is the half MSE.
+  EXPECT_NEAR(huber(pred, target, 0.5, nullptr).loss, (1.375 + 0.125 + 0.02 + 0.875) / 4, 1e-7);
+  EXPECT_NEAR(huber(pred, target, 100.0, nullptr).loss, 0.5 * mse(pred, target, nullptr).loss,
+              1e-6);
+}
+
+TEST(Huber, GradientMatchesCentralDifferences) {
+  Tensor pred({6, 2}, random_floats(12, 41, 2.0f)), target({6, 2}, random_floats(12, 42));
+  for (const auto& [delta, f] : {std::pair{1.0, &huber_one}, std::pair{0.5, &huber_half}}) {
+    Tensor grad;
+    huber(pred, target, delta, &grad);
+    EXPECT_LT(
+        normalised_error(testing::to_double(grad.span()), central_differences(pred, target, f)),
+        1e-4)
+        << "delta " << delta;
+    Tensor via_choice;
+    compute_loss({LossKind::kHuber, delta}, pred, target, &via_choice);
+    EXPECT_EQ(via_choice[3], grad[3]);
+  }
+}
+
 TEST(LossCost, IsALossCostProportionalToTheLogits) {
   const Cost a = loss_cost({64, 10}), b = loss_cost({128, 10});
   EXPECT_EQ(a.kind, OpKind::kLoss);

@@ -328,7 +328,7 @@ TEST(ScenarioEnums, EveryNameRoundTrips) {
     return "";
   };
   const auto loss = [](std::string_view name) -> std::string {
-    return name == "mse" ? "data.dataset = \"synthetic-regression\"\n" : "";
+    return name != "cross_entropy" ? "data.dataset = \"synthetic-regression\"\n" : "";
   };
   expect_round_trip(kStrategyNames, "strategy.name");
   expect_round_trip(kBackendNames, "backend");
@@ -336,6 +336,12 @@ TEST(ScenarioEnums, EveryNameRoundTrips) {
   expect_round_trip(kDeviceNames, "model.device");
   expect_round_trip(kDatasetNames, "data.dataset", dataset);
   expect_round_trip(kDataOrderNames, "data.order");
+  const auto regression = [](std::string_view) {
+    return "loss = \"mse\"\ndata.dataset = \"synthetic-regression\"\ndata.normalize = false\n";
+  };
+  expect_round_trip(kScalingNames, "data.scale_features", regression);
+  expect_round_trip(kScalingNames, "data.scale_targets", regression);
+  expect_round_trip(kTargetFunctionNames, "data.target_function", regression);
   expect_round_trip(kAggregationNames, "strategy.aggregation", epoch_sync);
   expect_round_trip(kOptimizerStateNames, "strategy.optimizer_state", epoch_sync);
   expect_round_trip(kFidelityNames, "sim.fidelity");
@@ -418,6 +424,66 @@ TEST(ScenarioKnobs, ZeroStage) {
                  "strategy.algorithm", "always run the ring");
   expect_refused(strategy_file("zero", "") + "[data]\norder = \"blocks\"\n", {}, "exp.toml:5",
                  "data.order", "needs data.order = \"global\"");
+}
+
+}  // namespace
+}  // namespace syncopate
+
+namespace syncopate {
+namespace {
+
+constexpr const char* kCsvScenario = R"(loss = "mse"
+[data]
+dataset = "csv"
+path = "t.csv"
+targets = ["y"]
+[model]
+input = [3]
+[[model.layers]]
+kind = "dense"
+units = 1
+)";
+
+TEST(ScenarioRegression, LossesScalingAndColumnKeysAreReadWhereTheyApply) {
+  const Scenario s = parse_scenario(
+      kCsvScenario, "exp.toml",
+      {"loss=huber", "huber_delta=0.5", "data.normalize=false", "data.scale_features=minmax",
+       "data.scale_targets=standard", "data.skip_rows=1", "data.test_fraction=0.25"});
+  EXPECT_EQ(s.loss, LossKind::kHuber);
+  EXPECT_EQ(s.huber_delta, 0.5);
+  EXPECT_EQ(s.data.scale_features, Scaling::kMinMax);
+  EXPECT_EQ(s.data.scale_targets, Scaling::kStandard);
+  EXPECT_EQ(s.data.skip_rows, 1);
+  EXPECT_EQ(s.data.test_fraction, 0.25);
+  EXPECT_NE(s.resolved_toml.find("scale_features = 'minmax'"), std::string::npos)
+      << s.resolved_toml;
+  // The resolved scenario loads back to the same.
+  EXPECT_EQ(parse_scenario(s.resolved_toml, "again.toml").resolved_toml, s.resolved_toml);
+  // Keys that would do nothing are refused, saying why.
+  EXPECT_NE(error_of(kCsvScenario, {"huber_delta=2"}).find("read only by loss = \"huber\""),
+            std::string::npos);
+  EXPECT_NE(error_of(kCsvScenario, {"data.scale_features=standard"})
+                .find("read only with data.normalize = false"),
+            std::string::npos);
+  EXPECT_NE(error_of("data.scale_targets = \"minmax\"\n").find("read only by the regression"),
+            std::string::npos);
+  EXPECT_NE(error_of("data.skip_rows = 1\n").find("read only by data.dataset = \"csv\""),
+            std::string::npos);
+  EXPECT_NE(error_of(kCsvScenario, {"loss=cross_entropy"}).find("needs a regression loss"),
+            std::string::npos);
+  EXPECT_NE(error_of(kCsvScenario, {"loss=mae", "model.device=cuda"}).find("host only"),
+            std::string::npos);
+}
+
+TEST(ScenarioRegression, FeatureColumnsMustMatchTheFirstLayer) {
+  const std::string text = std::string(kCsvScenario)
+                               .replace(std::string(kCsvScenario).find("targets"), 0,
+                                        "feature_columns = [\"a\", \"b\"]\n");
+  const std::string wrong = error_of(text);
+  EXPECT_NE(wrong.find("exp.toml:5: data.feature_columns: 2 feature columns, model"),
+            std::string::npos)
+      << wrong;
+  EXPECT_NE(wrong.find("takes 3 inputs per sample"), std::string::npos) << wrong;
 }
 
 }  // namespace

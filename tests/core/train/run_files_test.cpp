@@ -29,6 +29,7 @@ EpochMetrics row(int worker, int epoch, double scale) {
   e.train_accuracy = 0.125;
   e.test_accuracy = epoch == 0 ? -1 : 0.875;  // -1: not evaluated (an empty cell)
   e.lr = 1e-3;
+  if (worker == 1 && epoch > 0) e.test_errors = {1.0 / 3.0, 0.5, -0.25, 0.875};  // regression
   return e;
 }
 
@@ -43,6 +44,13 @@ void expect_same(const EpochMetrics& a, const EpochMetrics& b) {
   }
   EXPECT_EQ(a.bytes_sent, b.bytes_sent);
   EXPECT_EQ(a.bytes_recv, b.bytes_recv);
+  for (auto field : {&RegressionMetrics::mse, &RegressionMetrics::mae, &RegressionMetrics::r2,
+                     &RegressionMetrics::pearson}) {
+    EXPECT_EQ(std::isnan(a.test_errors.*field), std::isnan(b.test_errors.*field));
+    if (!std::isnan(a.test_errors.*field)) {
+      EXPECT_EQ(a.test_errors.*field, b.test_errors.*field);
+    }
+  }
 }
 
 std::vector<WorkerReport> two_workers() {
@@ -75,7 +83,7 @@ TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
   EXPECT_TRUE(parse_metrics_csv(header, "empty").empty());
   EXPECT_THROW(parse_metrics_csv("worker,epoch\n", "short header"), UserError);
   try {
-    parse_metrics_csv(header + "0,0,0,1,0,0,0,x,0,1,0,,0.1,0\n", "bad.csv");
+    parse_metrics_csv(header + "0,0,0,1,0,0,0,x,0,1,0,,0.1,0,,,,\n", "bad.csv");
     FAIL() << "a non-number was accepted";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("bad.csv:2: bytes_sent"), std::string::npos) << e.what();
@@ -83,11 +91,33 @@ TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
   EXPECT_THROW(parse_metrics_csv(header + "0,0,0,1\n", "cells"), UserError);
 }
 
+TEST(RunFiles, RegressionColumnsComeLastEmptyForClassificationAndOldFilesStillRead) {
+  const std::string text = metrics_csv(two_workers());
+  const std::string header = text.substr(0, text.find('\n'));
+  const std::string old_header = header.substr(0, header.find(",test_mse"));
+  EXPECT_EQ(header, old_header + ",test_mse,test_mae,test_r2,test_pearson");
+  EXPECT_TRUE(old_header.ends_with(",comm_total_s"));
+  // Worker 0 (classification-like rows): four empty cells; worker 1 from epoch 1: the errors.
+  const std::vector<EpochMetrics> rows = parse_metrics_csv(text, "test");
+  EXPECT_TRUE(std::isnan(rows[0].test_errors.r2));
+  EXPECT_EQ(rows[3].test_errors.mse, 1.0 / 3.0);
+  EXPECT_EQ(rows[3].test_errors.r2, -0.25);
+  EXPECT_NE(text.find(",0,,,,\n"), std::string::npos);
+  // A metrics.csv of before the regression columns.
+  const std::vector<EpochMetrics> old =
+      parse_metrics_csv(old_header + "\n0,0,0,1,0,0,0,5,0,1,0,,0.1,0\n", "old.csv");
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].bytes_sent, 5u);
+  EXPECT_TRUE(std::isnan(old[0].test_errors.mse));
+  EXPECT_THROW(parse_metrics_csv(header + "\n0,0,0,1,0,0,0,5,0,1,0,,0.1,0\n", "x"), UserError);
+}
+
 TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
   WorkerReport r = two_workers()[1];
   r.final_test_accuracy = 0.8765432109876543;
   r.final_test_loss = std::numeric_limits<double>::min();
   r.steps = 938;
+  r.final_test_errors = {2.5, 1.0 / 7.0, std::numeric_limits<double>::quiet_NaN(), 0.75};
   r.trace.push_back({"epoch 0", "epoch", 1, 0.0, 1.0 / 7.0, TraceEvent::Kind::kSpan, 0, ""});
   r.trace.push_back({"merge into global", "sync", 1, 2.5, 1e-9, TraceEvent::Kind::kSpan, 0, ""});
   r.trace.push_back(
@@ -98,6 +128,10 @@ TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
   EXPECT_EQ(back.final_test_accuracy, r.final_test_accuracy);
   EXPECT_EQ(back.final_test_loss, r.final_test_loss);
   EXPECT_EQ(back.steps, r.steps);
+  EXPECT_EQ(back.final_test_errors.mse, 2.5);
+  EXPECT_EQ(back.final_test_errors.mae, 1.0 / 7.0);
+  EXPECT_TRUE(std::isnan(back.final_test_errors.r2));
+  EXPECT_EQ(back.final_test_errors.pearson, 0.75);
   ASSERT_EQ(back.epochs.size(), r.epochs.size());
   for (size_t i = 0; i < r.epochs.size(); ++i) expect_same(back.epochs[i], r.epochs[i]);
   ASSERT_EQ(back.trace.size(), r.trace.size());
