@@ -168,7 +168,8 @@ def plot_accuracy(runs, time_kind, targets=None):
         ax.set_ylabel("training loss (mean per sample)")
     for ax in axes.flat:
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+        if ax.get_legend_handles_labels()[0]:  # regression runs have no accuracy line
+            ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
 
