@@ -57,20 +57,23 @@ std::string grouped(int64_t v) {
   return out;
 }
 
-// 3.52e9 -> "3.52 G".
-std::string si(double v) {
-  const char* units[] = {"", " k", " M", " G", " T", " P", " E"};
+}  // namespace
+
+std::string si(double v, std::string_view unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
   int u = 0;
   while (v >= 1000.0 && u < 6) {
     v /= 1000.0;
     ++u;
   }
   char text[32];
-  std::snprintf(text, sizeof text, u == 0 ? "%.0f%s" : "%.3g%s", v, units[u]);
+  const std::string suffix = prefixes[u] + std::string(unit);
+  if (suffix.empty())
+    std::snprintf(text, sizeof text, "%.0f", v);
+  else
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.3g %s", v, suffix.c_str());
   return text;
 }
-
-}  // namespace
 
 ModelSummary summarize_model(const ModelSpec& spec, int64_t batch) {
   const auto model = make_model(spec, Storage::kShapeOnly);

@@ -4,6 +4,7 @@
 // description through the cost-only model, so it holds for models of any size.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/nn/model_spec.hpp"
@@ -30,5 +31,9 @@ struct ModelSummary {
 ModelSummary summarize_model(const ModelSpec& spec, int64_t batch);
 // The table and the totals, as `syncopate model` prints them.
 std::string format_summary(const ModelSummary& summary);
+
+// A quantity with a decimal SI prefix, three significant digits: si(3.52e9, "B") = "3.52 GB",
+// si(999, "B") = "999 B"; without a unit si(3.52e9) = "3.52 G", si(999) = "999".
+std::string si(double v, std::string_view unit = "");
 
 }  // namespace syncopate

@@ -1,8 +1,6 @@
 // Per-GPU memory of a run: parameters, gradients, optimizer state and activations.
 #include "core/train/memory.hpp"
 
-#include <cstdio>
-
 #include "core/comm/comm.hpp"
 #include "core/nn/model_summary.hpp"
 
@@ -17,18 +15,7 @@ uint64_t state_floats(const OptimizerConfig& optimizer) {
 
 }  // namespace
 
-std::string format_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1000.0 && u < 5) {
-    v /= 1000.0;
-    ++u;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.3g %s", v, units[u]);
-  return text;
-}
+std::string format_bytes(uint64_t bytes) { return si(static_cast<double>(bytes), "B"); }
 
 GpuMemory memory_per_gpu(const Scenario& s) {
   const ModelSummary summary = summarize_model(s.model.spec(), s.batch_size);

@@ -25,7 +25,7 @@ GpuMemory memory_per_gpu(const Scenario& scenario);
 // "70.3 GB (parameters 6.23 GB, gradients 6.23 GB, optimizer state 12.5 GB, activations 45.3 GB
 // at batch_size 8)", in decimal units.
 std::string describe(const GpuMemory& memory, int64_t batch_size);
-// "12.5 GB": three significant digits, decimal units.
+// "12.5 GB": si(bytes, "B"), three significant digits, decimal units.
 std::string format_bytes(uint64_t bytes);
 
 }  // namespace syncopate

@@ -30,30 +30,15 @@ void average_params(WorkerContext& ctx, Communicator& comm, Algorithm algorithm,
     comm.allreduce(ctx.optimizer.state(), {ReduceOp::kAvg, algorithm});
 }
 
-// Gradient buckets: contiguous slices of the gradient buffer, formed from the last layer
-// backwards so that each fills as backward proceeds; a bucket is complete once backward has
-// passed its lowest layer. Every worker builds the same buckets, so collectives match.
+// ddp's buckets (gradient_buckets) and their allreduces in flight.
 class Buckets {
  public:
   void build(const Model& model, double bucket_mb) {
-    buckets_.clear();
-    const double limit = bucket_mb * 1024 * 1024;
-    size_t end = static_cast<size_t>(model.num_params());
-    double bytes = 0;
-    for (int i = model.num_layers() - 1; i >= 0; --i) {
-      const BlockRange range = model.param_range(i);
-      if (range.count == 0) continue;
-      bytes += 4.0 * static_cast<double>(range.count);
-      if (bytes >= limit || i == first_layer_with_params(model)) {
-        buckets_.push_back({range.offset, end - range.offset, i});
-        end = range.offset;
-        bytes = 0;
-      }
-    }
+    buckets_ = gradient_buckets(model, bucket_mb);
   }
   // Starts the allreduce of every bucket completed by layer `layer`'s backward.
   void launch(int layer, std::span<float> grads, Communicator& comm, Algorithm algorithm) {
-    for (const Bucket& b : buckets_)
+    for (const GradientBucket& b : buckets_)
       if (b.first_layer == layer)
         inflight_.push_back(
             comm.allreduce_async(grads.subspan(b.offset, b.count), {ReduceOp::kSum, algorithm}));
@@ -65,16 +50,7 @@ class Buckets {
   size_t size() const { return buckets_.size(); }
 
  private:
-  static int first_layer_with_params(const Model& model) {
-    for (int i = 0; i < model.num_layers(); ++i)
-      if (model.param_range(i).count > 0) return i;
-    return 0;
-  }
-  struct Bucket {
-    size_t offset, count;
-    int first_layer;
-  };
-  std::vector<Bucket> buckets_;
+  std::vector<GradientBucket> buckets_;
   std::vector<WorkPtr> inflight_;
 };
 
@@ -244,6 +220,26 @@ class Hierarchical final : public Strategy {
 };
 
 }  // namespace
+
+std::vector<GradientBucket> gradient_buckets(const Model& model, double bucket_mb) {
+  int first = 0;  // the first layer with parameters
+  while (first < model.num_layers() - 1 && model.param_range(first).count == 0) ++first;
+  std::vector<GradientBucket> buckets;
+  const double limit = bucket_mb * 1024 * 1024;
+  size_t end = static_cast<size_t>(model.num_params());
+  double bytes = 0;
+  for (int i = model.num_layers() - 1; i >= 0; --i) {
+    const BlockRange range = model.param_range(i);
+    if (range.count == 0) continue;
+    bytes += 4.0 * static_cast<double>(range.count);
+    if (bytes >= limit || i == first) {
+      buckets.push_back({.offset = range.offset, .count = end - range.offset, .first_layer = i});
+      end = range.offset;
+      bytes = 0;
+    }
+  }
+  return buckets;
+}
 
 std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
   const StrategySection& s = scenario.strategy;

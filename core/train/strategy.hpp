@@ -78,6 +78,17 @@ class Strategy {
 
 std::unique_ptr<Strategy> make_strategy(const Scenario& scenario);
 
+// Gradient buckets (ddp, hierarchical, zero stage 2): contiguous slices of the flat gradient
+// buffer, formed from the last layer backwards so that each fills as backward proceeds, each
+// closed once it holds bucket_mb MiB or reaches the first layer with parameters. A bucket is
+// complete once backward has passed `first_layer`. Every worker builds the same buckets, so
+// collectives match.
+struct GradientBucket {
+  size_t offset = 0, count = 0;
+  int first_layer = 0;
+};
+std::vector<GradientBucket> gradient_buckets(const Model& model, double bucket_mb);
+
 // diloco (core/train/diloco.cpp).
 std::unique_ptr<Strategy> make_diloco(const StrategySection& section);
 

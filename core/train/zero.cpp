@@ -20,29 +20,15 @@ struct Piece {
   size_t shard_offset = 0;
 };
 
-// ddp's buckets (strategies.cpp): formed from the last layer backwards, each closed once it
-// holds bucket_mb MiB or reaches the first layer with parameters.
+// The pieces of stage 2: ddp's gradient buckets.
 std::vector<Piece> bucket_pieces(const Model& model, double bucket_mb) {
-  int first = 0;
-  while (first < model.num_layers() - 1 && model.param_range(first).count == 0) ++first;
   std::vector<Piece> pieces;
-  const double limit = bucket_mb * 1024 * 1024;
-  size_t end = static_cast<size_t>(model.num_params());
-  double bytes = 0;
-  for (int i = model.num_layers() - 1; i >= 0; --i) {
-    const BlockRange range = model.param_range(i);
-    if (range.count == 0) continue;
-    bytes += 4.0 * static_cast<double>(range.count);
-    if (bytes >= limit || i == first) {
-      pieces.push_back({.offset = range.offset,
-                        .count = end - range.offset,
-                        .first_layer = i,
-                        .block = {},
-                        .shard_offset = 0});
-      end = range.offset;
-      bytes = 0;
-    }
-  }
+  for (const GradientBucket& b : gradient_buckets(model, bucket_mb))
+    pieces.push_back({.offset = b.offset,
+                      .count = b.count,
+                      .first_layer = b.first_layer,
+                      .block = {},
+                      .shard_offset = 0});
   return pieces;
 }
 
