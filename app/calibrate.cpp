@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "app/calibrate_mpi.hpp"
 #include "backends/mpi/mpi_communicator.hpp"
@@ -109,31 +110,31 @@ void pool(MPI_Comm comm, int ranks, ComputeSamples& c) {
   }
 }
 
-// The scenario on every rank, or an error on every rank (returns false after printing it).
-bool agreed_scenario(const CalibrateOptions& o, mpi::MpiCommunicator& comm, Scenario& scenario) {
+}  // namespace
+
+bool agreed_scenario(mpi::MpiCommunicator& comm, const std::function<Scenario()>& resolve,
+                     const std::string& command, Scenario& scenario) {
   std::string error;
   try {
-    scenario = resolve(o, comm.size());
+    scenario = resolve();
   } catch (const UserError& e) {
     error = e.what();
   }
   int ok = error.empty() ? 1 : 0, all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm.handle());
   if (all_ok == 0) {
-    if (error.empty()) error = "calibrate: another rank could not read its scenario";
+    if (error.empty()) error = command + ": another rank could not read its scenario";
   } else {
     try {
       mpi::check_same_everywhere(comm, scenario.resolved_toml, comm.size());
     } catch (const UserError& e) {
-      error = std::string("calibrate: ") + e.what();
+      error = command + ": " + e.what();
     }
   }
   if (error.empty()) return true;
   std::fprintf(stderr, "syncopate: error on rank %d: %s\n", comm.rank(), error.c_str());
   return false;
 }
-
-}  // namespace
 
 int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   mpi::Runtime runtime(argc, argv);
@@ -145,7 +146,9 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
     return 1;
   }
   Scenario scenario;
-  if (!agreed_scenario(o, *comm, scenario)) return 1;
+  if (!agreed_scenario(
+          *comm, [&] { return resolve(o, comm->size()); }, "calibrate", scenario))
+    return 1;
   Calibration c;
   c.name = std::filesystem::path(o.out).stem().string();
   const std::string load = load_average();

@@ -6,26 +6,17 @@
 #include <vector>
 
 #include "app/calibrate.hpp"
+#include "app/collectives.hpp"
 
 #if defined(SYNCOPATE_HAVE_MPI)
 #include <mpi.h>
+
+#include <functional>
+
+#include "backends/mpi/mpi_communicator.hpp"
 #endif
 
 namespace syncopate::app {
-
-enum class CollectiveKind { kAllreduce, kBroadcast, kAllgather };
-
-constexpr std::string_view to_string(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllreduce:
-      return "allreduce";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-    case CollectiveKind::kAllgather:
-      return "allgather";
-  }
-  return "?";
-}
 
 struct TransportSeries {
   std::string name;  // "ping_pong" (seconds one way) or a collective (seconds per call)
@@ -59,6 +50,12 @@ void print_calibration(const Calibration& c);
 #if defined(SYNCOPATE_HAVE_MPI)
 // Collective over comm; every rank returns the same samples.
 TransportSamples time_transport(MPI_Comm comm, int repeats);
+
+// The scenario that `resolve` reads, on every rank, or false on every rank after each printed
+// its error (a rank that cannot read its scenario, or ranks given different scenarios).
+// `command` names the subcommand in the messages.
+bool agreed_scenario(mpi::MpiCommunicator& comm, const std::function<Scenario()>& resolve,
+                     const std::string& command, Scenario& scenario);
 #endif
 
 }  // namespace syncopate::app

@@ -10,6 +10,7 @@
 
 #include "app/calibrate.hpp"
 #include "app/check.hpp"
+#include "app/collectives.hpp"
 #include "app/commands.hpp"
 #include "app/compare.hpp"
 #include "app/model_info.hpp"
@@ -164,6 +165,8 @@ struct Commands {
   CompareOptions compare;
   std::string compare_tolerance = "10%";
   CalibrateOptions calibrate;
+  CollectivesOptions collectives;
+  CLI::App* collectives_cmd = nullptr;
   CLI::App *sweep_cmd = nullptr, *report_cmd = nullptr, *check_cmd = nullptr,
            *compare_cmd = nullptr, *model_cmd = nullptr, *calibrate_cmd = nullptr;
 };
@@ -247,6 +250,24 @@ CLI::App* declare_calibrate(CLI::App& cli, CalibrateOptions& o) {
   return calibrate;
 }
 
+CLI::App* declare_collectives(CLI::App& cli, CollectivesOptions& o) {
+  CLI::App* collectives = cli.add_subcommand(
+      "collectives",
+      "time allreduce, broadcast and allgather over sizes: simulated, or measured under mpirun");
+  collectives->add_option("scenario", o.scenario_path,
+                          "scenario naming the platform and fidelity (default: embedded)");
+  collectives->add_option("--set", o.sets, "override a scenario key: key.path=value (repeatable)");
+  collectives->add_option("--backend", o.backend, "sim (predicted) or mpi (measured)");
+  collectives->add_option("--workers", o.workers, "simulated ranks (mpi: mpirun -np decides)");
+  collectives->add_option("--sizes", o.sizes, "MIN:MAX, by factors of 4 (default 4KiB:64MiB)");
+  collectives->add_option("--ops", o.ops,
+                          "comma-separated (default allreduce,broadcast,allgather)");
+  collectives->add_option("--repeats", o.repeats, "timed repeats per point (default 10)")
+      ->check(CLI::Range(1, 100000));
+  collectives->add_option("--out", o.out, "the CSV file")->required();
+  return collectives;
+}
+
 void declare(CLI::App& cli, Commands& c) {
   cli.require_subcommand(1);
   declare_run(cli, c.run);
@@ -256,6 +277,7 @@ void declare(CLI::App& cli, Commands& c) {
   c.compare_cmd = declare_compare(cli, c);
   c.model_cmd = declare_model(cli, c.model);
   c.calibrate_cmd = declare_calibrate(cli, c.calibrate);
+  c.collectives_cmd = declare_collectives(cli, c.collectives);
 }
 
 // Runs the parsed subcommand; errors become exit codes: 2 usage, 1 user error, 3 internal.
@@ -278,6 +300,7 @@ int dispatch(Commands& c, int* argc, char*** argv) {
         c.calibrate.command_line += (i ? " " : "") + std::string((*argv)[i]);
       return run_calibrate(c.calibrate, argc, argv);
     }
+    if (c.collectives_cmd->parsed()) return run_collectives(c.collectives, argc, argv);
     return run(c.run, argc, argv);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "syncopate: error: %s\n", e.what());

@@ -1,0 +1,54 @@
+"""validation/collectives.py: each row's error, the summary, and --check against the target."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation"))
+import collectives  # noqa: E402
+
+HEADER = ("backend,platform,fidelity,ranks,op,bytes,algorithm,median_s,p10_s,p90_s,repeats,"
+          "algbw_GBps,busbw_GBps\n")
+
+
+def write(path, backend, ranks, seconds):
+    """seconds: {(op, bytes): median}."""
+    with open(path, "w") as f:
+        f.write(HEADER)
+        for (op, size), t in seconds.items():
+            algorithm = "ring" if op == "allreduce" else ""
+            f.write(f"{backend},,,{ranks},{op},{size},{algorithm},{t},{0.9 * t},{1.1 * t},5,1,1\n")
+
+
+def make(root, factor):
+    """Measured times t; simulated t * factor, except allgather at 4 KiB: exact."""
+    measured = {("allreduce", 4096): 1e-5, ("allreduce", 16384): 2e-5,
+                ("allgather", 4096): 1e-5}
+    simulated = {k: (t if k[0] == "allgather" else t * factor) for k, t in measured.items()}
+    write(os.path.join(root, "mpi-2.csv"), "mpi", 2, measured)
+    write(os.path.join(root, "sim-2.csv"), "sim", 2, simulated)
+
+
+def test_errors_and_summary(tmp_path):
+    make(str(tmp_path), 1.2)
+    out = str(tmp_path / "c.md")
+    assert collectives.main([str(tmp_path), "--out", out, "--note", "n1"]) == 0
+    text = open(out).read()
+    assert "- n1" in text
+    assert "| allreduce | 4 KiB | ring | 12.0 | 10.0 (9.0 – 11.0) | +20.0% |" in text
+    assert "| allgather | 4 KiB | - | 10.0 | 10.0 (9.0 – 11.0) | +0.0% |" in text
+    # errors 20%, 20%, 0%: median 20%, above the 10% target.
+    assert "| all (3) | 20.0% | 20.0% | 10% | no |" in text
+    assert os.path.isfile(str(tmp_path / "c.png"))
+
+
+def test_check_fails_above_the_target_only(tmp_path):
+    make(str(tmp_path), 1.2)
+    assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md"), "--check"]) == 1
+    make(str(tmp_path), 1.05)
+    assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md"), "--check"]) == 0
+
+
+def test_no_pair_is_an_error(tmp_path, capsys):
+    write(str(tmp_path / "sim-4.csv"), "sim", 4, {("allreduce", 4096): 1e-5})
+    assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md")]) == 2
+    assert "no sim-W.csv / mpi-W.csv pair" in capsys.readouterr().err

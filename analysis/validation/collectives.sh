@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The simulator's collectives against this machine's: allreduce, broadcast and allgather from
+# 4 KiB to 64 MiB at 2 and 4 ranks, simulated (`syncopate collectives --backend sim`, platform
+# loopback) and measured (the same command under mpirun), the same timing loop on both sides;
+# writes analysis/validation/collectives.md and collectives.png.
+#
+#   analysis/validation/collectives.sh [--ranks "2 4"] [--sizes 4KiB:64MiB] [--repeats N]
+#                                      [--out DIR] [--md FILE] [--bin PATH] [--check]
+#
+# CSV files go to DIR (default runs/validation/collectives). --check: exit 1 when the median
+# error exceeds the target (10%).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=$root/build/bin/syncopate
+out=$root/runs/validation/collectives
+md=$here/collectives.md
+ranks="2 4"
+sizes=4KiB:64MiB
+repeats=15
+check=()
+args="$*"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --ranks) ranks=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --md) md=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --check) check=(--check); shift ;;
+    *) echo "collectives.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mpirun=(mpirun --oversubscribe --bind-to none)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+mkdir -p "$out"
+load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
+for w in $ranks; do
+  common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats")
+  # loopback models this machine; more ranks are more GPUs on its one node.
+  "$bin" "${common[@]}" --backend sim --workers "$w" --set 'sim.platform="loopback"' \
+    --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim-$w.csv" >/dev/null
+  "${mpirun[@]}" -np "$w" "$bin" "${common[@]}" --backend mpi --out "$out/mpi-$w.csv" >/dev/null
+done
+/usr/bin/python3 "$here/collectives.py" "$out" --out "$md" "${check[@]}" \
+  --note "command: analysis/validation/collectives.sh ${args:-} (CSV files in ${out#"$root"/})" \
+  --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; load average $load_start at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end" \
+  --note "simulated: sim backend, platform loopback (its fidelity: the scenario's sim.fidelity); measured: mpirun -np W --oversubscribe --bind-to none, OMPI_MCA_mpi_yield_when_idle=1; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats"

@@ -1,0 +1,157 @@
+// `syncopate collectives` on the simulator and under mpirun: the same rows on both, simulated
+// times that follow the platform's latency and bandwidth, and bad arguments refused before
+// anything is timed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/common/run_command.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kBin = SYNCOPATE_BIN;
+const std::string kSim = kBin +
+                         " collectives fmnist-mlp --backend sim --set 'sim.platform=\"loopback\"'"
+                         " --set 'sim.fidelity=\"analytic\"'";
+
+fs::path scratch() { return syncopate::scratch_folder("collectives"); }
+
+std::string mpirun(int ranks) {
+  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
+                    " --oversubscribe --bind-to none";
+  if (geteuid() == 0) cmd += " --allow-run-as-root";
+  return cmd;
+}
+
+struct Row {
+  std::string algorithm;
+  double median = 0, p10 = 0, p90 = 0;
+};
+
+// (op, bytes) -> row of a CSV written by `syncopate collectives`.
+std::map<std::pair<std::string, long>, Row> read_rows(const fs::path& path) {
+  std::istringstream in(syncopate::read_text(path));
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line,
+            "backend,platform,fidelity,ranks,op,bytes,algorithm,median_s,p10_s,p90_s,repeats,"
+            "algbw_GBps,busbw_GBps");
+  std::map<std::pair<std::string, long>, Row> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream fields(line);
+    for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+    EXPECT_EQ(cells.size(), 13u) << line;
+    if (cells.size() != 13u) continue;
+    rows[{cells[4], std::stol(cells[5])}] = {cells[6], std::stod(cells[7]), std::stod(cells[8]),
+                                             std::stod(cells[9])};
+  }
+  return rows;
+}
+
+TEST(Collectives, SimulatedTimesGrowByTheBandwidthAndRepeatExactly) {
+  const fs::path a = scratch() / "sim-a.csv", b = scratch() / "sim-b.csv";
+  for (const fs::path& out : {a, b}) {
+    std::string log;
+    ASSERT_EQ(syncopate::run_command(
+                  kSim + " --workers 2 --sizes 16KiB:1MiB --repeats 3 --out " + out.string(), &log),
+              0)
+        << log;
+  }
+  EXPECT_EQ(syncopate::read_text(a), syncopate::read_text(b));  // deterministic
+  const auto rows = read_rows(a);
+  ASSERT_EQ(rows.size(), 3u * 4u);  // 16 KiB, 64 KiB, 256 KiB, 1 MiB of each collective
+  for (const std::string op : {"broadcast", "allgather"}) {
+    // At analytic fidelity every round costs latency + bytes / bandwidth: each x4 in size adds
+    // 4 times the previous increment.
+    const double t16 = rows.at({op, 16384}).median, t64 = rows.at({op, 65536}).median,
+                 t256 = rows.at({op, 262144}).median;
+    EXPECT_NEAR((t256 - t64) / (t64 - t16), 4.0, 1e-3) << op;
+    EXPECT_GT(t16, 0) << op;
+  }
+  for (const auto& [key, row] : rows) {
+    EXPECT_EQ(row.p10, row.median) << key.first << " " << key.second;  // no noise simulated
+    EXPECT_EQ(row.algorithm.empty(), key.first != "allreduce") << key.first;
+  }
+}
+
+TEST(Collectives, MeasuredUnderMpirunHasEveryRowAndTheSimulatorsAlgorithms) {
+  const fs::path sim = scratch() / "sim-2.csv", mpi = scratch() / "mpi-2.csv";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(
+                kSim + " --workers 2 --sizes 4KiB:64KiB --repeats 3 --out " + sim.string(), &log),
+            0)
+      << log;
+  ASSERT_EQ(syncopate::run_command(mpirun(2) + " " + kBin +
+                                       " collectives fmnist-mlp --backend mpi --sizes 4KiB:64KiB"
+                                       " --repeats 3 --out " +
+                                       mpi.string(),
+                                   &log),
+            0)
+      << log;
+  const auto simulated = read_rows(sim), measured = read_rows(mpi);
+  ASSERT_EQ(measured.size(), 3u * 3u);
+  for (const auto& [key, row] : measured) {
+    EXPECT_GT(row.median, 0) << key.first << " " << key.second;
+    EXPECT_LE(row.p10, row.median);
+    EXPECT_LE(row.median, row.p90);
+    // One node on both sides: the shared schedule code picks the same allreduce algorithm.
+    EXPECT_EQ(row.algorithm, simulated.at(key).algorithm) << key.first << " " << key.second;
+  }
+}
+
+TEST(Collectives, BadArgumentsAreRefusedBeforeAnythingIsTimed) {
+  const std::string out = (scratch() / "bad.csv").string();
+  struct Case {
+    std::string args, message;
+    int exit_code;
+  };
+  const std::vector<Case> cases = {
+      {"--sizes 4KB --out " + out, "--sizes: \"4KB\" is not a size", 2},
+      {"--sizes 64KiB:4KiB --out " + out, "the largest size is below the smallest", 2},
+      {"--sizes 6 --out " + out, "multiple of 4 bytes", 2},
+      {"--ops allreduce,scatter --out " + out, "\"scatter\" is not a collective", 2},
+      {"--out " + (scratch() / "no-such-dir" / "x.csv").string(), "is not a directory", 1},
+      {"--out " + scratch().string(), "is a directory", 1},
+  };
+  for (const Case& c : cases) {
+    std::string log;
+    EXPECT_EQ(syncopate::run_command(kSim + " --workers 2 " + c.args, &log), c.exit_code)
+        << c.args << "\n"
+        << log;
+    EXPECT_NE(log.find(c.message), std::string::npos) << c.args << "\n" << log;
+  }
+  std::string log;
+  EXPECT_EQ(
+      syncopate::run_command(kBin + " collectives fmnist-mlp --backend local --out " + out, &log),
+      2);
+  EXPECT_NE(log.find("choose --backend sim (predicted) or mpi"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The validation's reduced form: both sides at 2 ranks, joined into collectives.md.
+TEST(Collectives, ValidationScriptWritesTheTable) {
+  const fs::path dir = scratch() / "validation";
+  const fs::path md = scratch() / "collectives.md";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(std::string(SYNCOPATE_SOURCE_DIR) +
+                                       "/analysis/validation/collectives.sh --ranks 2 --sizes "
+                                       "4KiB:16KiB --repeats 3 --bin " +
+                                       kBin + " --out " + dir.string() + " --md " + md.string(),
+                                   &log),
+            0)
+      << log;
+  const std::string text = syncopate::read_text(md);
+  EXPECT_NE(text.find("| allreduce | 4 KiB |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| allgather | 16 KiB |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| all (6) |"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(scratch() / "collectives.png"));
+}
+
+}  // namespace
