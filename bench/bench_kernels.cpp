@@ -10,12 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
-#include "core/tensor/gemm.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
+#include "core/tensor/gemm.hpp"
 
 namespace syncopate {
 namespace {
@@ -210,6 +211,7 @@ int main(int argc, char** argv) {
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("gemm_kernel", std::string(syncopate::gemm_kernel()));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,4 +1,5 @@
-// GEMM over row-major floats through Eigen, and the im2col / col2im transforms.
+// GEMM over row-major floats through Eigen (the product kernel chosen for the CPU at run time,
+// see gemm_product.hpp), and the im2col / col2im transforms.
 #include "core/tensor/gemm.hpp"
 
 // GCC 12 reports false "may be used uninitialized" warnings inside Eigen's AVX-512 kernels.
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/base/check.hpp"
+#include "core/tensor/gemm_product.hpp"
 
 namespace syncopate {
 namespace {
@@ -16,42 +18,17 @@ namespace {
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MutableMap = Eigen::Map<RowMajorMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-// Packing buffers for Eigen's blocked GEMM, kept per thread and grown on demand, so a training
-// step makes no heap allocation (Eigen's expression API allocates them on every large product).
-// SimGrid actors that share a thread never interleave inside one GEMM call.
-class PackingBuffers final : public Eigen::internal::level3_blocking<float, float> {
- public:
-  // Blocking for a product whose col-major form is (rows x depth) * (depth x cols).
-  void prepare(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
-    Eigen::Index kc = depth, mc = rows, nc = cols;
-    Eigen::internal::computeProductBlockingSizes<float, float, 1>(kc, mc, nc, Eigen::Index{1});
-    m_kc = kc;
-    m_mc = mc;
-    m_nc = nc;
-    if (a_.size() < static_cast<size_t>(kc * mc)) a_.resize(static_cast<size_t>(kc * mc));
-    if (b_.size() < static_cast<size_t>(kc * nc)) b_.resize(static_cast<size_t>(kc * nc));
-    m_blockA = a_.data();
-    m_blockB = b_.data();
-  }
-
- private:
-  std::vector<float, Eigen::aligned_allocator<float>> a_, b_;
-};
-
-thread_local PackingBuffers packing;
-
-// C (row-major, m x n) += alpha * op(A) * op(B) with Eigen's blocked kernel. op(A) is row-major
-// when A is not transposed and col-major (the same memory read the other way) when it is.
-template <int LhsOrder, int RhsOrder>
-void accumulate_product(int64_t m, int64_t n, int64_t k, float alpha, const MatrixView& a,
-                        const MatrixView& b, const MutableMatrixView& c) {
-  // Eigen computes a row-major C as the col-major C^T = op(B)^T op(A)^T (rows n, cols m).
-  packing.prepare(n, m, k);
-  Eigen::internal::general_matrix_matrix_product<Eigen::Index, float, LhsOrder, false, float,
-                                                 RhsOrder, false, Eigen::RowMajor,
-                                                 1>::run(m, n, k, a.data, a.ld, b.data, b.ld,
-                                                         c.data, 1, c.ld, alpha, packing);
+// The product kernel for this CPU, chosen once (see gemm_product.hpp).
+using ProductFn = void (*)(const gemm_detail::Product&);
+ProductFn pick_product() {
+#if defined(SYNCOPATE_GEMM_AVX2_FMA)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return gemm_detail::product_avx2_fma;
+#endif
+  return gemm_detail::product_generic;
 }
+const ProductFn product = pick_product();
 
 void check_view(const char* name, int64_t rows, int64_t cols, int64_t ld, const void* data) {
   SYNC_CHECK(rows >= 0 && cols >= 0 && ld >= cols && (data != nullptr || rows * cols == 0),
@@ -91,15 +68,11 @@ void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const 
     cm *= beta;
   }
   if (k == 0 || alpha == 0.0f) return;
-  if (!ta && !tb) {
-    accumulate_product<Eigen::RowMajor, Eigen::RowMajor>(m, n, k, alpha, a, b, c);
-  } else if (!ta && tb) {
-    accumulate_product<Eigen::RowMajor, Eigen::ColMajor>(m, n, k, alpha, a, b, c);
-  } else if (ta && !tb) {
-    accumulate_product<Eigen::ColMajor, Eigen::RowMajor>(m, n, k, alpha, a, b, c);
-  } else {
-    accumulate_product<Eigen::ColMajor, Eigen::ColMajor>(m, n, k, alpha, a, b, c);
-  }
+  product({ta, tb, m, n, k, alpha, a.data, a.ld, b.data, b.ld, c.data, c.ld});
+}
+
+std::string_view gemm_kernel() {
+  return product == gemm_detail::product_generic ? "generic" : "avx2_fma";
 }
 
 void add_row_sums(const MatrixView& a, std::span<float> sums) {

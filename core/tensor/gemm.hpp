@@ -5,6 +5,7 @@
 // All matrices are row-major with an explicit leading dimension (the distance between rows).
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace syncopate {
 
@@ -30,6 +31,10 @@ MutableMatrixView matrix(std::span<float> values, int64_t rows, int64_t cols);
 // C must not overlap A or B.
 void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const MatrixView& b,
           float beta, const MutableMatrixView& c);
+
+// The product kernel gemm() runs on this CPU: "avx2_fma" (chosen at run time where the CPU has
+// both and the build has the kernel, see gemm_product.hpp) or "generic" (the build's target).
+std::string_view gemm_kernel();
 
 // sums[r] += sum of row r of a (a bias gradient over an NCHW image: one row per channel).
 void add_row_sums(const MatrixView& a, std::span<float> sums);
