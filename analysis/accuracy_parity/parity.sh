@@ -62,7 +62,7 @@ for config in "${configs[@]}"; do
 done
 wall=$(( $(date +%s) - start ))
 
-/usr/bin/python3 "$here/summarize.py" "$out" --out "$md" \
+/usr/bin/python3 "$here/parity_table.py" "$out" --out "$md" \
   --note "command: analysis/accuracy_parity/parity.sh ${args:-} (runs in ${out#"$root"/})" \
   --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; ${wall} s of wall time for the runs made by this call" \
   --note "scenario $scenario, $epochs epochs, sim backend (emulation), analytic fidelity; per-worker batch and learning rate as in the scenario; local_sgd strategy.every=8; settings: ${sets[*]:-none}"

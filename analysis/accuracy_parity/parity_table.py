@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """parity.md and parity.png from the runs of an accuracy-parity study (parity.sh).
 
-    python3 analysis/accuracy_parity/summarize.py RUNS_DIR --out parity.md [--note TEXT]...
+    python3 analysis/accuracy_parity/parity_table.py RUNS_DIR --out parity.md [--note TEXT]...
 
 RUNS_DIR holds one run directory per configuration: `serial` (one worker) and `<config>-w<W>`
 (ddp, epoch_sync, epoch_sync_every2, epoch_async, local_sgd at W workers). For each, worker 0's
@@ -119,7 +119,7 @@ def main(argv):
     args = parser.parse_args(argv)
     runs = read_runs(args.runs_dir)
     if not runs:
-        print(f"summarize.py: {args.runs_dir}: no run directories", file=sys.stderr)
+        print(f"parity_table.py: {args.runs_dir}: no run directories", file=sys.stderr)
         return 2
     serial = next((r for r in runs if r["config"] == "serial"), None)
     png = os.path.splitext(args.out)[0] + ".png"

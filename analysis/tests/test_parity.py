@@ -1,4 +1,4 @@
-"""accuracy_parity/summarize.py: parity.md's gaps are the runs' accuracies, in points."""
+"""accuracy_parity/parity_table.py: parity.md's gaps are the runs' accuracies, in points."""
 
 import json
 import os
@@ -8,7 +8,7 @@ from conftest import make_run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "accuracy_parity"))
-import summarize  # noqa: E402
+import parity_table  # noqa: E402
 
 
 def set_final(path, final):
@@ -41,7 +41,7 @@ def make_study(root):
 def test_gaps_against_serial_and_ddp(tmp_path):
     make_study(str(tmp_path / "runs"))
     out = str(tmp_path / "parity.md")
-    assert summarize.main([str(tmp_path / "runs"), "--out", out, "--note", "a note"]) == 0
+    assert parity_table.main([str(tmp_path / "runs"), "--out", out, "--note", "a note"]) == 0
     text = open(out).read()
     assert "- a note" in text
     # epoch_sync at 4 workers: 0.86 against serial's 0.90 and ddp's 0.88.
@@ -55,5 +55,5 @@ def test_gaps_against_serial_and_ddp(tmp_path):
 
 def test_no_runs_is_an_error(tmp_path, capsys):
     os.makedirs(str(tmp_path / "empty"))
-    assert summarize.main([str(tmp_path / "empty"), "--out", str(tmp_path / "p.md")]) == 2
+    assert parity_table.main([str(tmp_path / "empty"), "--out", str(tmp_path / "p.md")]) == 2
     assert "no run directories" in capsys.readouterr().err
