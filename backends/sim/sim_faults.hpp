@@ -15,6 +15,10 @@
 //     executor accounts compute lazily (no SimGrid Exec activities: sim_executor.hpp), so the
 //     speed profile is applied by stretched_seconds() below, exactly as a host speed profile
 //     would stretch an execution that crosses the interval.
+// Every strategy aborts on a host or link failure for now, epoch_sync and epoch_async included:
+// continuing elastically with the survivors (a live sub-group for the averaging, the dead
+// worker's blocks re-dealt or dropped) is not built yet. Restart from a checkpoint is not either:
+// FaultRecord::last_checkpoint_s is where a checkpointer's date goes.
 // Link faults name a link of the platform (`link`, a split-duplex name meaning both directions)
 // or a worker's NIC: the first link named "*nic*" on its route to a GPU of another node. They
 // need the message or flow fidelity (the analytic one crosses no links): refused otherwise.
