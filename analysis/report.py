@@ -47,6 +47,18 @@ def mean_phases(run):
     return {"compute_s": compute / n, "comm_s": comm / n, "idle_s": idle / n}
 
 
+def fault_rows(summary):
+    """The [[sim.faults]] of the run's scenario: (kind, target, when, factor) each."""
+    faults = ((summary.get("scenario") or {}).get("sim") or {}).get("faults") or []
+    rows = []
+    for f in faults:
+        target = f"link {f['link']}" if "link" in f else f"worker {f.get('worker')}"
+        when = (f"at {fmt(f['at_s'])} s" if "at_s" in f
+                else f"[{fmt(f.get('from_s'))}, {fmt(f.get('until_s'))}) s")
+        rows.append((f.get("kind"), target, when, f.get("factor")))
+    return rows
+
+
 def run_report(run, out_dir):
     s = run.summary
     kind = run.time_kind
@@ -65,6 +77,12 @@ def run_report(run, out_dir):
         ("bytes sent (all workers)", s.get("bytes_sent")),
         ("bytes received (all workers)", s.get("bytes_recv")),
     ]))
+    faults = fault_rows(s)
+    if faults:
+        md += ["", "## Faults (sim.faults)", "",
+               "The run completed under these faults; the time and accuracy they cost are the "
+               "difference to the same scenario without them (`syncopate compare`).", "",
+               table(["kind", "target", "when", "factor"], faults)]
     tta = run.time_to_accuracy()
     if tta:
         md += ["", "## Time to accuracy", "",

@@ -96,6 +96,12 @@ int run(RunOptions& o, int* argc, char*** argv) {
     ProgressLine line(ProgressLine::style_for_stdout(o.quiet),
                       scenario.backend == BackendKind::kSim);
     result = train(scenario, argc, argv, line.callback());
+  } catch (const FaultAbort& e) {  // a simulated fault ended the job: exit code 4
+    const std::string dir = unique_run_dir(requested);
+    write_failure(dir, e.what());
+    write_fault_record(dir, e.record());
+    std::fprintf(stderr, "syncopate: aborted: %s\n", e.what());
+    return 4;
   } catch (const std::exception& e) {
     write_failure(unique_run_dir(requested), e.what());
     throw;

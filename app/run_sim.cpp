@@ -18,6 +18,7 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
   options.cost_only = scenario.sim.mode == SimMode::kCostOnly;
   options.slowdown = scenario.sim.slowdown;
   options.noise = scenario.sim.noise;
+  options.faults = scenario.sim.faults;
   const GpuMemory memory = memory_per_gpu(scenario);
   options.memory_per_gpu_bytes = static_cast<double>(memory.total());
   options.memory_detail = describe(memory, scenario.batch_size);

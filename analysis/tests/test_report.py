@@ -219,3 +219,25 @@ def test_classification_run_has_no_regression_section(run_dir):
     text = open(os.path.join(run_dir, "report.md")).read()
     assert "Test errors" not in text and "regression.png" not in text
     assert not os.path.exists(os.path.join(run_dir, "regression.png"))
+
+
+def test_run_report_lists_the_faults_of_the_scenario(tmp_path):
+    path = str(tmp_path / "faulty")
+    make_run(path)
+    summary_path = os.path.join(path, "summary.json")
+    summary = json.load(open(summary_path))
+    summary["scenario"] = {"sim": {"faults": [
+        {"kind": "straggler", "worker": 1, "from_s": 0.5, "until_s": 2.0, "factor": 0.5},
+        {"kind": "link_degradation", "link": "n0-nic0", "from_s": 1.0, "until_s": 3.0,
+         "factor": 0.25}]}}
+    json.dump(summary, open(summary_path, "w"))
+    assert report.main([path]) == 0
+    text = open(os.path.join(path, "report.md")).read()
+    rows = md_table(text, "kind")
+    assert rows == [["straggler", "worker 1", "[0.5, 2) s", "0.5"],
+                    ["link_degradation", "link n0-nic0", "[1, 3) s", "0.25"]]
+
+
+def test_run_report_without_faults_has_no_fault_section(run_dir):
+    assert report.main([run_dir]) == 0
+    assert "## Faults" not in open(os.path.join(run_dir, "report.md")).read()

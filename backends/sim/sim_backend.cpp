@@ -11,6 +11,7 @@
 #include "backends/sim/platform/platform.hpp"
 #include "backends/sim/sim_communicator.hpp"
 #include "backends/sim/sim_executor.hpp"
+#include "backends/sim/sim_faults.hpp"
 #include "backends/sim/sim_group.hpp"
 #include "backends/sim/sim_world.hpp"
 #include "core/train/memory.hpp"
@@ -38,7 +39,13 @@ void worker_actor(SimWorld& world, const std::shared_ptr<Group>& everyone, int i
     worker_main(comm, exec);
     me.flush();  // the worker ends at its own clock
   } catch (const simgrid::ForcefulKillException&) {
-    throw;  // killed by the engine (deadlock) or by a failing worker: unwind
+    throw;  // killed by the engine (deadlock), a failing worker or a host failure: unwind
+  } catch (const simgrid::Exception& e) {  // a network or host failure of [[sim.faults]]
+    world.record_failure(
+        id, world.options().faults.empty() ? std::current_exception() : fault_abort(world, id, e));
+    me.finished = true;
+    simgrid::s4u::Actor::kill_all();
+    return;
   } catch (...) {
     world.record_failure(id, std::current_exception());
     me.finished = true;
@@ -74,6 +81,7 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
   std::iota(members.begin(), members.end(), 0);
   auto everyone = std::make_shared<Group>(world, std::move(members));
 
+  start_faults(world);
   std::string deadlock;
   simgrid::s4u::Engine::on_deadlock_cb([&] { deadlock = world.describe_blocked(); });
   for (int i = 0; i < options.workers; ++i)

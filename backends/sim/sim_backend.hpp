@@ -45,6 +45,7 @@ struct SimOptions {
   bool cost_only = false;                   // Executor::cost_only(): no math, time only
   std::map<int, double> slowdown;           // worker -> compute-time multiplier (stragglers)
   ComputeNoise noise;                       // per-step compute noise (sim_executor.hpp)
+  std::vector<SimFault> faults;             // [[sim.faults]] (sim_faults.hpp)
   std::vector<std::string> simgrid_config;  // extra "key:value" for the engine
   // What one worker needs (bytes, and the figures in words, core/train/memory.hpp); refused
   // when the host profile gives a smaller memory_bytes. 0: not checked.

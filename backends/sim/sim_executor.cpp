@@ -42,11 +42,16 @@ double compute_seconds(const HostProfile& profile, const Cost& cost) {
   return seconds;
 }
 
-SimExecutor::SimExecutor(SimWorld& world, int worker) : world_(world), me_(world.worker(worker)) {}
+SimExecutor::SimExecutor(SimWorld& world, int worker)
+    : world_(world),
+      me_(world.worker(worker)),
+      stragglers_(straggler_windows(world.options().faults, worker)) {}
 
 void SimExecutor::compute(const Cost& cost, FunctionRef<void()> math) {
   if (!world_.options().cost_only) math();
-  me_.lag += compute_seconds(world_.platform().profile, cost) * me_.slowdown * noise_factor();
+  const double work =
+      compute_seconds(world_.platform().profile, cost) * me_.slowdown * noise_factor();
+  me_.lag += stragglers_.empty() ? work : stretched_seconds(me_.now(), work, stragglers_);
   if (cost.kind == OpKind::kOptimizer) {  // the step's compute ends: the next draws anew
     ++step_;
     factor_ = -1;

@@ -7,7 +7,8 @@
 //   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth)
 //   (+ profile.step_overhead_s when cost.kind == OpKind::kOptimizer: the optimizer is expected
 //    to be accounted once per training step, and the step's fixed overhead -- kernel launches,
-//    framework bookkeeping -- rides on it), all times the worker's straggler slowdown.
+//    framework bookkeeping -- rides on it), all times the worker's straggler slowdown, then
+//    stretched by the worker's [[sim.faults]] stragglers (sim_faults.hpp) from its own clock.
 // Compute is lazy: it only adds to the worker's pending time (WorkerState::lag), which is slept
 // before the worker's next interaction with other actors, so a step of hundreds of layers costs
 // no SimGrid event at all. now() includes the pending time.
@@ -18,6 +19,7 @@
 //
 // all_agree(vote) is a consensus of all workers that leaves every worker's clock where it was
 // (zero simulated time); advance(seconds) adds skipped time (steady-state fast-forward).
+#include "backends/sim/sim_faults.hpp"
 #include "backends/sim/sim_world.hpp"
 #include "core/comm/comm.hpp"
 
@@ -43,8 +45,9 @@ class SimExecutor final : public Executor {
 
   SimWorld& world_;
   WorkerState& me_;
-  uint64_t step_ = 0;   // steps whose compute has ended (optimizer costs seen)
-  double factor_ = -1;  // this step's noise factor; < 0: not drawn yet
+  uint64_t step_ = 0;                    // steps whose compute has ended (optimizer costs seen)
+  double factor_ = -1;                   // this step's noise factor; < 0: not drawn yet
+  std::vector<SpeedWindow> stragglers_;  // [[sim.faults]] stragglers of this worker
 };
 
 }  // namespace syncopate::sim

@@ -3,6 +3,7 @@
 #include "backends/sim/sim_group.hpp"
 
 #include <algorithm>
+#include <array>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -23,6 +24,20 @@ std::vector<int> nodes_of(const Platform& platform, const std::vector<int>& work
   std::vector<int> nodes;
   for (int w : workers) nodes.push_back(platform.node_of_gpu[static_cast<size_t>(w)]);
   return nodes;
+}
+
+// Waits each comm; when one fails (a link or host of [[sim.faults]]), cancels the others, so
+// that none is freed unfinished, and rethrows SimGrid's exception.
+void wait_or_cancel(std::span<const simgrid::s4u::CommPtr> comms) {
+  for (size_t i = 0; i < comms.size(); ++i) {
+    try {
+      if (comms[i]) comms[i]->wait();
+    } catch (const simgrid::Exception&) {
+      for (size_t j = i + 1; j < comms.size(); ++j)
+        if (comms[j]) comms[j]->cancel();
+      throw;
+    }
+  }
 }
 
 std::string describe(const CollCall& call) {
@@ -212,8 +227,7 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
       blocked->round = static_cast<int>(k);
       blocked->peer = step.recv_from >= 0 ? step.recv_from : step.send_to;
     }
-    if (out) out->wait();
-    if (in) in->wait();
+    wait_or_cancel(std::array{out, in});
     if (in && emulate) {
       const std::unique_ptr<std::vector<float>> owned(received);
       SYNC_CHECK(owned != nullptr, "round " << k << " rank " << rank << ": no payload");
@@ -243,7 +257,7 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule) {
     }
     stats.comms += flows.size();
     stats.activities += flows.size();
-    for (const auto& flow : flows) flow->wait();
+    wait_or_cancel(flows);
   }
 }
 

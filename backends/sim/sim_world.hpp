@@ -121,6 +121,9 @@ class SimWorld {
   bool failed() const { return static_cast<bool>(failure_); }
   std::exception_ptr failure() const { return failure_; }
 
+  // Names of the links a link_failure holds off now (sim_faults.cpp).
+  std::vector<std::string>& links_down() { return links_down_; }
+
   // Description of every unfinished worker and what it waits on.
   std::string describe_blocked() const;
 
@@ -140,6 +143,7 @@ class SimWorld {
   std::shared_ptr<Agreement> agreement_;
   std::exception_ptr failure_;
   int failed_worker_ = -1;
+  std::vector<std::string> links_down_;
 };
 
 }  // namespace syncopate::sim

@@ -3,6 +3,7 @@
 // errors, summary.json and to_string alike). Optimizer and schedule kinds are in
 // core/optim/optim.hpp, collective algorithms in core/comm/comm.hpp.
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/base/enum_names.hpp"
@@ -110,6 +111,26 @@ struct ComputeNoise {
   uint64_t seed = 1;
 };
 
+// [[sim.faults]]: what fails on the simulated platform (backends/sim/sim_faults.hpp).
+enum class FaultKind { kHostFailure, kLinkFailure, kLinkDegradation, kStraggler };
+inline constexpr NameTable<FaultKind, 4> kFaultKindNames{
+    {{FaultKind::kHostFailure, "host_failure"},
+     {FaultKind::kLinkFailure, "link_failure"},
+     {FaultKind::kLinkDegradation, "link_degradation"},
+     {FaultKind::kStraggler, "straggler"}}};
+
+// One [[sim.faults]] entry. Times are simulated seconds from the start of the run.
+struct SimFault {
+  FaultKind kind = FaultKind::kStraggler;
+  int worker = -1;    // host_failure, straggler; link faults: the worker's NIC (or `link`)
+  std::string link;   // link faults: a link of the platform by name (else the worker's NIC)
+  double at_s = 0;    // host_failure
+  double from_s = 0;  // the other kinds: the interval [from_s, until_s)
+  double until_s = 0;
+  double factor = 1;  // link_degradation: bandwidth factor; straggler: compute speed factor
+  std::string where;  // "file:line: sim.faults[i]", for errors found once the platform exists
+};
+
 enum class SimMode { kEmulation, kCostOnly };  // real tensors, or shape-only (time only)
 inline constexpr NameTable<SimMode, 2> kSimModeNames{
     {{SimMode::kEmulation, "emulation"}, {SimMode::kCostOnly, "cost_only"}}};
@@ -136,6 +157,7 @@ inline std::string_view to_string(Aggregation v) { return name_in(kAggregationNa
 inline std::string_view to_string(Fidelity v) { return name_in(kFidelityNames, v); }
 inline std::string_view to_string(SimMode v) { return name_in(kSimModeNames, v); }
 inline std::string_view to_string(NoiseKind v) { return name_in(kNoiseNames, v); }
+inline std::string_view to_string(FaultKind v) { return name_in(kFaultKindNames, v); }
 inline std::string_view to_string(Transport v) { return name_in(kTransportNames, v); }
 inline std::string_view to_string(Scaling v) { return name_in(kScalingNames, v); }
 inline std::string_view to_string(TargetFunction v) { return name_in(kTargetFunctionNames, v); }

@@ -79,6 +79,7 @@ struct SimSection {
   std::map<int, double> slowdown;  // worker -> compute-time multiplier
   ComputeNoise noise;
   int64_t cost_only_train_samples = 0;  // cost-only: samples per epoch (0: the dataset's)
+  std::vector<SimFault> faults;         // [[sim.faults]]
 };
 
 // The real backend (backend = "mpi").

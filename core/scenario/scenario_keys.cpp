@@ -533,6 +533,7 @@ std::vector<ScenarioKey> backend_keys() {
       integer("sim.noise.seed", FIELD(sim.noise.seed), 0, INT64_MAX, unless_noise),
       integer("sim.cost_only_train_samples", FIELD(sim.cost_only_train_samples), 0, INT64_MAX,
               unless_cost_only),
+      sim_faults_key(),
       choice("mpi.transport", FIELD(mpi.transport), kTransportNames),
   };
 }

@@ -23,6 +23,9 @@ struct ScenarioKey {
   std::function<std::string(const Scenario&)> unused;
 };
 
+// [[sim.faults]] (fault_keys.cpp).
+ScenarioKey sim_faults_key();
+
 // In reading order: a key's `unused` may look at any value, since it runs after all are read.
 const std::vector<ScenarioKey>& scenario_keys();
 

@@ -263,4 +263,17 @@ void write_failure(const std::string& dir, const std::string& message) {
   out << message << "\n";
 }
 
+void write_fault_record(const std::string& dir, const FaultRecord& record) {
+  const fs::path partial(dir + ".partial");
+  fs::create_directories(partial);
+  nlohmann::ordered_json j = {{"aborted", true},
+                              {"kind", record.kind},
+                              {"at_s", record.at_s},
+                              {"last_checkpoint_s", record.last_checkpoint_s},
+                              {"lost_seconds", record.lost_seconds()}};
+  if (record.worker >= 0) j["worker"] = record.worker;
+  if (!record.link.empty()) j["link"] = record.link;
+  write_file(partial / "fault.json", j.dump(2) + "\n");
+}
+
 }  // namespace syncopate

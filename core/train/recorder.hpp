@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/trace.hpp"
+#include "core/comm/fault_abort.hpp"
 #include "core/nn/loss.hpp"
 #include "core/scenario/scenario.hpp"
 
@@ -83,5 +84,7 @@ std::string write_run_dir(const std::string& dir, const Scenario& scenario,
                           const std::vector<WorkerReport>& reports, const RunInfo& info);
 // Leaves DIR.partial/ERROR describing a failure (keeps anything already there).
 void write_failure(const std::string& dir, const std::string& message);
+// Leaves DIR.partial/fault.json: the fault that aborted the run, when, and the time lost.
+void write_fault_record(const std::string& dir, const FaultRecord& record);
 
 }  // namespace syncopate
