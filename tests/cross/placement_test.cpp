@@ -18,13 +18,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Run {
+struct AsyncRun {
   std::vector<syncopate::EpochMetrics> epochs;
   double total_s = 0;
   double merge_s = 0;  // every worker's merge spans, summed
 };
 
-Run run_sim(const std::string& placement, int workers) {
+AsyncRun run_sim(const std::string& placement, int workers) {
   const fs::path out =
       syncopate::scratch_folder("placement") / (placement + "-" + std::to_string(workers));
   fs::remove_all(out);
@@ -38,7 +38,7 @@ Run run_sim(const std::string& placement, int workers) {
           &log),
       0)
       << log;
-  Run r;
+  AsyncRun r;
   r.epochs = syncopate::read_metrics_csv((out / "metrics.csv").string());
   const json summary = json::parse(syncopate::read_text(out / "summary.json"));
   r.total_s = summary.at("total_time_s").get<double>();
@@ -49,8 +49,8 @@ Run run_sim(const std::string& placement, int workers) {
 }
 
 TEST(GlobalModelPlacement, MigratingBeatsTheMastersLinkAt8Workers) {
-  const Run master = run_sim("master", 8);
-  const Run migrating = run_sim("migrating", 8);
+  const AsyncRun master = run_sim("master", 8);
+  const AsyncRun migrating = run_sim("migrating", 8);
   ASSERT_EQ(master.epochs.size(), 16u);  // 8 workers x 2 epochs
   ASSERT_EQ(migrating.epochs.size(), 16u);
   EXPECT_LT(migrating.total_s, master.total_s);
