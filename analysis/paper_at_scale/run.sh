@@ -66,6 +66,6 @@ wall=$(($(date +%s) - start))
 
 /usr/bin/python3 "$here/tables.py" "$out" --configs "$here/configs.txt" \
   --md "$here/paper_at_scale.md" --png "$here/paper_at_scale.png" \
-  --note "command: analysis/paper_at_scale/run.sh ${args:-} (runs in ${out#"$root"/}, $wall s wall for the runs this call made)" \
+  --note "command: analysis/paper_at_scale/run.sh${args:+ $args} (runs in ${out#"$root"/}, $wall s wall for the runs this call made)" \
   --note "scenario: scenarios/paper-nfnet-cinic.toml (cost-only, analytic fidelity, 180,000 samples per epoch, batch 128 per step), $epochs epochs, platform mn5-acc with one node per 4 GPUs" || failed=1
 exit $failed
