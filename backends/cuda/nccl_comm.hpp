@@ -101,8 +101,9 @@ class NcclCommunicator final : public Communicator {
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
   // control's shared model (merges count in counters() through control's).
-  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override {
-    return control_->create_shared_model(initial);
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                   GlobalModelPlacement placement) override {
+    return control_->create_shared_model(initial, placement);
   }
   CommCounters counters() const override;
   void set_default_timeout(double seconds) override { options_.watchdog_seconds = seconds; }

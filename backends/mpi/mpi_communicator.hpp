@@ -75,7 +75,8 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<MpiCommunicator> split_mpi(int color, int key);
 
   // A window on rank 0 under an exclusive lock (see global_model.cpp).
-  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                   GlobalModelPlacement placement) override;
 
   CommCounters counters() const override;
   // Unset (kDefaultTimeout): the process default, Runtime::watchdog_seconds().
@@ -83,7 +84,8 @@ class MpiCommunicator final : public Communicator {
   double default_timeout() const override;
 
  private:
-  friend class MpiSharedModel;
+  friend class MpiMasterModel;
+  friend class MpiMigratingModel;
   // Returns the algorithm it ran.
   Algorithm run_allreduce(ScheduleChannel& channel, std::span<float> data,
                           const CollectiveOptions& options, PollPolicy poll);

@@ -1,8 +1,14 @@
-// An allreduce through the platform's master host: uploads, reduction on the master, downloads.
+// An allreduce through the platform's master host: uploads, reduction on the master, downloads;
+// and the Ethernet fetch of epoch_async's migrating global model.
 #include "backends/sim/master_collective.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <string>
 #include <vector>
 
 #include "backends/sim/sim_executor.hpp"
@@ -63,6 +69,40 @@ void run_through_master_as_flows(Group& group, size_t count) {
     ++world.stats().activities;
   }
   all_at_once(false);
+}
+
+namespace {
+
+std::string node_of(const simgrid::s4u::Host* host) {
+  const char* node = host->get_property("node");
+  return node != nullptr ? node : "0";
+}
+
+// The smallest bandwidth among the links of `route` that `other` does not hold (+infinity if none).
+double own_links_bandwidth(const std::vector<simgrid::s4u::Link*>& route,
+                           const std::vector<simgrid::s4u::Link*>& other) {
+  double bandwidth = std::numeric_limits<double>::infinity();
+  for (const simgrid::s4u::Link* link : route)
+    if (std::find(other.begin(), other.end(), link) == other.end())
+      bandwidth = std::min(bandwidth, link->get_bandwidth());
+  return bandwidth;
+}
+
+}  // namespace
+
+double ethernet_fetch_seconds(const SimWorld& world, simgrid::s4u::Host* holder,
+                              simgrid::s4u::Host* merger, uint64_t bytes) {
+  simgrid::s4u::Host* master = world.platform().master;
+  if (master == nullptr || holder == merger || node_of(holder) == node_of(merger)) return -1;
+  std::vector<simgrid::s4u::Link*> up, down;
+  double up_latency = 0, down_latency = 0;
+  holder->route_to(master, up, &up_latency);
+  merger->route_to(master, down, &down_latency);
+  double bandwidth = std::min(own_links_bandwidth(up, down), own_links_bandwidth(down, up));
+  if (!std::isfinite(bandwidth)) bandwidth = route_model(holder, master).bandwidth_Bps;
+  SYNC_CHECK(bandwidth > 0 && std::isfinite(bandwidth),
+             "Ethernet bandwidth " << bandwidth << " from " << holder->get_name());
+  return std::max(up_latency, down_latency) + static_cast<double>(bytes) / bandwidth;
 }
 
 }  // namespace syncopate::sim

@@ -333,7 +333,8 @@ std::unique_ptr<Communicator> SimCommunicator::split(int color, int key) {
   return group;
 }
 
-std::unique_ptr<SharedModel> SimCommunicator::create_shared_model(std::span<const float> initial) {
+std::unique_ptr<SharedModel> SimCommunicator::create_shared_model(std::span<const float> initial,
+                                                                  GlobalModelPlacement placement) {
   me_.flush();
   BlockedScope scope(me_, BlockedOn{.operation = "create_shared_model", .group = group_->id()});
   std::shared_ptr<ControlSlot> slot =
@@ -348,7 +349,10 @@ std::unique_ptr<SharedModel> SimCommunicator::create_shared_model(std::span<cons
           }
         auto global = std::make_shared<GlobalModel>();
         const Platform& platform = world_.platform();
-        global->owner = platform.master != nullptr ? platform.master : world_.worker(0).host;
+        global->placement = placement;
+        global->owner = platform.master != nullptr && placement == GlobalModelPlacement::kMaster
+                            ? platform.master
+                            : world_.worker(group_->worker(0)).host;
         global->count = initial.size();
         if (world_.emulate()) global->data.assign(s.spans[0].begin(), s.spans[0].end());
         global->mutex = simgrid::s4u::Mutex::create();
@@ -375,7 +379,6 @@ void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const M
   check_merge_size(local.size(), global->count, "sim", rank_);
   me_.flush();
   const Platform& platform = world_.platform();
-  const LinkModel link = route_model(me_.host, global->owner);  // kAnalytic's alpha and B
   const uint64_t bytes = local.size() * sizeof(float);
   {
     BlockedScope scope(me_, BlockedOn{.operation = "shared model merge (lock)",
@@ -383,7 +386,12 @@ void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const M
                                       .count = local.size()});
     global->mutex->lock();
   }
-  transfer(me_.host, global->owner, link, bytes);
+  const LinkModel link = route_model(me_.host, global->owner);  // kAnalytic's alpha and B
+  const bool migrating = global->placement == GlobalModelPlacement::kMigrating;
+  if (migrating)
+    fetch_global_model(global->owner, bytes);
+  else
+    transfer(me_.host, global->owner, link, bytes);
   const double n = static_cast<double>(local.size());
   const double merge_seconds = compute_seconds(
       platform.profile, Cost{.flops = 3 * n, .bytes = 12 * n, .kind = OpKind::kElementwise});
@@ -395,10 +403,29 @@ void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const M
     apply_merge_rule(rule, global->data, local);
     std::copy(global->data.begin(), global->data.end(), local.begin());
   }
+  if (migrating) {
+    global->owner = me_.host;  // the merged model stays where it was made
+    global->mutex->unlock();
+    return;
+  }
   transfer(global->owner, me_.host, link, bytes);
   global->mutex->unlock();
   counters_.bytes_sent += bytes;
   counters_.bytes_recv += bytes;
+}
+
+// kMigrating: the model comes from the worker that merged last (over Ethernet across nodes when
+// the platform has a master host, else over the route); the merging worker counts it received.
+void SimCommunicator::fetch_global_model(simgrid::s4u::Host* holder, uint64_t bytes) {
+  if (holder == me_.host) return;
+  counters_.bytes_recv += bytes;
+  const double ethernet = ethernet_fetch_seconds(world_, holder, me_.host, bytes);
+  if (ethernet < 0) {
+    transfer(holder, me_.host, route_model(holder, me_.host), bytes);
+    return;
+  }
+  ++world_.stats().activities;
+  simgrid::s4u::this_actor::sleep_for(ethernet);
 }
 
 }  // namespace syncopate::sim

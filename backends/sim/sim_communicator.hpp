@@ -23,6 +23,8 @@
 // SharedModel::merge: FIFO mutex, model sent to the owner (the platform's master host if any,
 // else worker 0's host), merged there (elementwise compute on the host profile), sent back;
 // kAnalytic times the two transfers as alpha + bytes / B of the route instead of flows.
+// Under GlobalModelPlacement::kMigrating the merging worker instead fetches the model from the
+// worker that merged last (master_collective.hpp), merges on its own host and keeps it.
 // split and create_shared_model are zero-time rendezvous (members wait for the last one).
 // barrier is a dissemination pattern of zero-byte messages (ceil(log2 p) latencies).
 // Reductions cost no simulated time (GPUs reduce far faster than links deliver).
@@ -52,7 +54,8 @@ class SimCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                   GlobalModelPlacement placement) override;
   CommCounters counters() const override { return counters_; }
   // Stored for split groups; the simulator has no timeouts (a hang is reported as a deadlock).
   void set_default_timeout(double seconds) override { timeout_s_ = seconds; }
@@ -67,6 +70,7 @@ class SimCommunicator final : public Communicator {
   void check_root(int root, const char* operation) const;
   void transfer(simgrid::s4u::Host* from, simgrid::s4u::Host* to, const LinkModel& link,
                 uint64_t bytes);
+  void fetch_global_model(simgrid::s4u::Host* holder, uint64_t bytes);
 
   std::shared_ptr<Group> group_;
   int rank_;

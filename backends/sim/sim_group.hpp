@@ -46,7 +46,8 @@ struct Job {
 
 // The shared model of epoch_async (one per create_shared_model call).
 struct GlobalModel {
-  simgrid::s4u::Host* owner = nullptr;
+  GlobalModelPlacement placement = GlobalModelPlacement::kMaster;
+  simgrid::s4u::Host* owner = nullptr;  // kMigrating: the host of the worker that merged last
   std::vector<float> data;
   size_t count = 0;
   simgrid::s4u::MutexPtr mutex;  // FIFO: merges run one at a time in arrival order

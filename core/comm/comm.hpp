@@ -105,6 +105,14 @@ struct MergeRule {
   float local_weight = 0.5f;
 };
 
+// Where the shared global model lives (strategy.global_model). kMaster: on one owner, the
+// platform's master host (simulator) or rank 0's window (MPI); each merge sends the local model
+// there and the merged model back. kMigrating: the paper's runtime moving data to where a task
+// runs: each merge runs on the merging worker, which fetches the global model from the worker
+// that merged last (nothing to fetch when that is itself) and then holds it. The arithmetic is
+// the same in both; only where the model sits, and so the transfers, differ.
+enum class GlobalModelPlacement { kMaster, kMigrating };
+
 // The shared global model of epoch_async, made by Communicator::create_shared_model. merge() is
 // not collective: it runs under mutual exclusion, in arrival order, global = rule(global, local),
 // then copies the new global into `local` (the worker's snapshot). local.size() must be the size
@@ -174,8 +182,10 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
   // Collective: the shared model of epoch_async (see SharedModel), starting from `initial`,
-  // which every member passes with the same size (else UserError on every member).
-  virtual std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) = 0;
+  // which every member passes with the same size (else UserError on every member), placed as
+  // `placement` says (every member passes the same).
+  virtual std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                           GlobalModelPlacement placement) = 0;
 
   virtual CommCounters counters() const = 0;
 

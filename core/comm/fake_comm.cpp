@@ -125,9 +125,10 @@ std::unique_ptr<Communicator> FakeCommunicator::split(int color, int key) {
   on_call(CallKind::kSplit, default_timeout());
   return inner_.split(color, key);
 }
-std::unique_ptr<SharedModel> FakeCommunicator::create_shared_model(std::span<const float> initial) {
+std::unique_ptr<SharedModel> FakeCommunicator::create_shared_model(std::span<const float> initial,
+                                                                   GlobalModelPlacement placement) {
   on_call(CallKind::kCreateSharedModel, default_timeout());
-  return std::make_unique<FakeSharedModel>(inner_.create_shared_model(initial), *this);
+  return std::make_unique<FakeSharedModel>(inner_.create_shared_model(initial, placement), *this);
 }
 
 }  // namespace syncopate

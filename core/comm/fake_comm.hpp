@@ -60,7 +60,8 @@ class FakeCommunicator final : public Communicator {
   void recv(std::span<float> data, int peer) override;
   // The group is not faulty (its calls are the wrapped group's).
   std::unique_ptr<Communicator> split(int color, int key) override;
-  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                   GlobalModelPlacement placement) override;
   CommCounters counters() const override { return inner_.counters(); }
   void set_default_timeout(double seconds) override { inner_.set_default_timeout(seconds); }
   double default_timeout() const override { return inner_.default_timeout(); }

@@ -67,8 +67,9 @@ std::unique_ptr<Communicator> LocalCommunicator::split(int, int) {
   group->set_default_timeout(timeout_s_);
   return group;
 }
-std::unique_ptr<SharedModel> LocalCommunicator::create_shared_model(
-    std::span<const float> initial) {
+// One worker: both placements keep the model in this process.
+std::unique_ptr<SharedModel> LocalCommunicator::create_shared_model(std::span<const float> initial,
+                                                                    GlobalModelPlacement) {
   return std::make_unique<LocalSharedModel>(initial);
 }
 

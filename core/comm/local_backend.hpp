@@ -22,7 +22,8 @@ class LocalCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                   GlobalModelPlacement placement) override;
   CommCounters counters() const override { return {}; }
   // Nothing here waits for a peer; stored for split groups.
   void set_default_timeout(double seconds) override { timeout_s_ = seconds; }

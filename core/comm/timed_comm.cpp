@@ -185,11 +185,11 @@ CommCounters TimedCommunicator::counters() const {
   return total;
 }
 std::unique_ptr<SharedModel> TimedCommunicator::create_shared_model(
-    std::span<const float> initial) {
+    std::span<const float> initial, GlobalModelPlacement placement) {
   rethrow_deferred();
   std::unique_ptr<SharedModel> model;
   timed("create_shared_model", initial.size_bytes(), &PhaseTimes::comm_s,
-        [&] { model = inner_.create_shared_model(initial); });
+        [&] { model = inner_.create_shared_model(initial, placement); });
   return std::make_unique<TimedSharedModel>(std::move(model), *this);
 }
 

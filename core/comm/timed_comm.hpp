@@ -51,7 +51,8 @@ class TimedCommunicator final : public Communicator {
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
   std::unique_ptr<Communicator> split(int color, int key) override;
-  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial) override;
+  std::unique_ptr<SharedModel> create_shared_model(std::span<const float> initial,
+                                                   GlobalModelPlacement placement) override;
   // This worker's traffic on this communicator and on every group split from it (hierarchical's
   // node-local allreduces count as this worker's bytes), including groups already destroyed.
   CommCounters counters() const override;

@@ -68,6 +68,7 @@ struct StrategySection {
   bool outer_nesterov = true;
   int fragments = 1;  // diloco: streaming fragments, staggered by every / fragments steps
   int stage = 1;      // zero: 1 optimizer state, 2 and gradients, 3 and parameters
+  GlobalModelPlacement global_model = GlobalModelPlacement::kMaster;  // epoch_async
 };
 
 struct SimSection {

@@ -33,6 +33,10 @@ const NameTable<Algorithm, 7>& algorithm_names() {
   return table;
 }
 
+// epoch_async's global model: on the master, or migrating to the worker that merges.
+constexpr NameTable<GlobalModelPlacement, 2> kGlobalModelNames{
+    {{GlobalModelPlacement::kMaster, "master"}, {GlobalModelPlacement::kMigrating, "migrating"}}};
+
 std::string quoted(std::string_view text) {
   std::string out(1, '"');
   out.append(text);
@@ -510,6 +514,8 @@ std::vector<ScenarioKey> strategy_keys() {
       integer("strategy.fragments", FIELD(strategy.fragments), 1, 1 << 20, diloco_only),
       integer("strategy.stage", FIELD(strategy.stage), 1, 3,
               [](const Scenario& s) { return unless_strategy(s, {kZero}, "zero"); }),
+      choice("strategy.global_model", FIELD(strategy.global_model), kGlobalModelNames,
+             [](const Scenario& s) { return unless_strategy(s, {kEpochAsync}, "epoch_async"); }),
   };
 }
 

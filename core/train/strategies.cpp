@@ -113,10 +113,14 @@ class EpochSync final : public Strategy {
 
 class EpochAsync final : public Strategy {
  public:
-  EpochAsync(double merge_local_weight, Algorithm algorithm, OptimizerStatePolicy policy)
-      : merge_local_weight_(merge_local_weight), algorithm_(algorithm), policy_(policy) {}
+  EpochAsync(double merge_local_weight, Algorithm algorithm, OptimizerStatePolicy policy,
+             GlobalModelPlacement placement)
+      : merge_local_weight_(merge_local_weight),
+        algorithm_(algorithm),
+        policy_(policy),
+        placement_(placement) {}
   void on_train_begin(WorkerContext& ctx) override {
-    global_ = ctx.comm.create_shared_model(ctx.params);
+    global_ = ctx.comm.create_shared_model(ctx.params, placement_);
   }
   void on_block_begin(WorkerContext& ctx) override {
     if (policy_ == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
@@ -136,6 +140,7 @@ class EpochAsync final : public Strategy {
   double merge_local_weight_;
   Algorithm algorithm_;
   OptimizerStatePolicy policy_;
+  GlobalModelPlacement placement_;
   std::unique_ptr<SharedModel> global_;
 };
 
@@ -254,7 +259,8 @@ std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
           s.aggregation == Aggregation::kMaster ? Algorithm::kMaster : s.algorithm,
           s.optimizer_state);
     case StrategyKind::kEpochAsync:
-      return std::make_unique<EpochAsync>(s.merge_local_weight, s.algorithm, s.optimizer_state);
+      return std::make_unique<EpochAsync>(s.merge_local_weight, s.algorithm, s.optimizer_state,
+                                          s.global_model);
     case StrategyKind::kLocalSgd:
       return std::make_unique<LocalSgd>(s.every, s.warmup_epochs, s.bucket_mb, s.algorithm,
                                         s.optimizer_state);

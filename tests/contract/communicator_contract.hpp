@@ -69,6 +69,42 @@ inline std::vector<float> expected(ReduceOp op, int p, size_t n, int salt) {
   return v;
 }
 
+// Rank r merges (r + 1) + i / 8 in turn (barriers between turns) with the paper's rule 1/2,
+// 1/2: each snapshot must be the serial chain's, bit for bit, whatever the placement, on every
+// backend; each merge's bytes (more than one rank) are the placement's (master: the model up and
+// back; migrating: the model fetched from the previous merger, none on rank 0, which holds the
+// initial model).
+inline void check_merges_in_rank_order(Communicator& comm, Recorder& rec,
+                                       GlobalModelPlacement placement) {
+  const size_t n = 5;
+  const int p = comm.size(), me = comm.rank();
+  std::vector<float> chain(n, 3.0f);
+  const std::unique_ptr<SharedModel> global = comm.create_shared_model(chain, placement);
+  const bool master = placement == GlobalModelPlacement::kMaster;
+  const std::string tag = master ? " (master)" : " (migrating)";
+  for (int turn = 0; turn < p; ++turn) {
+    std::vector<float> local(n);
+    for (size_t i = 0; i < n; ++i)
+      local[i] = static_cast<float>(turn + 1) + static_cast<float>(i) / 8.0f;
+    apply_merge_rule({}, chain, local);  // every rank follows the chain serially
+    if (turn == me) {
+      const CommCounters before = comm.counters();
+      global->merge(local, {});
+      const CommCounters after = comm.counters();
+      rec.expect_equal("merge in rank order" + tag, local, chain);
+      const uint64_t model = n * sizeof(float);
+      const uint64_t sent = after.bytes_sent - before.bytes_sent;
+      const uint64_t recv = after.bytes_recv - before.bytes_recv;
+      // One rank: whether a backend counts the trip to its own master varies (not checked).
+      rec.expect(p == 1 || sent == (master ? model : 0), "merge bytes sent" + tag,
+                 std::to_string(sent));
+      rec.expect(p == 1 || recv == (master || turn > 0 ? model : 0), "merge bytes recv" + tag,
+                 std::to_string(recv));
+    }
+    comm.barrier();
+  }
+}
+
 }  // namespace detail
 
 inline std::vector<std::string> check_communicator_contract(Communicator& comm,
@@ -237,13 +273,16 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
     half->barrier();
   }
 
-  // Shared model: exclusive read-modify-write. Adding (rank + 1) from every rank, in any order,
-  // must lose no update; each snapshot includes the caller's own addition.
-  if (options.check_shared_model) {
+  // Shared model, for both placements: exclusive read-modify-write. Adding (rank + 1) from
+  // every rank, in any order, must lose no update; each snapshot includes the caller's own
+  // addition. Then merges in rank order follow the rule bit for bit, as computed serially.
+  for (const GlobalModelPlacement placement :
+       {GlobalModelPlacement::kMaster, GlobalModelPlacement::kMigrating}) {
+    if (!options.check_shared_model) break;
     const size_t n = 6;
     std::vector<float> initial(n);
     for (size_t i = 0; i < n; ++i) initial[i] = static_cast<float>(i);
-    const std::unique_ptr<SharedModel> global = comm.create_shared_model(initial);
+    const std::unique_ptr<SharedModel> global = comm.create_shared_model(initial, placement);
     rec.expect(global->size() == n, "shared model size", std::to_string(global->size()));
     const float total = static_cast<float>(p) * static_cast<float>(p + 1) / 2;
     std::vector<float> local(n, static_cast<float>(me + 1));
@@ -251,7 +290,10 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
     for (size_t i = 0; i < n; ++i) {
       const float added = local[i] - initial[i];
       rec.expect(added >= static_cast<float>(me + 1) && added <= total, "shared model snapshot",
-                 "[" + std::to_string(i) + "] added " + std::to_string(added));
+                 std::string("[")
+                     .append(std::to_string(i))
+                     .append("] added ")
+                     .append(std::to_string(added)));
     }
     comm.barrier();
     std::vector<float> snapshot(n, 0.0f);
@@ -260,6 +302,7 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
     for (size_t i = 0; i < n; ++i) want[i] = initial[i] + total;
     rec.expect_equal("shared model final", snapshot, want);
     comm.barrier();
+    detail::check_merges_in_rank_order(comm, rec, placement);
   }
 
   if (options.check_misuse) check_misuse(comm, rec, options.check_shared_model);

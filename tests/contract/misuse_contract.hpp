@@ -69,7 +69,8 @@ inline void check_local_misuse(Communicator& comm, Recorder& rec, bool shared_mo
   expect_error(rec, "recv from self", Expect::kUserError, [&] { comm.recv(all, me); });
   expect_error(rec, "send to rank size()", Expect::kUserError, [&] { comm.send(all, p); });
   if (shared_model) {
-    const std::unique_ptr<SharedModel> model = comm.create_shared_model(all);
+    const std::unique_ptr<SharedModel> model =
+        comm.create_shared_model(all, GlobalModelPlacement::kMaster);
     expect_error(rec, "shared model merge of the wrong size", Expect::kUserError, [&] {
       std::vector<float> local(all.size() + 1);
       model->merge(local, {});
@@ -114,8 +115,9 @@ inline void check_misuse(Communicator& comm, detail::Recorder& rec, bool shared_
   comm.barrier();
   if (p >= 2 && shared_model) {  // sizes that differ across ranks: a UserError on every rank
     std::vector<float> initial(me == 0 ? 4 : 5, 0.0f);
-    detail::expect_error(rec, "create_shared_model of 4 vs 5 floats", Expect::kUserError,
-                         [&] { static_cast<void>(comm.create_shared_model(initial)); });
+    detail::expect_error(rec, "create_shared_model of 4 vs 5 floats", Expect::kUserError, [&] {
+      static_cast<void>(comm.create_shared_model(initial, GlobalModelPlacement::kMaster));
+    });
   }
   if (p >= 2) detail::check_mismatched_collectives(comm, rec);
   comm.barrier();

@@ -1,4 +1,4 @@
-// The epoch_async global model on MPI one-sided communication.
+// The epoch_async global model on MPI one-sided communication, for both placements.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,10 +33,13 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }
 
-TEST(MpiSharedModel, ConcurrentMergesFormOneSequentialChain) {
+class MpiSharedModel : public ::testing::TestWithParam<GlobalModelPlacement> {};
+
+TEST_P(MpiSharedModel, ConcurrentMergesFormOneSequentialChain) {
   MpiCommunicator& comm = world();
   const int p = comm.size();
-  const std::unique_ptr<SharedModel> global = comm.create_shared_model(initial_global());
+  const std::unique_ptr<SharedModel> global =
+      comm.create_shared_model(initial_global(), GetParam());
   std::vector<float> snapshots;  // this rank's, merge after merge
   for (int m = 0; m < kMergesPerRank; ++m) {
     std::vector<float> local = local_of(comm.rank(), m);
@@ -101,14 +104,14 @@ TEST(MpiSharedModel, ConcurrentMergesFormOneSequentialChain) {
 
 // Many merges of a large model at once, with rule {1, 1} (global += local, exact in float for
 // these integers): no update may be lost or torn, whatever the order.
-TEST(MpiSharedModel, ManyLargeConcurrentMergesLoseNoUpdate) {
+TEST_P(MpiSharedModel, ManyLargeConcurrentMergesLoseNoUpdate) {
   MpiCommunicator& comm = world();
   const int p = comm.size();
   constexpr size_t kLarge = size_t{1} << 18;
   constexpr int kMerges = 10;
   auto pattern = [](size_t j) { return static_cast<float>(1 + j % 3); };
   const std::unique_ptr<SharedModel> global =
-      comm.create_shared_model(std::vector<float>(kLarge, 0.0f));
+      comm.create_shared_model(std::vector<float>(kLarge, 0.0f), GetParam());
   // Merge id i = rank * kMerges + m adds (i + 1) * pattern; the global is always S * pattern.
   std::vector<float> sums;  // S after each of this rank's merges
   std::vector<float> local(kLarge);
@@ -143,22 +146,31 @@ TEST(MpiSharedModel, ManyLargeConcurrentMergesLoseNoUpdate) {
   }
 }
 
-TEST(MpiSharedModel, MergesInRankOrderFollowTheRule) {
+TEST_P(MpiSharedModel, MergesInRankOrderFollowTheRule) {
   MpiCommunicator& comm = world();
   const MergeRule rule{0.25f, 0.75f};
   const std::unique_ptr<SharedModel> shared =
-      comm.create_shared_model(std::vector<float>(100, 2.0f));
+      comm.create_shared_model(std::vector<float>(100, 2.0f), GetParam());
   double expected = 2.0;  // global after the merges so far, in double precision
   std::vector<float> snapshot;
   for (int turn = 0; turn < comm.size(); ++turn) {
     expected = 0.25 * expected + 0.75 * (turn + 1);
+    const CommCounters before = comm.counters();
     if (turn == comm.rank()) {
       snapshot.assign(100, static_cast<float>(turn + 1));
       shared->merge(snapshot, rule);
     }
+    const CommCounters after = comm.counters();
     comm.barrier();
     if (turn == comm.rank()) {
       for (const float x : snapshot) ASSERT_NEAR(x, expected, 1e-5);
+      // master: the model to the master and back, on every rank (rank 0's window stands in for
+      // the master); migrating: fetched from the previous merger (none before rank 0's turn).
+      const uint64_t model = 100 * sizeof(float);
+      const bool master = GetParam() == GlobalModelPlacement::kMaster;
+      EXPECT_EQ(after.bytes_sent - before.bytes_sent, master ? model : 0u) << "turn " << turn;
+      EXPECT_EQ(after.bytes_recv - before.bytes_recv, master || turn > 0 ? model : 0u)
+          << "turn " << turn;
     }
   }
   // apply_merge_rule on its own, against the same closed form.
@@ -166,6 +178,14 @@ TEST(MpiSharedModel, MergesInRankOrderFollowTheRule) {
   apply_merge_rule(rule, global, std::vector<float>(3, 8.0f));
   EXPECT_EQ(global, std::vector<float>(3, 7.0f));  // 0.25 * 4 + 0.75 * 8
 }
+
+INSTANTIATE_TEST_SUITE_P(Placements, MpiSharedModel,
+                         ::testing::Values(GlobalModelPlacement::kMaster,
+                                           GlobalModelPlacement::kMigrating),
+                         [](const ::testing::TestParamInfo<GlobalModelPlacement>& param_info) {
+                           return param_info.param == GlobalModelPlacement::kMaster ? "master"
+                                                                                    : "migrating";
+                         });
 
 }  // namespace
 }  // namespace syncopate::mpi::testing

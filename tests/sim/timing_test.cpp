@@ -263,7 +263,8 @@ TEST(SimCommunicatorTest, MergesAreExclusiveInArrivalOrder) {
       std::vector<double> out(3);
       run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
         std::vector<float> model(count, 1.0f);
-        const std::unique_ptr<SharedModel> global = comm.create_shared_model(model);
+        const std::unique_ptr<SharedModel> global =
+            comm.create_shared_model(model, GlobalModelPlacement::kMaster);
         const double start = exec.now();
         global->merge(model, {});
         out[static_cast<size_t>(comm.rank())] = exec.now() - start;

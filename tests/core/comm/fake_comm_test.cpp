@@ -65,7 +65,8 @@ TEST(FakeCommunicator, SharedModelMergesAreCountedAndFail) {
   ManualClockExecutor exec;
   FakeCommunicator comm(exec, {{.kind = CallKind::kMerge, .nth = 2}});
   std::vector<float> local{2, 4};
-  const std::unique_ptr<SharedModel> model = comm.create_shared_model(std::vector<float>{0, 0});
+  const std::unique_ptr<SharedModel> model =
+      comm.create_shared_model(std::vector<float>{0, 0}, GlobalModelPlacement::kMaster);
   model->merge(local, {});
   EXPECT_EQ(local, (std::vector<float>{1, 2}));
   EXPECT_THROW(model->merge(local, {}), PeerFailure);
@@ -84,7 +85,8 @@ TEST(TimedCommunicator, DelaysCountAsCommAndBarriersAsIdle) {
   comm.allreduce(data);
   comm.allreduce(data);
   comm.barrier();
-  const std::unique_ptr<SharedModel> model = comm.create_shared_model(data);
+  const std::unique_ptr<SharedModel> model =
+      comm.create_shared_model(data, GlobalModelPlacement::kMaster);
   model->merge(data, {});
   EXPECT_EQ(times.comm_s, 1.25);
   EXPECT_EQ(times.idle_s, 2.0);

@@ -251,6 +251,13 @@ TEST(ScenarioKnobs, StrategySpecificKeys) {
                  "strategy.warmup_epochs", "read only by local_sgd");
   expect_refused(strategy_file("epoch_sync", "merge_local_weight = 1\n"), {}, "exp.toml:4",
                  "strategy.merge_local_weight", "read only by epoch_async");
+  expect_refused(strategy_file("epoch_sync", "global_model = \"migrating\"\n"), {}, "exp.toml:4",
+                 "strategy.global_model", "read only by epoch_async");
+  EXPECT_EQ(parse_scenario(strategy_file("epoch_async", "global_model = \"migrating\"\n"), "e")
+                .strategy.global_model,
+            GlobalModelPlacement::kMigrating);
+  EXPECT_EQ(parse_scenario(strategy_file("epoch_async", ""), "e").strategy.global_model,
+            GlobalModelPlacement::kMaster);
 }
 
 TEST(ScenarioKnobs, DataKeysOfOtherDatasetsAndOrders) {
