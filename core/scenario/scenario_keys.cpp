@@ -485,6 +485,13 @@ std::string diloco_only(const Scenario& s) {
   return unless_strategy(s, {StrategyKind::kDiloco}, "diloco");
 }
 
+std::string compression_unused(const Scenario& s) {
+  using enum StrategyKind;
+  return unless_strategy(s, {kDdp, kHierarchical, kEpochSync, kLocalSgd, kDiloco},
+                         "ddp and hierarchical (gradients), epoch_sync, local_sgd and diloco "
+                         "(weights)");
+}
+
 std::vector<ScenarioKey> strategy_keys() {
   using enum StrategyKind;
   return {
@@ -510,6 +517,15 @@ std::vector<ScenarioKey> strategy_keys() {
       integer("strategy.fragments", FIELD(strategy.fragments), 1, 1 << 20, diloco_only),
       integer("strategy.stage", FIELD(strategy.stage), 1, 3,
               [](const Scenario& s) { return unless_strategy(s, {kZero}, "zero"); }),
+      choice("strategy.compression", FIELD(strategy.compression), kCompressionNames,
+             compression_unused),
+      integer("strategy.powersgd_rank", FIELD(strategy.powersgd_rank), 1, 1 << 20,
+              [](const Scenario& s) {
+                if (s.strategy.compression == Compression::kPowerSgd) return std::string();
+                return "read only by strategy.compression = \"powersgd\"; strategy.compression "
+                       "is " +
+                       quoted(to_string(s.strategy.compression));
+              }),
   };
 }
 
