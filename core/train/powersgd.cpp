@@ -119,7 +119,7 @@ Cost PowerSgd::matrix_cost(double passes) const {
   double flops = 0, bytes = 0;
   for (const Matrix& mat : matrices_) {
     const double nm = static_cast<double>(mat.n * mat.m), r = static_cast<double>(mat.r);
-    flops += passes * 2 * nm * r;
+    flops += passes * 2 * nm * r + (passes > 1 ? 4 * static_cast<double>(mat.n) * r * r : 0);
     bytes += passes * 4 * (nm + static_cast<double>(mat.n + mat.m) * r);
   }
   return {.flops = flops, .bytes = bytes, .kind = OpKind::kGemm};
@@ -139,23 +139,27 @@ void PowerSgd::compress(std::span<float> grads) {
   }
 }
 
-// Gram-Schmidt on the columns of every P (PyTorch's: normalise, then remove from the rest;
-// epsilon keeps a zero column finite).
+// Gram-Schmidt on the columns of every P, each column orthogonalised twice against the ones
+// before it, then normalised (epsilon keeps a zero column zero). PyTorch's single pass loses
+// orthogonality once P is rank-deficient (a gradient of rank below r: a layer's gradient has at
+// most the batch's rank), and P P^T M then strays from M; twice is enough (Giraud et al. 2005).
 void PowerSgd::orthogonalise() {
   constexpr double kEpsilon = 1e-8;
   for (const Matrix& mat : matrices_) {
     float* p = p_.data() + mat.p_offset;
+    const auto at = [&](size_t i, size_t j) -> float& { return p[i * mat.r + j]; };
     for (size_t j = 0; j < mat.r; ++j) {
+      for (int pass = 0; pass < 2; ++pass)
+        for (size_t k = 0; k < j; ++k) {
+          double dot = 0;
+          for (size_t i = 0; i < mat.n; ++i) dot += double{at(i, k)} * at(i, j);
+          const auto d = static_cast<float>(dot);
+          for (size_t i = 0; i < mat.n; ++i) at(i, j) -= d * at(i, k);
+        }
       double norm = 0;
-      for (size_t i = 0; i < mat.n; ++i) norm += double{p[i * mat.r + j]} * p[i * mat.r + j];
+      for (size_t i = 0; i < mat.n; ++i) norm += double{at(i, j)} * at(i, j);
       const auto scale = static_cast<float>(1.0 / (std::sqrt(norm) + kEpsilon));
-      for (size_t i = 0; i < mat.n; ++i) p[i * mat.r + j] *= scale;
-      for (size_t k = j + 1; k < mat.r; ++k) {
-        double dot = 0;
-        for (size_t i = 0; i < mat.n; ++i) dot += double{p[i * mat.r + j]} * p[i * mat.r + k];
-        const auto d = static_cast<float>(dot);
-        for (size_t i = 0; i < mat.n; ++i) p[i * mat.r + k] -= d * p[i * mat.r + j];
-      }
+      for (size_t i = 0; i < mat.n; ++i) at(i, j) *= scale;
     }
   }
 }

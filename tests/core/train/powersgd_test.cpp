@@ -80,6 +80,24 @@ TEST(PowerSgd, FullRankReproducesTheGradient) {
   }
 }
 
+// A gradient of rank 2 (a batch of two samples) at rank 5: the surplus columns of P carry no
+// part of M, so the full-rank factors still reproduce it.
+TEST(PowerSgd, FullRankReproducesARankDeficientGradient) {
+  const std::vector<float> u = random_values(12, 3), v = random_values(10, 4);
+  std::vector<float> grad(30, 0.0f);
+  for (size_t s = 0; s < 2; ++s)
+    for (size_t i = 0; i < 6; ++i)
+      for (size_t j = 0; j < 5; ++j) grad[i * 5 + j] += u[s * 6 + i] * v[s * 5 + j];
+  PowerSgd powersgd({{0, 6, 5}}, 5, 9);
+  LocalCommunicator comm;
+  WallClockExecutor exec;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> g = grad;
+    powersgd.reduce(g, comm, exec, Algorithm::kRing);
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], grad[i], 1e-5) << "step " << step;
+  }
+}
+
 // A constant gradient of rank 3, compressed at rank 1: each step's update is far from it, but
 // with error feedback the updates add up to it (the mean over T steps converges); without,
 // they do not.
