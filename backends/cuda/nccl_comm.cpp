@@ -409,6 +409,11 @@ void NcclCommunicator::enqueue_steps(const std::vector<Step>& steps, float* data
 
 void NcclCommunicator::enqueue_allreduce(float* data, size_t count,
                                          const CollectiveOptions& options) {
+  if (options.wire != WireFormat::kFp32)
+    throw UserError("nccl: allreduce in " + std::string(to_string(options.wire)) + " on rank " +
+                    std::to_string(rank_) +
+                    ": compressed collectives are not implemented on the NCCL transport; "
+                    "allowed: fp32 (strategy.compression = \"none\", or mpi.transport = \"mpi\")");
   if (count == 0) return;
   if (options_.native) {
     SYNC_NCCL_CHECK(

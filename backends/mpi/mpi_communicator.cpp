@@ -107,9 +107,10 @@ MpiCommunicator::~MpiCommunicator() {
 Algorithm MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<float> data,
                                          const CollectiveOptions& options, PollPolicy poll) {
   poll.timeout_s = timeout_of(options);
-  const Algorithm ran =
-      channel.run(CollectiveKind::kAllreduce, options.algorithm, data, 0, options.op, poll);
-  finish(options.op, size_, data);
+  prepare(options.op, size_, data, options.wire);
+  const Algorithm ran = channel.run(CollectiveKind::kAllreduce, options.algorithm, data, 0,
+                                    options.op, poll, options.wire);
+  finish(options.op, size_, data, options.wire);
   return ran;
 }
 

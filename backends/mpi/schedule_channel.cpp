@@ -36,9 +36,9 @@ int rank_of(MPI_Comm comm) {
 
 // A received chunk must have the size the schedule says (the sender ran the same schedule).
 void check_received(const MPI_Status& status, size_t expected, int rank, int peer, size_t step,
-                    CollectiveKind kind) {
+                    CollectiveKind kind, MPI_Datatype type = MPI_FLOAT) {
   int received = 0;
-  SYNC_MPI(MPI_Get_count(&status, MPI_FLOAT, &received));
+  SYNC_MPI(MPI_Get_count(&status, type, &received));
   if (static_cast<size_t>(received) != expected)
     throw UserError("mpi: " + std::string(to_string(kind)) + ": rank " + std::to_string(rank) +
                     " expected " + std::to_string(expected) + " floats from rank " +
@@ -64,11 +64,57 @@ ScheduleChannel::ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank,
 }
 
 Algorithm ScheduleChannel::run(CollectiveKind kind, Algorithm algorithm, std::span<float> data,
-                               int root, ReduceOp op, const PollPolicy& poll) {
-  const CachedSchedule& entry = cache_.entry(cache_.key(kind, algorithm, data.size(), root));
+                               int root, ReduceOp op, const PollPolicy& poll, WireFormat wire) {
+  const CachedSchedule& entry = cache_.entry(cache_.key(kind, algorithm, data.size(), root, wire));
   if (scratch_.size() < entry.max_recv) scratch_.resize(entry.max_recv);
-  run_steps(entry.steps, data, op, poll, kind);
+  if (wire == WireFormat::kFp32)
+    run_steps(entry.steps, data, op, poll, kind);
+  else
+    run_wire_steps(entry.steps, data, op, poll, kind, wire);
   return entry.algorithm;
+}
+
+void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<float> data,
+                                     ReduceOp op, const PollPolicy& poll, CollectiveKind kind,
+                                     WireFormat wire) {
+  MPI_Comm comm = comm_.get();
+  const uint64_t element = element_bytes(wire);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& step = steps[k];
+    requests_.assign(2, MPI_REQUEST_NULL);
+    if (step.recv_from >= 0) {
+      wire_in_.resize(step.recv.count);
+      SYNC_MPI(MPI_Irecv(wire_in_.data(), to_count(step.recv.count), MPI_UINT16_T, step.recv_from,
+                         detail::kCollectiveTag, comm, &requests_[0]));
+    }
+    if (step.send_to >= 0) {  // encoded before this round's action: sends read the old buffer
+      wire_out_.resize(step.send.count);
+      encode_wire(data.subspan(step.send.offset, step.send.count), wire, wire_out_);
+      SYNC_MPI(MPI_Isend(wire_out_.data(), to_count(step.send.count), MPI_UINT16_T, step.send_to,
+                         detail::kCollectiveTag, comm, &requests_[1]));
+    }
+    const detail::WaitContext context{to_string(kind).data(), static_cast<int>(k), step.send_to,
+                                      step.recv_from};
+    statuses_.resize(1);
+    detail::wait_all(comm, std::span(requests_).first(1), context, poll, &statuses_[0]);
+    if (step.recv_from >= 0) {
+      try {
+        check_received(statuses_[0], step.recv.count, rank_, step.recv_from, k, kind, MPI_UINT16_T);
+      } catch (const UserError&) {
+        detail::withdraw(requests_);
+        throw;
+      }
+    }
+    detail::wait_all(comm, std::span(requests_).subspan(1), context, poll);
+    if (step.recv_from >= 0) {
+      const std::span<float> received(scratch_.data(), step.recv.count);
+      decode_wire(wire_in_, wire, received);
+      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), received,
+                   wire);
+    }
+    if (step.recv_from >= 0 && step.recv_from != rank_) *bytes_recv_ += step.recv.count * element;
+    if (step.send_to >= 0 && step.send_to != rank_) *bytes_sent_ += step.send.count * element;
+  }
 }
 
 void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,

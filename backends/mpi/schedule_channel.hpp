@@ -25,18 +25,23 @@ class ScheduleChannel {
 
   MPI_Comm comm() const { return comm_.get(); }
   // Runs this rank's steps of the schedule for (kind, algorithm, count, root) on data (no
-  // finish()), polling as `poll` says. Returns the algorithm the schedule runs.
+  // prepare() or finish()), polling as `poll` says. Returns the algorithm the schedule runs.
+  // A 16-bit wire format sends uint16 buffers (2 bytes per element) and reduces in it.
   Algorithm run(CollectiveKind kind, Algorithm algorithm, std::span<float> data, int root,
-                ReduceOp op, const PollPolicy& poll);
+                ReduceOp op, const PollPolicy& poll, WireFormat wire = WireFormat::kFp32);
 
  private:
   void run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
                  const PollPolicy& poll, CollectiveKind kind);
+  // The 16-bit wire formats: each step's segments travel whole, encoded.
+  void run_wire_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
+                      const PollPolicy& poll, CollectiveKind kind, WireFormat wire);
 
   CommHandle comm_;
   int rank_, size_;
   ScheduleCache cache_;
   std::vector<float> scratch_;
+  std::vector<uint16_t> wire_out_, wire_in_;  // 16-bit wire formats: encoded send and receive
   std::vector<MPI_Status> statuses_;
   std::vector<MPI_Request> requests_;
   std::atomic<uint64_t>* bytes_sent_;

@@ -135,6 +135,10 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
   me_.flush();
   const CachedSchedule& entry = group_->entry(call);
   const bool through_master = runs_through_master(world_, entry);
+  if (through_master && call.wire != WireFormat::kFp32)
+    throw UserError("sim: allreduce through the master host in " +
+                    std::string(to_string(call.wire)) +
+                    "; allowed: wire format fp32 (the master's transfers are modelled in fp32)");
   if (through_master) {  // this worker's buffer to the master and back
     counters_.bytes_sent += call.count * sizeof(float);
     counters_.bytes_recv += call.count * sizeof(float);
@@ -158,7 +162,8 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
     drain();
     {
       BlockedScope scope(me_, what);
-      run_steps(*group_, rank_, *schedule, data, call.op, &me_.blocked);
+      if (world_.emulate()) prepare_rank(call, size(), data);
+      run_steps(*group_, rank_, *schedule, data, call.op, call.wire, &me_.blocked);
     }
     if (world_.emulate()) finish_rank(call, rank_, size(), data);
     return std::make_unique<CompletedWork>();
@@ -173,7 +178,8 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
         try {
           if (previous) previous->done.wait();  // one collective at a time, in issue order
           me.in_flight = what;
-          run_steps(*group, rank, *schedule, data, call.op, &me.in_flight);
+          if (group->world().emulate()) prepare_rank(call, group->size(), data);
+          run_steps(*group, rank, *schedule, data, call.op, call.wire, &me.in_flight);
           if (group->world().emulate()) finish_rank(call, rank, group->size(), data);
         } catch (const simgrid::ForcefulKillException&) {
           throw;
@@ -199,7 +205,8 @@ WorkPtr SimCommunicator::allreduce_async(std::span<float> data, const Collective
   return start({.kind = CollectiveKind::kAllreduce,
                 .algorithm = options.algorithm,
                 .count = data.size(),
-                .op = options.op},
+                .op = options.op,
+                .wire = options.wire},
                data, true);
 }
 

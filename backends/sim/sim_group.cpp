@@ -18,7 +18,9 @@ namespace {
 // SimGrid refuses a null payload: cost-only messages carry this (never read).
 char g_no_payload = 0;
 
-uint64_t payload_bytes(size_t floats) { return static_cast<uint64_t>(floats) * sizeof(float); }
+uint64_t payload_bytes(size_t count, WireFormat wire) {
+  return static_cast<uint64_t>(count) * element_bytes(wire);
+}
 
 std::vector<int> nodes_of(const Platform& platform, const std::vector<int>& workers) {
   std::vector<int> nodes;
@@ -43,7 +45,7 @@ void wait_or_cancel(std::span<const simgrid::s4u::CommPtr> comms) {
 std::string describe(const CollCall& call) {
   return std::string(to_string(call.kind)) + "(" + std::string(to_string(call.algorithm)) + ", " +
          std::to_string(call.count) + " floats, root " + std::to_string(call.root) + ", " +
-         std::string(to_string(call.op)) + ")";
+         std::string(to_string(call.op)) + ", " + std::string(to_string(call.wire)) + ")";
 }
 
 }  // namespace
@@ -66,12 +68,13 @@ const LinkModel& Group::link(int from, int to) {
 }
 
 const CachedSchedule& Group::entry(const CollCall& call) {
-  return schedules_.entry(schedules_.key(call.kind, call.algorithm, call.count, call.root));
+  return schedules_.entry(
+      schedules_.key(call.kind, call.algorithm, call.count, call.root, call.wire));
 }
 
 double Group::analytic_seconds(const CachedSchedule& e) {
   const auto [it, inserted] = analytic_seconds_.try_emplace(e.key, 0.0);
-  if (inserted) it->second = sim::analytic_seconds(*this, *schedule(e));
+  if (inserted) it->second = sim::analytic_seconds(*this, *schedule(e), e.key.wire);
   return it->second;
 }
 
@@ -121,8 +124,9 @@ void Group::launch(const std::shared_ptr<Job>& job) {
   const bool emulate = world_.emulate();
   const auto compute = [emulate](Job& j) {
     if (!emulate) return;
-    execute_in_memory(*j.schedule, j.buffers, j.call.op);
     const int p = static_cast<int>(j.buffers.size());
+    for (int r = 0; r < p; ++r) prepare_rank(j.call, p, j.buffers[static_cast<size_t>(r)]);
+    execute_in_memory(*j.schedule, j.buffers, j.call.op, j.call.wire);
     for (int r = 0; r < p; ++r) finish_rank(j.call, r, p, j.buffers[static_cast<size_t>(r)]);
   };
 
@@ -152,7 +156,7 @@ void Group::launch(const std::shared_ptr<Job>& job) {
           if (master)
             run_through_master_as_flows(*self, job->call.count);
           else
-            run_rounds_as_flows(*self, *job->schedule);
+            run_rounds_as_flows(*self, *job->schedule, job->call.wire);
           compute(*job);
         } catch (const simgrid::ForcefulKillException&) {
           throw;
@@ -192,14 +196,18 @@ std::shared_ptr<ControlSlot> Group::control(int rank, int a, int b, std::span<co
   return result;
 }
 
+void prepare_rank(const CollCall& call, int p, std::span<float> data) {
+  if (call.kind == CollectiveKind::kAllreduce) prepare(call.op, p, data, call.wire);
+}
+
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data) {
   if (call.kind == CollectiveKind::kAllreduce ||
       (call.kind == CollectiveKind::kReduce && rank == call.root))
-    finish(call.op, p, data);
+    finish(call.op, p, data, call.wire);
 }
 
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
-               BlockedOn* blocked) {
+               WireFormat wire, BlockedOn* blocked) {
   SimWorld& world = group.world();
   const bool emulate = world.emulate();
   SimStats& stats = world.stats();
@@ -216,7 +224,7 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
                       .release();
       }
       out = group.mailbox(rank, step.send_to, Channel::kCollective)
-                ->put_async(payload, payload_bytes(step.send.count));
+                ->put_async(payload, payload_bytes(step.send.count, wire));
       ++stats.comms;
       ++stats.activities;
     }
@@ -238,12 +246,12 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
                         std::to_string(group.worker(step.recv_from)) + " in round " +
                         std::to_string(k) + " but got " + std::to_string(owned->size()) +
                         "; allowed: every member issues the same collectives in the same order");
-      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *owned);
+      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *owned, wire);
     }
   }
 }
 
-void run_rounds_as_flows(Group& group, const Schedule& schedule) {
+void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire) {
   SimStats& stats = group.world().stats();
   std::vector<simgrid::s4u::CommPtr> flows;
   for (const std::vector<Step>& round : schedule.rounds) {
@@ -253,7 +261,7 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule) {
       if (step.send_to < 0) continue;
       flows.push_back(simgrid::s4u::Comm::sendto_async(group.host(static_cast<int>(r)),
                                                        group.host(step.send_to),
-                                                       payload_bytes(step.send.count)));
+                                                       payload_bytes(step.send.count, wire)));
     }
     stats.comms += flows.size();
     stats.activities += flows.size();
@@ -261,7 +269,7 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule) {
   }
 }
 
-double analytic_seconds(Group& group, const Schedule& schedule) {
+double analytic_seconds(Group& group, const Schedule& schedule, WireFormat wire) {
   double total = 0;
   for (const std::vector<Step>& round : schedule.rounds) {
     double longest = 0;
@@ -269,9 +277,9 @@ double analytic_seconds(Group& group, const Schedule& schedule) {
       const Step& step = round[r];
       if (step.send_to < 0) continue;
       const LinkModel& link = group.link(static_cast<int>(r), step.send_to);
-      longest =
-          std::max(longest, link.latency_s + static_cast<double>(payload_bytes(step.send.count)) /
-                                                 link.bandwidth_Bps);
+      longest = std::max(
+          longest, link.latency_s + static_cast<double>(payload_bytes(step.send.count, wire)) /
+                                        link.bandwidth_Bps);
     }
     total += longest;
   }

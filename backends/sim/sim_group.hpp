@@ -27,6 +27,7 @@ struct CollCall {
   size_t count = 0;
   int root = 0;
   ReduceOp op = ReduceOp::kSum;
+  WireFormat wire = WireFormat::kFp32;  // allreduce only
   bool operator==(const CollCall&) const = default;
 };
 
@@ -128,23 +129,25 @@ class Group : public std::enable_shared_from_this<Group> {
   std::map<uint64_t, std::shared_ptr<ControlSlot>> open_controls_;
 };
 
-// Runs what a collective does after its schedule for rank `rank` (ReduceOp::kAvg's division).
+// Runs what a collective does before its schedule for rank `rank` (a 16-bit wire format's
+// rounding) and after it (ReduceOp::kAvg's division).
+void prepare_rank(const CollCall& call, int p, std::span<float> data);
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
 
 // Message fidelity: runs rank `rank`'s steps with real SimGrid comms, in the calling actor.
 // `blocked` (may be null) is updated with the step being waited on.
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
-               BlockedOn* blocked);
+               WireFormat wire, BlockedOn* blocked);
 
 // Flow fidelity: runs every round of `schedule` as concurrent host-to-host flows, in the calling
 // actor, one round after the other.
-void run_rounds_as_flows(Group& group, const Schedule& schedule);
+void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire);
 
 // Analytic fidelity: sum over rounds of max over the round's messages of latency + bytes / B of
 // the route between the two ranks (alpha-beta per message, no contention). On a platform whose
 // routes are all alike this is the closed form of each algorithm (e.g. ring:
 // 2(p-1) alpha + 2(p-1)/p n beta); on two-level platforms the intra- and inter-node rounds of the
 // hierarchical algorithm get their own alpha and beta.
-double analytic_seconds(Group& group, const Schedule& schedule);
+double analytic_seconds(Group& group, const Schedule& schedule, WireFormat wire);
 
 }  // namespace syncopate::sim

@@ -22,6 +22,7 @@ enum class RngPurpose : uint32_t {
   kPartition = 9,          // data.partition: which samples each worker holds
   kPartitionShuffle = 10,  // a worker's partition, reordered per epoch
   kTestSplit = 11,         // csv: the rows held out for testing
+  kPowerSgd = 12,          // PowerSGD's initial Q, drawn alike on every worker
 };
 
 struct RngKey {

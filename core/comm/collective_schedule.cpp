@@ -376,8 +376,8 @@ std::vector<Step> steps_of_rank(const Schedule& schedule, int rank) {
   return mine;
 }
 
-void apply_action(RecvAction action, ReduceOp op, std::span<float> dst,
-                  std::span<const float> src) {
+void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src,
+                  WireFormat wire) {
   SYNC_CHECK(dst.size() == src.size(), "dst " << dst.size() << " src " << src.size());
   if (action == RecvAction::kCopy) {
     std::copy(src.begin(), src.end(), dst.begin());
@@ -386,7 +386,11 @@ void apply_action(RecvAction action, ReduceOp op, std::span<float> dst,
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      for (size_t i = 0; i < dst.size(); ++i) dst[i] += src[i];
+      if (wire == WireFormat::kFp32) {
+        for (size_t i = 0; i < dst.size(); ++i) dst[i] += src[i];
+      } else {
+        for (size_t i = 0; i < dst.size(); ++i) dst[i] = round_to_wire(dst[i] + src[i], wire);
+      }
       return;
     case ReduceOp::kMax:
       for (size_t i = 0; i < dst.size(); ++i) dst[i] = commutative_max(dst[i], src[i]);
@@ -395,8 +399,17 @@ void apply_action(RecvAction action, ReduceOp op, std::span<float> dst,
   SYNC_CHECK(false, "unknown op " << static_cast<int>(op));
 }
 
-void finish(ReduceOp op, int p, std::span<float> data) {
-  if (op != ReduceOp::kAvg) return;
+void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
+  if (wire == WireFormat::kFp32 || p == 1) return;
+  if (op == ReduceOp::kAvg) {
+    const float divisor = static_cast<float>(p);
+    for (float& x : data) x /= divisor;
+  }
+  round_to_wire(data, wire);
+}
+
+void finish(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
+  if (op != ReduceOp::kAvg || wire != WireFormat::kFp32) return;
   SYNC_CHECK(p >= 1, "p=" << p);
   // Division, not multiplication by 1.0f/p: x/p is correctly rounded, x*(1/p) rounds twice and
   // can differ in the last bit (and then from what a reference mean computes).
@@ -405,7 +418,7 @@ void finish(ReduceOp op, int p, std::span<float> data) {
 }
 
 void execute_in_memory(const Schedule& schedule, std::span<const std::span<float>> buffers,
-                       ReduceOp op) {
+                       ReduceOp op, WireFormat wire) {
   const size_t p = static_cast<size_t>(schedule.ranks);
   SYNC_CHECK(buffers.size() == p, "buffers " << buffers.size() << " ranks " << p);
   for (size_t r = 0; r < p; ++r)
@@ -436,17 +449,17 @@ void execute_in_memory(const Schedule& schedule, std::span<const std::span<float
                           << step.recv_from << " which does not send that to it");
       check_segment(step.recv, schedule.count, k, r);
       apply_action(step.action, op, buffers[r].subspan(step.recv.offset, step.recv.count),
-                   in_flight[from]);
+                   in_flight[from], wire);
     }
   }
 }
 
-size_t bytes_sent(const Schedule& schedule, int rank) {
+size_t bytes_sent(const Schedule& schedule, int rank, WireFormat wire) {
   SYNC_CHECK(rank >= 0 && rank < schedule.ranks, "rank=" << rank << " p=" << schedule.ranks);
   size_t bytes = 0;
   for (const auto& round : schedule.rounds) {
     const Step& step = round[static_cast<size_t>(rank)];
-    if (step.send_to >= 0 && step.send_to != rank) bytes += step.send.count * sizeof(float);
+    if (step.send_to >= 0 && step.send_to != rank) bytes += step.send.count * element_bytes(wire);
   }
   return bytes;
 }

@@ -74,18 +74,24 @@ Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t c
 // (a schedule holds every rank's: O(p^2) for a ring). Checks each segment against the count.
 std::vector<Step> steps_of_rank(const Schedule& schedule, int rank);
 
-// dst = dst (op) src, or dst = src for kCopy.
-void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src);
-// Completes a reduction: for kAvg divides by p; nothing for kSum/kMax.
-void finish(ReduceOp op, int p, std::span<float> data);
+// dst = dst (op) src, or dst = src for kCopy. In a 16-bit wire format each reduced element is
+// rounded to it (src is already representable: see core/comm/compression.hpp).
+void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src,
+                  WireFormat wire = WireFormat::kFp32);
+// Starts a reduction in a 16-bit wire format over p > 1 ranks: for kAvg divides by p, then
+// rounds every element to the format. Nothing for kFp32 or p = 1.
+void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire);
+// Completes a reduction: for kAvg in fp32 divides by p (a 16-bit format divided in prepare());
+// nothing for kSum/kMax.
+void finish(ReduceOp op, int p, std::span<float> data, WireFormat wire = WireFormat::kFp32);
 
 // Runs a schedule over all ranks' buffers in one address space (buffers[r] is rank r's), with
 // exactly the arithmetic a distributed run performs. Used by tests and by the simulator's coarse
-// fidelity levels in emulation mode. Does not call finish().
+// fidelity levels in emulation mode. Does not call prepare() or finish().
 void execute_in_memory(const Schedule& schedule, std::span<const std::span<float>> buffers,
-                       ReduceOp op);
+                       ReduceOp op, WireFormat wire = WireFormat::kFp32);
 
 // Bytes rank r sends over the whole schedule (for counters and cost models).
-size_t bytes_sent(const Schedule& schedule, int rank);
+size_t bytes_sent(const Schedule& schedule, int rank, WireFormat wire = WireFormat::kFp32);
 
 }  // namespace syncopate

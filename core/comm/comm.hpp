@@ -29,6 +29,7 @@
 
 #include "core/base/check.hpp"
 #include "core/base/function_ref.hpp"
+#include "core/comm/compression.hpp"
 #include "core/nn/cost.hpp"
 
 namespace syncopate {
@@ -73,6 +74,9 @@ struct CollectiveOptions {
   // communicator's default_timeout(); kNoTimeout: none. Wall seconds on real backends; the
   // simulator has no timeouts (a hang there is reported as a deadlock as soon as it happens).
   double timeout_s = kDefaultTimeout;
+  // What the allreduce sends: fp32, or fp16 / bf16 with the reduction in that format (see
+  // core/comm/compression.hpp): 2 bytes per element on the wire, in the counters and in time.
+  WireFormat wire = WireFormat::kFp32;
 };
 
 // Handle of an asynchronous operation. wait() blocks until it completes and rethrows any error

@@ -6,7 +6,9 @@
 namespace syncopate {
 namespace {
 
-uint64_t payload_bytes(size_t floats) { return static_cast<uint64_t>(floats) * sizeof(float); }
+uint64_t payload_bytes(size_t count, WireFormat wire) {
+  return static_cast<uint64_t>(count) * element_bytes(wire);
+}
 
 bool has_root(CollectiveKind kind) {
   return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce;
@@ -24,11 +26,12 @@ void summarise(const Schedule& s, CachedSchedule& e) {
         const Step& peer = s.rounds[k][static_cast<size_t>(step.send_to)];
         SYNC_CHECK(peer.recv_from == static_cast<int>(r) && peer.recv.count == step.send.count,
                    "round " << k << ": rank " << r << " sends to " << step.send_to);
-        e.traffic[r].bytes_sent += payload_bytes(step.send.count);
+        e.traffic[r].bytes_sent += payload_bytes(step.send.count, e.key.wire);
         e.traffic[r].sends += 1;
         e.messages += 1;
       }
-      if (step.recv_from >= 0) e.traffic[r].bytes_recv += payload_bytes(step.recv.count);
+      if (step.recv_from >= 0)
+        e.traffic[r].bytes_recv += payload_bytes(step.recv.count, e.key.wire);
     }
   }
 }
@@ -41,11 +44,13 @@ ScheduleCache::ScheduleCache(std::vector<int> node_of_rank, CacheScope scope, in
              "rank " << rank_ << " of " << node_of_rank_.size());
 }
 
-ScheduleKey ScheduleCache::key(CollectiveKind kind, Algorithm algorithm, size_t count,
-                               int root) const {
-  ScheduleKey key{.kind = kind, .algorithm = Algorithm::kAuto, .count = count, .root = 0};
+ScheduleKey ScheduleCache::key(CollectiveKind kind, Algorithm algorithm, size_t count, int root,
+                               WireFormat wire) const {
+  ScheduleKey key{
+      .kind = kind, .algorithm = Algorithm::kAuto, .count = count, .root = 0, .wire = wire};
   if (kind == CollectiveKind::kAllreduce)
-    key.algorithm = resolve_algorithm(algorithm, ranks(), payload_bytes(count), node_of_rank_);
+    key.algorithm =
+        resolve_algorithm(algorithm, ranks(), payload_bytes(count, wire), node_of_rank_);
   if (has_root(kind)) key.root = root;
   return key;
 }

@@ -14,13 +14,15 @@
 
 namespace syncopate {
 
-// Identifies a schedule. Made by ScheduleCache::key: kAuto resolved for kAllreduce, the
-// algorithm of the other kinds (fixed by the kind) and the root of kinds without one zeroed.
+// Identifies a schedule. Made by ScheduleCache::key: kAuto resolved for kAllreduce (from the
+// bytes in the wire format), the algorithm of the other kinds (fixed by the kind) and the root
+// of kinds without one zeroed. The wire format sets the bytes of the traffic.
 struct ScheduleKey {
   CollectiveKind kind = CollectiveKind::kAllreduce;
   Algorithm algorithm = Algorithm::kAuto;
   size_t count = 0;
   int root = 0;
+  WireFormat wire = WireFormat::kFp32;
   auto operator<=>(const ScheduleKey&) const = default;
 };
 
@@ -56,7 +58,8 @@ class ScheduleCache {
   int ranks() const { return static_cast<int>(node_of_rank_.size()); }
   std::span<const int> node_of_rank() const { return node_of_rank_; }
 
-  ScheduleKey key(CollectiveKind kind, Algorithm algorithm, size_t count, int root) const;
+  ScheduleKey key(CollectiveKind kind, Algorithm algorithm, size_t count, int root,
+                  WireFormat wire = WireFormat::kFp32) const;
   // The schedule for `key`, built on first use. kOneRank keeps at most kMaxEntries schedules
   // (then starts afresh: references from earlier calls become invalid); kAllRanks keeps every
   // entry (references stay valid) but drops whole schedules beyond kMaxSteps steps in all.

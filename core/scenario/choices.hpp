@@ -143,6 +143,16 @@ inline constexpr NameTable<Transport, 3> kTransportNames{{{Transport::kMpi, "mpi
                                                           {Transport::kNccl, "nccl"},
                                                           {Transport::kNcclNative, "nccl_native"}}};
 
+// What a strategy's collectives send (core/comm/compression.hpp, core/train/powersgd.hpp): fp32,
+// fp16 or bf16 values, or PowerSGD's low-rank factors of ddp's gradients.
+enum class Compression { kNone, kFp16, kBf16, kPowerSgd };
+inline constexpr NameTable<Compression, 4> kCompressionNames{
+    {{Compression::kNone, "none"},
+     {Compression::kFp16, "fp16"},
+     {Compression::kBf16, "bf16"},
+     {Compression::kPowerSgd, "powersgd"}}};
+
+inline std::string_view to_string(Compression v) { return name_in(kCompressionNames, v); }
 inline std::string_view to_string(StrategyKind v) { return name_in(kStrategyNames, v); }
 inline std::string_view to_string(OptimizerStatePolicy v) {
   return name_in(kOptimizerStateNames, v);

@@ -70,8 +70,32 @@ void validate_regression(const Scenario& s, const TomlReader& reader) {
   }
 }
 
+// strategy.compression against the strategy, the aggregation and the transport.
+void validate_compression(const Scenario& s, const TomlReader& reader) {
+  const Compression c = s.strategy.compression;
+  if (c == Compression::kNone) return;
+  const std::string name(to_string(c));
+  if (c == Compression::kPowerSgd && s.strategy.kind != StrategyKind::kDdp)
+    reader.fail("strategy.compression",
+                "powersgd compresses ddp's gradients only; strategy.name "
+                "is \"" +
+                    std::string(to_string(s.strategy.kind)) +
+                    "\" (allowed there: none, fp16, bf16)");
+  if ((s.strategy.kind == StrategyKind::kEpochSync &&
+       s.strategy.aggregation == Aggregation::kMaster) ||
+      s.strategy.algorithm == Algorithm::kMaster)
+    reader.fail("strategy.compression", name +
+                                            " through the master (aggregation or algorithm "
+                                            "\"master\") is not modelled; allowed: none");
+  if (s.backend == BackendKind::kMpi && s.mpi.transport != Transport::kMpi)
+    reader.fail("strategy.compression",
+                name + " is not implemented on the NCCL transport (mpi.transport = \"" +
+                    std::string(to_string(s.mpi.transport)) + "\"); allowed: none");
+}
+
 // Checks across keys; each error names the key it is about (and its file:line or --set).
 void validate(const Scenario& s, const TomlReader& reader) {
+  validate_compression(s, reader);
   if (s.data.dataset == DatasetKind::kCsv && s.data.path.empty())
     reader.fail("data.path", "the csv dataset needs data.path");
   if (s.data.dataset == DatasetKind::kCsv && s.data.targets.empty())
@@ -148,12 +172,16 @@ struct MainCollective {
 };
 
 std::optional<MainCollective> main_collective(const Scenario& s, int64_t model_params) {
-  const size_t model_bytes = sizeof(float) * static_cast<size_t>(model_params);
+  const bool half = s.strategy.compression == Compression::kFp16 ||
+                    s.strategy.compression == Compression::kBf16;  // on the wire
+  const size_t element = half ? 2 : sizeof(float);
+  const size_t model_bytes = element * static_cast<size_t>(model_params);
   switch (s.strategy.kind) {
     case StrategyKind::kSerial:
       return std::nullopt;
-    case StrategyKind::kDdp: {
-      const auto bucket = static_cast<size_t>(s.strategy.bucket_mb * 1024 * 1024);
+    case StrategyKind::kDdp: {  // buckets hold bucket_mb MiB of fp32 gradients
+      const auto bucket =
+          static_cast<size_t>(s.strategy.bucket_mb * 1024 * 1024) * element / sizeof(float);
       return MainCollective{"a gradient bucket's allreduce", std::min(bucket, model_bytes)};
     }
     case StrategyKind::kEpochSync:

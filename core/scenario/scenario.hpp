@@ -69,6 +69,10 @@ struct StrategySection {
   int fragments = 1;  // diloco: streaming fragments, staggered by every / fragments steps
   int stage = 1;      // zero: 1 optimizer state, 2 and gradients, 3 and parameters
   GlobalModelPlacement global_model = GlobalModelPlacement::kMaster;  // epoch_async
+  // ddp, hierarchical: the gradient allreduces; epoch_sync, local_sgd, diloco: the weight
+  // averages (fp16 / bf16); powersgd: ddp's gradients only, at rank powersgd_rank.
+  Compression compression = Compression::kNone;
+  int powersgd_rank = 1;
 };
 
 struct SimSection {

@@ -489,6 +489,13 @@ std::string diloco_only(const Scenario& s) {
   return unless_strategy(s, {StrategyKind::kDiloco}, "diloco");
 }
 
+std::string compression_unused(const Scenario& s) {
+  using enum StrategyKind;
+  return unless_strategy(s, {kDdp, kHierarchical, kEpochSync, kLocalSgd, kDiloco},
+                         "ddp and hierarchical (gradients), epoch_sync, local_sgd and diloco "
+                         "(weights)");
+}
+
 std::vector<ScenarioKey> strategy_keys() {
   using enum StrategyKind;
   return {
@@ -516,6 +523,15 @@ std::vector<ScenarioKey> strategy_keys() {
               [](const Scenario& s) { return unless_strategy(s, {kZero}, "zero"); }),
       choice("strategy.global_model", FIELD(strategy.global_model), kGlobalModelNames,
              [](const Scenario& s) { return unless_strategy(s, {kEpochAsync}, "epoch_async"); }),
+      choice("strategy.compression", FIELD(strategy.compression), kCompressionNames,
+             compression_unused),
+      integer("strategy.powersgd_rank", FIELD(strategy.powersgd_rank), 1, 1 << 20,
+              [](const Scenario& s) {
+                if (s.strategy.compression == Compression::kPowerSgd) return std::string();
+                return "read only by strategy.compression = \"powersgd\"; strategy.compression "
+                       "is " +
+                       quoted(to_string(s.strategy.compression));
+              }),
   };
 }
 

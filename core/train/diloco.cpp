@@ -34,7 +34,8 @@ class Diloco final : public Strategy {
         lr_(static_cast<float>(s.outer_lr)),
         momentum_(static_cast<float>(s.outer_momentum)),
         nesterov_(s.outer_nesterov),
-        algorithm_(s.algorithm) {}
+        algorithm_(s.algorithm),
+        wire_(wire_format(s.compression)) {}
 
   void on_train_begin(WorkerContext& ctx) override {
     pending_.assign(static_cast<size_t>(fragments_), false);
@@ -64,7 +65,7 @@ class Diloco final : public Strategy {
     const BlockRange r = block_of(ctx.params.size(), fragments_, f);
     const double start = ctx.exec.now();
     const std::span<float> local = ctx.params.subspan(r.offset, r.count);
-    ctx.comm.allreduce(local, {ReduceOp::kAvg, algorithm_});
+    ctx.comm.allreduce(local, {.op = ReduceOp::kAvg, .algorithm = algorithm_, .wire = wire_});
     if (!ctx.exec.cost_only()) apply_outer_update(r, local);
     pending_[static_cast<size_t>(f)] = false;
     ctx.tracer.span("outer_step", "sync", start, ctx.exec.now());
@@ -86,6 +87,7 @@ class Diloco final : public Strategy {
   float lr_, momentum_;
   bool nesterov_;
   Algorithm algorithm_;
+  WireFormat wire_;
   std::vector<float> global_, momentum_buffer_;
   std::vector<bool> pending_;
 };

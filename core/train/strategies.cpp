@@ -1,8 +1,10 @@
 // The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical (diloco is in
 // diloco.cpp, zero in zero.cpp).
 #include <numeric>
+#include <optional>
 
 #include "core/base/check.hpp"
+#include "core/train/powersgd.hpp"
 #include "core/train/strategy.hpp"
 #include "core/train/zero.hpp"
 
@@ -23,9 +25,11 @@ void reset_optimizer(WorkerContext& ctx) {
 }
 
 // Averages the weights, and the optimizer state with them under `policy` kAverage.
+// The weights travel in `wire`; the optimizer state in fp32 (Adam's second moments underflow
+// fp16).
 void average_params(WorkerContext& ctx, Communicator& comm, Algorithm algorithm,
-                    OptimizerStatePolicy policy) {
-  comm.allreduce(ctx.params, {ReduceOp::kAvg, algorithm});
+                    OptimizerStatePolicy policy, WireFormat wire) {
+  comm.allreduce(ctx.params, {.op = ReduceOp::kAvg, .algorithm = algorithm, .wire = wire});
   if (policy == OptimizerStatePolicy::kAverage && !ctx.exec.cost_only())
     comm.allreduce(ctx.optimizer.state(), {ReduceOp::kAvg, algorithm});
 }
@@ -37,11 +41,13 @@ class Buckets {
     buckets_ = gradient_buckets(model, bucket_mb);
   }
   // Starts the allreduce of every bucket completed by layer `layer`'s backward.
-  void launch(int layer, std::span<float> grads, Communicator& comm, Algorithm algorithm) {
+  void launch(int layer, std::span<float> grads, Communicator& comm, Algorithm algorithm,
+              WireFormat wire) {
     for (const GradientBucket& b : buckets_)
       if (b.first_layer == layer)
         inflight_.push_back(
-            comm.allreduce_async(grads.subspan(b.offset, b.count), {ReduceOp::kSum, algorithm}));
+            comm.allreduce_async(grads.subspan(b.offset, b.count),
+                                 {.op = ReduceOp::kSum, .algorithm = algorithm, .wire = wire}));
   }
   void wait_all() {
     for (auto& work : inflight_) work->wait();
@@ -68,8 +74,13 @@ class Serial final : public Strategy {};
 
 class Ddp final : public Strategy {
  public:
-  Ddp(double bucket_mb, Algorithm algorithm) : bucket_mb_(bucket_mb), algorithm_(algorithm) {}
+  Ddp(double bucket_mb, Algorithm algorithm, WireFormat wire,
+      std::optional<PowerSgdSettings> powersgd = std::nullopt)
+      : bucket_mb_(bucket_mb), algorithm_(algorithm), wire_(wire), settings_(std::move(powersgd)) {}
   void on_train_begin(WorkerContext& ctx) override {
+    if (settings_ && ctx.comm.size() > 1)  // one worker: no collective, nothing to compress
+      powersgd_ = std::make_unique<PowerSgd>(param_tensors(settings_->spec, ctx.model),
+                                             settings_->rank, settings_->seed);
     buckets_.build(ctx.model, bucket_mb_);
     all_.resize(static_cast<size_t>(ctx.comm.size()));
     std::iota(all_.begin(), all_.end(), 0);
@@ -78,14 +89,21 @@ class Ddp final : public Strategy {
     return share(batch, ctx.comm.rank(), all_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
-    buckets_.launch(layer, ctx.grads, ctx.comm, algorithm_);
+    if (!powersgd_) buckets_.launch(layer, ctx.grads, ctx.comm, algorithm_, wire_);
   }
-  void before_step(WorkerContext&) override { buckets_.wait_all(); }
+  // PowerSGD compresses the whole gradient once backward is done (no overlap with it).
+  void before_step(WorkerContext& ctx) override {
+    if (powersgd_) powersgd_->reduce(ctx.grads, ctx.comm, ctx.exec, algorithm_, ctx.grads);
+    buckets_.wait_all();
+  }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
 
  private:
   double bucket_mb_;
   Algorithm algorithm_;
+  WireFormat wire_;
+  std::optional<PowerSgdSettings> settings_;
+  std::unique_ptr<PowerSgd> powersgd_;
   Buckets buckets_;
   std::vector<int> all_;
 };
@@ -94,21 +112,23 @@ class Ddp final : public Strategy {
 // (kMaster for the paper's gather-to-master aggregation).
 class EpochSync final : public Strategy {
  public:
-  EpochSync(int every, int epochs, Algorithm algorithm, OptimizerStatePolicy policy)
-      : every_(every), epochs_(epochs), algorithm_(algorithm), policy_(policy) {}
+  EpochSync(int every, int epochs, Algorithm algorithm, OptimizerStatePolicy policy,
+            WireFormat wire)
+      : every_(every), epochs_(epochs), algorithm_(algorithm), policy_(policy), wire_(wire) {}
   void on_block_begin(WorkerContext& ctx) override {
     if (policy_ == OptimizerStatePolicy::kReset) reset_optimizer(ctx);
   }
   void on_epoch_end(WorkerContext& ctx) override {
     const bool last = ctx.epoch + 1 == epochs_;
     if ((ctx.epoch + 1) % every_ != 0 && !last) return;
-    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_, wire_); });
   }
 
  private:
   int every_, epochs_;
   Algorithm algorithm_;
   OptimizerStatePolicy policy_;
+  WireFormat wire_;
 };
 
 class EpochAsync final : public Strategy {
@@ -149,12 +169,13 @@ class EpochAsync final : public Strategy {
 class LocalSgd final : public Strategy {
  public:
   LocalSgd(int every, int warmup_epochs, double bucket_mb, Algorithm algorithm,
-           OptimizerStatePolicy policy)
+           OptimizerStatePolicy policy, WireFormat wire)
       : every_(every),
         warmup_epochs_(warmup_epochs),
         algorithm_(algorithm),
         policy_(policy),
-        warmup_(bucket_mb, algorithm) {}
+        wire_(wire),
+        warmup_(bucket_mb, algorithm, wire) {}
   void on_train_begin(WorkerContext& ctx) override { warmup_.on_train_begin(ctx); }
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
     return warming_up(ctx) ? warmup_.gradient_scale(ctx, batch) : 1.0f;
@@ -166,10 +187,10 @@ class LocalSgd final : public Strategy {
   void after_step(WorkerContext& ctx, int64_t) override {
     if (warming_up(ctx)) return;
     if (++local_steps_ % every_ == 0)
-      traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
+      traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_, wire_); });
   }
   void on_train_end(WorkerContext& ctx) override {
-    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_, wire_); });
   }
   int64_t sync_period(const WorkerContext& ctx) const override {
     return warming_up(ctx) ? 1 : every_;
@@ -180,6 +201,7 @@ class LocalSgd final : public Strategy {
   int every_, warmup_epochs_;
   Algorithm algorithm_;
   OptimizerStatePolicy policy_;
+  WireFormat wire_;
   Ddp warmup_;
   int64_t local_steps_ = 0;
 };
@@ -188,8 +210,8 @@ class LocalSgd final : public Strategy {
 // `algorithm`.
 class Hierarchical final : public Strategy {
  public:
-  Hierarchical(double bucket_mb, Algorithm algorithm, OptimizerStatePolicy policy)
-      : bucket_mb_(bucket_mb), algorithm_(algorithm), policy_(policy) {}
+  Hierarchical(double bucket_mb, Algorithm algorithm, OptimizerStatePolicy policy, WireFormat wire)
+      : bucket_mb_(bucket_mb), algorithm_(algorithm), policy_(policy), wire_(wire) {}
   void on_train_begin(WorkerContext& ctx) override {
     node_comm_ = ctx.comm.split(ctx.comm.node(), ctx.comm.rank());
     buckets_.build(ctx.model, bucket_mb_);
@@ -207,11 +229,11 @@ class Hierarchical final : public Strategy {
     return share(batch, ctx.comm.rank(), node_members_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
-    buckets_.launch(layer, ctx.grads, *node_comm_, algorithm_);
+    buckets_.launch(layer, ctx.grads, *node_comm_, algorithm_, wire_);
   }
   void before_step(WorkerContext&) override { buckets_.wait_all(); }
   void on_epoch_end(WorkerContext& ctx) override {
-    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_); });
+    traced(ctx, "average", [&] { average_params(ctx, ctx.comm, algorithm_, policy_, wire_); });
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
 
@@ -219,6 +241,7 @@ class Hierarchical final : public Strategy {
   double bucket_mb_;
   Algorithm algorithm_;
   OptimizerStatePolicy policy_;
+  WireFormat wire_;
   std::unique_ptr<Communicator> node_comm_;
   Buckets buckets_;
   std::vector<int> node_members_;
@@ -246,26 +269,44 @@ std::vector<GradientBucket> gradient_buckets(const Model& model, double bucket_m
   return buckets;
 }
 
+WireFormat wire_format(Compression compression) {
+  switch (compression) {
+    case Compression::kFp16:
+      return WireFormat::kFp16;
+    case Compression::kBf16:
+      return WireFormat::kBf16;
+    case Compression::kNone:
+    case Compression::kPowerSgd:
+      return WireFormat::kFp32;
+  }
+  SYNC_CHECK(false, "unknown compression " << static_cast<int>(compression));
+}
+
 std::unique_ptr<Strategy> make_strategy(const Scenario& scenario) {
   const StrategySection& s = scenario.strategy;
+  const WireFormat wire = wire_format(s.compression);
   switch (s.kind) {
     case StrategyKind::kSerial:
       return std::make_unique<Serial>();
     case StrategyKind::kDdp:
-      return std::make_unique<Ddp>(s.bucket_mb, s.algorithm);
+      if (s.compression == Compression::kPowerSgd)
+        return std::make_unique<Ddp>(
+            s.bucket_mb, s.algorithm, wire,
+            PowerSgdSettings{scenario.model.spec(), s.powersgd_rank, scenario.seed});
+      return std::make_unique<Ddp>(s.bucket_mb, s.algorithm, wire);
     case StrategyKind::kEpochSync:
       return std::make_unique<EpochSync>(
           s.every, scenario.epochs,
           s.aggregation == Aggregation::kMaster ? Algorithm::kMaster : s.algorithm,
-          s.optimizer_state);
+          s.optimizer_state, wire);
     case StrategyKind::kEpochAsync:
       return std::make_unique<EpochAsync>(s.merge_local_weight, s.algorithm, s.optimizer_state,
                                           s.global_model);
     case StrategyKind::kLocalSgd:
       return std::make_unique<LocalSgd>(s.every, s.warmup_epochs, s.bucket_mb, s.algorithm,
-                                        s.optimizer_state);
+                                        s.optimizer_state, wire);
     case StrategyKind::kHierarchical:
-      return std::make_unique<Hierarchical>(s.bucket_mb, s.algorithm, s.optimizer_state);
+      return std::make_unique<Hierarchical>(s.bucket_mb, s.algorithm, s.optimizer_state, wire);
     case StrategyKind::kDiloco:
       return make_diloco(s);
     case StrategyKind::kZero:

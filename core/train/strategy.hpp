@@ -89,6 +89,9 @@ struct GradientBucket {
 };
 std::vector<GradientBucket> gradient_buckets(const Model& model, double bucket_mb);
 
+// The wire format of strategy.compression (fp32 for none and powersgd).
+WireFormat wire_format(Compression compression);
+
 // diloco (core/train/diloco.cpp).
 std::unique_ptr<Strategy> make_diloco(const StrategySection& section);
 
