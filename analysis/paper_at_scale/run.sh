@@ -30,10 +30,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$out"
-# The shipped scenario without its `blocks = 8` (read only in the block order, so refused by ddp
-# and serial); the epoch-level configurations set data.blocks themselves.
-scenario=$out/paper-nfnet-cinic.toml
-grep -v '^blocks = ' "$root/scenarios/paper-nfnet-cinic.toml" >"$scenario"
+# The shipped scenario; the epoch-level configurations set data.blocks themselves.
+scenario=$root/scenarios/paper-nfnet-cinic.toml
 
 # One line per run: name, then the arguments of `syncopate run`. ddp runs at the paper's global
 # batch of 128 (128 / W per GPU); one node per 4 GPUs.
