@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -33,6 +34,7 @@ struct RunOptions {
   std::optional<std::string> strategy, backend, platform, fidelity;
   bool print_scenario = false;
   bool quiet = false;
+  std::string resume;  // DIR or DIR.partial of a checkpointed run
 };
 
 Scenario resolve(const RunOptions& o) {
@@ -67,41 +69,72 @@ void print_summary(const RunSummary& s, const std::string& dir) {
   std::printf("run directory        %s\n", dir.c_str());
 }
 
-RunResult train(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress) {
+RunResult train(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress,
+                RunTarget& target) {
   switch (scenario.backend) {
     case BackendKind::kLocal:
-      return run_local(scenario, progress);
+      return run_local(scenario, progress, target);
     case BackendKind::kSim:
-      return run_sim(scenario, progress);
+      return run_sim(scenario, progress, target);
     case BackendKind::kMpi:
-      return run_mpi(scenario, argc, argv, progress);
+      return run_mpi(scenario, argc, argv, progress, target);
   }
   throw InternalError("unknown backend");
 }
 
+// `--resume DIR`: the scenario of DIR.partial, which takes no other scenario or override.
+Scenario resumed(const RunOptions& o, RunTarget& target) {
+  if (!o.scenario_path.empty() || !o.sets.empty() || !o.out.empty() || o.workers || o.epochs ||
+      o.seed || o.strategy || o.backend || o.platform || o.fidelity)
+    throw UsageError("--resume " + o.resume +
+                     ": the run continues its own scenario (DIR.partial/scenario.toml); give no "
+                     "scenario, --set, --out or scenario flag with it");
+  return open_resumed_run(o.resume, target);
+}
+
+// SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run (for tests).
+int stop_after_epochs() {
+  const char* value = std::getenv("SYNCOPATE_STOP_AFTER_EPOCHS");
+  return value == nullptr ? 0 : std::atoi(value);
+}
+
 int run(RunOptions& o, int* argc, char*** argv) {
-  const Scenario scenario = resolve(o);
+  RunTarget target;
+  const Scenario scenario = o.resume.empty() ? resolve(o) : resumed(o, target);
   if (o.print_scenario) {
     const auto model = make_model(scenario.model.spec(), Storage::kShapeOnly);
     std::cout << print_scenario(scenario, model->num_params());
     return 0;
   }
   // The directory is chosen before training so that a failure can leave its notes there.
-  const std::string requested = o.out.empty() ? "runs/" + scenario.name : o.out;
-  check_run_dir(requested, o.out.empty() ? "the run directory" : "--out");
+  if (o.resume.empty()) {
+    target.requested = o.out.empty() ? "runs/" + scenario.name : o.out;
+    check_run_dir(target.requested, o.out.empty() ? "the run directory" : "--out");
+    target.plan.every = scenario.checkpoint.every;
+  }
+  target.plan.stop_after_epochs = stop_after_epochs();
   check_model_and_data(scenario);
+  // On MPI rank 0 chooses it, once MPI runs.
+  if (target.wants_dir() && target.dir.empty() && scenario.backend != BackendKind::kMpi)
+    open_run_dir(target, scenario);
   RunResult result;
   try {
     ProgressLine line(ProgressLine::style_for_stdout(o.quiet),
                       scenario.backend == BackendKind::kSim);
-    result = train(scenario, argc, argv, line.callback());
+    result = train(scenario, argc, argv, line.callback(), target);
   } catch (const std::exception& e) {
-    write_failure(unique_run_dir(requested), e.what());
+    write_failure(target.dir.empty() ? unique_run_dir(target.requested) : target.dir, e.what());
     throw;
   }
-  if (!result.writes_output) return result.exit_code;
+  if (!result.writes_output) return result.interrupted ? kExitInterrupted : result.exit_code;
+  if (result.interrupted) {
+    std::fprintf(stderr, "syncopate: %s\n", write_interrupted(target, result.reports).c_str());
+    return kExitInterrupted;
+  }
+  drop_checkpoints(target);
   const std::string dir =
-      write_run_dir(unique_run_dir(requested), scenario, result.reports, result.info);
+      write_run_dir(target.dir.empty() ? unique_run_dir(target.requested) : target.dir, scenario,
+                    result.reports, result.info);
   print_summary(summarize(scenario, result.reports, result.info), dir);
   return 0;
 }
@@ -183,6 +216,8 @@ void declare_run(CLI::App& cli, RunOptions& o) {
   run->add_option("--fidelity", o.fidelity, "simulation fidelity: " + names_in(kFidelityNames));
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
   run->add_flag("--quiet", o.quiet, "no progress line");
+  run->add_option("--resume", o.resume,
+                  "continue the checkpointed run in DIR.partial (DIR or DIR.partial)");
 }
 
 CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {

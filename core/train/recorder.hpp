@@ -40,6 +40,7 @@ struct WorkerReport {
   RegressionMetrics final_test_errors;  // regression: of the final model (worker 0)
   uint64_t steps = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
+  bool interrupted = false;         // stopped before the last epoch, a checkpoint written
 };
 
 // Backend-specific figures for the summary (simulator statistics, MPI details).

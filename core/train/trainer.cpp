@@ -4,15 +4,18 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/comm/timed_comm.hpp"
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/epoch_meter.hpp"
 #include "core/train/epoch_plan.hpp"
 #include "core/train/evaluate.hpp"
 #include "core/train/fast_forward.hpp"
+#include "core/train/run_files.hpp"
 #include "core/train/strategy.hpp"
 #include "core/train/train_step.hpp"
 
@@ -88,11 +91,107 @@ Progress step_progress(const LossTally& tally, bool classify, int epoch, int epo
           .time_s = exec.now()};
 }
 
+// What the worker loop carries from epoch to epoch besides the model and the strategy.
+struct LoopState {
+  int first_epoch = 0;
+  int64_t global_step = 0;
+};
+
+// On resume: the parameters of the worker checkpointed last (the latest clock), which every
+// worker's on_train_begin then sees (epoch_async: the global model after the last merge).
+// Refuses checkpoints of different epochs or worker counts.
+std::vector<float> resume_start_params(const CheckpointPlan& plan, const Scenario& s,
+                                       const WorkerCheckpoint& mine) {
+  std::vector<float> params;
+  double latest = 0;
+  for (int w = 0; w < s.workers; ++w) {
+    const std::string path = checkpoint_path(plan.dir, w);
+    WorkerCheckpoint c = w == mine.worker ? WorkerCheckpoint{} : read_checkpoint(path, s);
+    const WorkerCheckpoint& other = w == mine.worker ? mine : c;
+    if (other.worker != w || other.workers != s.workers)
+      throw UserError(path + ": checkpoint of worker " + std::to_string(other.worker) + " of " +
+                      std::to_string(other.workers) + ", expected worker " + std::to_string(w) +
+                      " of " + std::to_string(s.workers));
+    if (other.next_epoch != mine.next_epoch)
+      throw UserError(path + ": checkpoint after epoch " + std::to_string(other.next_epoch) +
+                      " where worker " + std::to_string(mine.worker) + "'s is after epoch " +
+                      std::to_string(mine.next_epoch) +
+                      ": the run stopped while writing its checkpoints");
+    if (params.empty() || other.clock.at(0) > latest) {
+      latest = other.clock.at(0);
+      params = other.params;
+    }
+  }
+  return params;
+}
+
+void copy_checked(std::span<const float> from, std::span<float> to, const std::string& what) {
+  if (from.size() != to.size())
+    throw UserError(what + ": " + std::to_string(from.size()) + " values where the scenario has " +
+                    std::to_string(to.size()));
+  std::copy(from.begin(), from.end(), to.begin());
+}
+
+// A worker's state at the end of an epoch, as a checkpoint.
+WorkerCheckpoint checkpoint_of(const WorkerContext& ctx, const Strategy& strategy,
+                               const PhaseTimes& phases, const WorkerReport& report,
+                               const LoopState& loop, bool cost_only) {
+  WorkerCheckpoint c;
+  c.worker = ctx.comm.rank();
+  c.workers = ctx.comm.size();
+  c.next_epoch = loop.first_epoch;
+  c.global_step = loop.global_step;
+  c.optimizer_steps = ctx.optimizer_steps;
+  c.clock = ctx.exec.clock_state();
+  c.phases = phases;
+  if (!cost_only) {
+    c.params.assign(ctx.params.begin(), ctx.params.end());
+    const std::span<float> state = ctx.optimizer.state();
+    c.optimizer_state.assign(state.begin(), state.end());
+  }
+  ByteWriter strategy_state;
+  strategy.save_state(ctx, strategy_state);
+  c.strategy_state = strategy_state.bytes();
+  c.report = serialize_report(report);
+  return c;
+}
+
+// Puts a worker back where its checkpoint left it (after on_train_begin).
+void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& strategy,
+                    PhaseTimes& phases, WorkerReport& report, LoopState& loop, bool cost_only) {
+  const std::string what = "checkpoint of worker " + std::to_string(c.worker);
+  if (!cost_only) {
+    copy_checked(c.params, ctx.params, what + ": parameters");
+    copy_checked(c.optimizer_state, ctx.optimizer.state(), what + ": optimizer state");
+  }
+  ByteReader strategy_state(c.strategy_state, what + ": strategy state");
+  strategy.restore_state(ctx, strategy_state);
+  if (!strategy_state.done()) throw UserError(what + ": strategy state longer than expected");
+  ctx.optimizer_steps = c.optimizer_steps;
+  loop = {.first_epoch = c.next_epoch, .global_step = c.global_step};
+  WorkerReport saved = deserialize_report(c.report);
+  report.epochs = std::move(saved.epochs);
+  report.trace = std::move(saved.trace);
+  phases = c.phases;
+  ctx.exec.restore_clock(c.clock);
+}
+
+// Whether the epoch just finished (`done` epochs so far) ends with a checkpoint, and whether the
+// run stops there.
+struct EpochEnd {
+  bool checkpoint = false, stop = false;
+};
+EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs) {
+  if (plan.dir.empty() || done >= epochs) return {};
+  const bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
+  return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
+}
+
 }  // namespace
 
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
                           Executor& exec, const AcceleratorFactory& accelerator_factory,
-                          const ProgressFn& progress) {
+                          const ProgressFn& progress, const CheckpointPlan& plan) {
   const bool cost_only = exec.cost_only();
   const bool classify = s.loss == LossKind::kCrossEntropy;
   WorkerModel worker = make_worker_model(s, cost_only, accelerator_factory);
@@ -112,13 +211,22 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
                     .params = cost_only ? cost_only_scratch(n_params) : model.params(),
                     .grads = cost_only ? cost_only_scratch(n_params) : model.grads()};
   auto strategy = make_strategy(s);
+  LoopState loop;
+  std::optional<WorkerCheckpoint> resumed;
+  if (plan.resume) {
+    resumed = read_checkpoint(checkpoint_path(plan.dir, rank), s);
+    const std::vector<float> start = resume_start_params(plan, s, *resumed);
+    if (!cost_only) copy_checked(start, ctx.params, "checkpointed parameters");
+    comm.barrier();  // every worker has read the checkpoints before any writes the next ones
+  }
   strategy->on_train_begin(ctx);
+  if (resumed) restore_worker(*resumed, ctx, *strategy, phases, report, loop, cost_only);
   const StepContext step_ctx{.seed = s.seed, .worker = static_cast<uint32_t>(rank)};
   TrainStep train_step(ctx, *strategy, phases, *data.train, {s.loss, s.huber_delta}, step_ctx,
                        std::move(worker.accelerator));
 
-  int64_t global_step = 0;
-  for (int epoch = 0; epoch < s.epochs; ++epoch) {
+  int64_t& global_step = loop.global_step;
+  for (int epoch = loop.first_epoch; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
     const std::vector<Step> steps = plan_epoch(s, data, rank, epoch, cost_only);
     strategy->on_epoch_begin(ctx);
@@ -158,6 +266,16 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       const Evaluation eval = evaluate(model, *data.test, {s.loss, s.huber_delta});
       report.epochs.back().test_accuracy = eval.accuracy;
       report.epochs.back().test_errors = eval.errors;
+    }
+    if (const EpochEnd end_of = epoch_end(plan, epoch + 1, s.epochs); end_of.checkpoint) {
+      loop.first_epoch = epoch + 1;
+      write_checkpoint(checkpoint_path(plan.dir, rank), s,
+                       checkpoint_of(ctx, *strategy, phases, report, loop, cost_only));
+      if (end_of.stop) {
+        report.interrupted = true;
+        report.steps = static_cast<uint64_t>(global_step);
+        return report;
+      }
     }
   }
   report.steps = static_cast<uint64_t>(global_step);

@@ -1,0 +1,54 @@
+#pragma once
+// Checkpoints of a run: one file per worker, RUN/checkpoint/worker-<w>.ckpt, written at epoch
+// boundaries (atomically: temporary file, fsync, rename, fsync of the folder) and read back by
+// `syncopate run --resume`. A file is
+//   "SYNCCKPT" | format version u32 | scenario hash u64 | payload length u64 | payload |
+//   CRC-32 u32 of everything before it
+// (little-endian). The payload holds what the worker loop needs to continue bit for bit: the
+// parameters, the optimizer state and step count, the strategy's state, the executor's clock
+// (and, on the simulator, its compute-noise step counter), the phase times and the report so
+// far (metrics of every finished epoch, trace events). The data order and dropout masks are
+// counter-based (rng.hpp: keyed by epoch and step), so the epoch and step numbers are their
+// whole state.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/comm/timed_comm.hpp"
+#include "core/scenario/scenario.hpp"
+
+namespace syncopate {
+
+// What the worker loop writes and reads.
+struct CheckpointPlan {
+  std::string dir;            // the run directory being written; "" writes no checkpoint
+  int every = 0;              // epochs between checkpoints (checkpoint.every); 0: none
+  bool resume = false;        // continue from dir's checkpoints
+  int stop_after_epochs = 0;  // > 0: stop, as an interrupted run does, after so many epochs
+};
+
+struct WorkerCheckpoint {
+  int worker = 0, workers = 0;
+  int next_epoch = 0;  // the first epoch still to run
+  int64_t global_step = 0, optimizer_steps = 0;
+  std::vector<double> clock;  // Executor::clock_state()
+  PhaseTimes phases;
+  std::vector<float> params, optimizer_state;
+  std::string strategy_state;  // Strategy::save_state
+  std::string report;          // serialize_report of the report so far
+};
+
+inline constexpr uint32_t kCheckpointVersion = 1;
+
+// FNV-1a of the resolved scenario: a checkpoint of another scenario is refused.
+uint64_t scenario_hash(const Scenario& scenario);
+std::string checkpoint_path(const std::string& run_dir, int worker);
+
+// Writes atomically; throws UserError when the file cannot be written.
+void write_checkpoint(const std::string& path, const Scenario& scenario,
+                      const WorkerCheckpoint& checkpoint);
+// Throws UserError naming the file when it is missing, truncated, corrupt (CRC), not a
+// checkpoint, of a newer format version or of another scenario.
+WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenario);
+
+}  // namespace syncopate
