@@ -92,10 +92,11 @@ Scenario resumed(const RunOptions& o, RunTarget& target) {
   return open_resumed_run(o.resume, target);
 }
 
-// SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run (for tests).
-int stop_after_epochs() {
-  const char* value = std::getenv("SYNCOPATE_STOP_AFTER_EPOCHS");
-  return value == nullptr ? 0 : std::atoi(value);
+// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run;
+// SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then.
+int env_int(const char* name, int otherwise) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? otherwise : std::atoi(value);
 }
 
 int run(RunOptions& o, int* argc, char*** argv) {
@@ -112,11 +113,12 @@ int run(RunOptions& o, int* argc, char*** argv) {
     check_run_dir(target.requested, o.out.empty() ? "the run directory" : "--out");
     target.plan.every = scenario.checkpoint.every;
   }
-  target.plan.stop_after_epochs = stop_after_epochs();
+  target.plan.stop_after_epochs = env_int("SYNCOPATE_STOP_AFTER_EPOCHS", 0);
+  target.plan.kill_after_epochs = env_int("SYNCOPATE_KILL_AFTER_EPOCHS", 0);
+  target.plan.kill_worker = env_int("SYNCOPATE_KILL_WORKER", -1);
   check_model_and_data(scenario);
   // On MPI rank 0 chooses it, once MPI runs.
-  if (target.wants_dir() && target.dir.empty() && scenario.backend != BackendKind::kMpi)
-    open_run_dir(target, scenario);
+  if (target.dir.empty() && scenario.backend != BackendKind::kMpi) open_run_dir(target, scenario);
   RunResult result;
   try {
     ProgressLine line(ProgressLine::style_for_stdout(o.quiet),

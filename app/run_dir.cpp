@@ -24,8 +24,13 @@ void write_text(const fs::path& path, const std::string& text) {
 void open_run_dir(RunTarget& target, const Scenario& scenario) {
   target.dir = unique_run_dir(target.requested);
   target.plan.dir = target.dir + std::string(kPartial);
-  fs::create_directories(fs::path(target.plan.dir) / "checkpoint");
+  fs::create_directories(target.plan.dir);
   write_text(fs::path(target.plan.dir) / "scenario.toml", scenario.resolved_toml);
+  write_text(fs::path(target.plan.dir) / "INCOMPLETE",
+             "This run has not finished. Its finished epochs are in epochs/; with "
+             "checkpoint.every > 0, continue it from its last checkpoint with: syncopate run "
+             "--resume " +
+                 target.plan.dir + "\n");
 }
 
 Scenario open_resumed_run(const std::string& given, RunTarget& target) {
@@ -67,6 +72,7 @@ std::string write_interrupted(const RunTarget& target, const std::vector<WorkerR
 void drop_checkpoints(const RunTarget& target) {
   if (target.plan.dir.empty()) return;
   fs::remove_all(fs::path(target.plan.dir) / "checkpoint");
+  fs::remove_all(fs::path(target.plan.dir) / "epochs");
   fs::remove(fs::path(target.plan.dir) / "INCOMPLETE");
 }
 

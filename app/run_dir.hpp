@@ -15,13 +15,12 @@ inline constexpr int kExitInterrupted = 4;
 
 struct RunTarget {
   std::string requested;  // the run directory asked for (--out, or runs/<name>)
-  std::string dir;        // DIR, once chosen; "" for runs without checkpoints (chosen at the end)
+  std::string dir;        // DIR, once chosen (before training)
   CheckpointPlan plan;    // plan.dir is DIR.partial once chosen
-  bool wants_dir() const { return plan.every > 0 || plan.stop_after_epochs > 0 || plan.resume; }
 };
 
-// A fresh run that checkpoints: picks DIR (unique_run_dir of the requested one), creates
-// DIR.partial and its scenario.toml.
+// A fresh run: picks DIR (unique_run_dir of the requested one), creates DIR.partial, its
+// scenario.toml and INCOMPLETE (what to do if the run stops).
 void open_run_dir(RunTarget& target, const Scenario& scenario);
 // `syncopate run --resume DIR` (or DIR.partial): the scenario that DIR.partial/scenario.toml holds.
 // Throws UserError when there is nothing to resume there.
@@ -29,7 +28,7 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target);
 // An interrupted run: DIR.partial/metrics.csv with every finished epoch, and the message that
 // says how to resume it.
 std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports);
-// Before the complete run directory is written: its checkpoints are no longer needed.
+// Before the complete run directory is written: checkpoints, epochs/ and INCOMPLETE go.
 void drop_checkpoints(const RunTarget& target);
 
 }  // namespace syncopate::app

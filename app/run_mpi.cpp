@@ -48,9 +48,9 @@ int local_rank(const mpi::MpiCommunicator& comm) {
 }
 
 // The run itself, inside the MPI runtime. Errors propagate to run_mpi.
-// Rank 0 chooses the run directory of a checkpointed run and tells the others.
+// Rank 0 chooses the run directory and tells the others.
 void choose_run_dir(mpi::MpiCommunicator& comm, const Scenario& scenario, RunTarget& target) {
-  if (!target.wants_dir() || !target.dir.empty()) return;
+  if (!target.dir.empty()) return;
   if (comm.rank() == 0) open_run_dir(target, scenario);
   int length = static_cast<int>(target.dir.size());
   MPI_Bcast(&length, 1, MPI_INT, 0, comm.handle());

@@ -5,7 +5,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -167,6 +169,64 @@ WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenar
     throw UserError(path + ": checkpoint of another scenario (its resolved scenario differs " +
                     "from this run's " + scenario.source + ")");
   return parse_payload(body.substr(kHeader), path);
+}
+
+namespace {
+
+std::string previous_path(const std::string& run_dir, int worker) {
+  return (fs::path(run_dir) / "checkpoint" /
+          ("worker-" + std::to_string(worker) + ".previous.ckpt"))
+      .string();
+}
+
+// Worker w's checkpoints (the latest first), checked to be worker w's of `workers`.
+std::vector<WorkerCheckpoint> checkpoints_of(const std::string& run_dir, const Scenario& s, int w) {
+  std::vector<WorkerCheckpoint> found;
+  for (const std::string& path : {checkpoint_path(run_dir, w), previous_path(run_dir, w)}) {
+    if (!fs::exists(path)) continue;
+    WorkerCheckpoint c = read_checkpoint(path, s);
+    if (c.worker != w || c.workers != s.workers)
+      throw UserError(path + ": checkpoint of worker " + std::to_string(c.worker) + " of " +
+                      std::to_string(c.workers) + ", expected worker " + std::to_string(w) +
+                      " of " + std::to_string(s.workers));
+    found.push_back(std::move(c));
+  }
+  if (found.empty()) throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint there");
+  return found;
+}
+
+}  // namespace
+
+void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenario,
+                             const WorkerCheckpoint& checkpoint) {
+  const std::string path = checkpoint_path(run_dir, checkpoint.worker);
+  if (fs::exists(path)) fs::rename(path, previous_path(run_dir, checkpoint.worker));
+  write_checkpoint(path, scenario, checkpoint);
+}
+
+std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
+                                              const Scenario& scenario) {
+  std::vector<std::vector<WorkerCheckpoint>> all;
+  int epoch = INT32_MAX;
+  for (int w = 0; w < scenario.workers; ++w) {
+    all.push_back(checkpoints_of(run_dir, scenario, w));
+    int latest = 0;
+    for (const WorkerCheckpoint& c : all.back()) latest = std::max(latest, c.next_epoch);
+    epoch = std::min(epoch, latest);
+  }
+  std::vector<WorkerCheckpoint> set;
+  for (int w = 0; w < scenario.workers; ++w) {
+    for (WorkerCheckpoint& c : all[static_cast<size_t>(w)])
+      if (c.next_epoch == epoch) {
+        set.push_back(std::move(c));
+        break;
+      }
+    if (set.size() != static_cast<size_t>(w + 1))
+      throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint after epoch " +
+                      std::to_string(epoch) +
+                      " (the workers' checkpoints are more than one epoch apart)");
+  }
+  return set;
 }
 
 }  // namespace syncopate

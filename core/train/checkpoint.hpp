@@ -25,6 +25,9 @@ struct CheckpointPlan {
   int every = 0;              // epochs between checkpoints (checkpoint.every); 0: none
   bool resume = false;        // continue from dir's checkpoints
   int stop_after_epochs = 0;  // > 0: stop, as an interrupted run does, after so many epochs
+  // Fault injection (tests): worker kill_worker kills its process with SIGKILL after
+  // kill_after_epochs epochs (0: never).
+  int kill_after_epochs = 0, kill_worker = -1;
 };
 
 struct WorkerCheckpoint {
@@ -43,6 +46,14 @@ inline constexpr uint32_t kCheckpointVersion = 1;
 // FNV-1a of the resolved scenario: a checkpoint of another scenario is refused.
 uint64_t scenario_hash(const Scenario& scenario);
 std::string checkpoint_path(const std::string& run_dir, int worker);
+
+// Worker `checkpoint.worker`'s checkpoint under run_dir, keeping the one before it as
+// worker-<w>.previous.ckpt: a run killed while its workers write theirs still has a complete set.
+void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenario,
+                             const WorkerCheckpoint& checkpoint);
+// Every worker's checkpoint at the latest epoch that all of them reached. Throws UserError
+// naming the file when one is damaged or foreign, or when there is no such epoch.
+std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir, const Scenario& scenario);
 
 // Writes atomically; throws UserError when the file cannot be written.
 void write_checkpoint(const std::string& path, const Scenario& scenario,

@@ -2,6 +2,8 @@
 // run them (skipping the steady state of cost-only runs), meter the epoch and evaluate.
 #include "core/train/trainer.hpp"
 
+#include <csignal>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -99,30 +101,11 @@ struct LoopState {
 
 // On resume: the parameters of the worker checkpointed last (the latest clock), which every
 // worker's on_train_begin then sees (epoch_async: the global model after the last merge).
-// Refuses checkpoints of different epochs or worker counts.
-std::vector<float> resume_start_params(const CheckpointPlan& plan, const Scenario& s,
-                                       const WorkerCheckpoint& mine) {
-  std::vector<float> params;
-  double latest = 0;
-  for (int w = 0; w < s.workers; ++w) {
-    const std::string path = checkpoint_path(plan.dir, w);
-    WorkerCheckpoint c = w == mine.worker ? WorkerCheckpoint{} : read_checkpoint(path, s);
-    const WorkerCheckpoint& other = w == mine.worker ? mine : c;
-    if (other.worker != w || other.workers != s.workers)
-      throw UserError(path + ": checkpoint of worker " + std::to_string(other.worker) + " of " +
-                      std::to_string(other.workers) + ", expected worker " + std::to_string(w) +
-                      " of " + std::to_string(s.workers));
-    if (other.next_epoch != mine.next_epoch)
-      throw UserError(path + ": checkpoint after epoch " + std::to_string(other.next_epoch) +
-                      " where worker " + std::to_string(mine.worker) + "'s is after epoch " +
-                      std::to_string(mine.next_epoch) +
-                      ": the run stopped while writing its checkpoints");
-    if (params.empty() || other.clock.at(0) > latest) {
-      latest = other.clock.at(0);
-      params = other.params;
-    }
-  }
-  return params;
+std::vector<float> resume_start_params(const std::vector<WorkerCheckpoint>& set) {
+  const WorkerCheckpoint* latest = &set.front();
+  for (const WorkerCheckpoint& c : set)
+    if (c.clock.at(0) > latest->clock.at(0)) latest = &c;
+  return latest->params;
 }
 
 void copy_checked(std::span<const float> from, std::span<float> to, const std::string& what) {
@@ -214,13 +197,20 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   LoopState loop;
   std::optional<WorkerCheckpoint> resumed;
   if (plan.resume) {
-    resumed = read_checkpoint(checkpoint_path(plan.dir, rank), s);
-    const std::vector<float> start = resume_start_params(plan, s, *resumed);
+    std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
+    const std::vector<float> start = resume_start_params(set);
+    resumed = std::move(set[static_cast<size_t>(rank)]);
     if (!cost_only) copy_checked(start, ctx.params, "checkpointed parameters");
     comm.barrier();  // every worker has read the checkpoints before any writes the next ones
   }
   strategy->on_train_begin(ctx);
-  if (resumed) restore_worker(*resumed, ctx, *strategy, phases, report, loop, cost_only);
+  if (resumed) {
+    restore_worker(*resumed, ctx, *strategy, phases, report, loop, cost_only);
+    // The epochs kept while it ran are those of the checkpoint: later ones run again.
+    std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                            ("worker-" + std::to_string(rank) + ".csv"));
+    for (const EpochMetrics& row : report.epochs) append_epoch_row(plan.dir, row);
+  }
   const StepContext step_ctx{.seed = s.seed, .worker = static_cast<uint32_t>(rank)};
   TrainStep train_step(ctx, *strategy, phases, *data.train, {s.loss, s.huber_delta}, step_ctx,
                        std::move(worker.accelerator));
@@ -267,10 +257,12 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       report.epochs.back().test_accuracy = eval.accuracy;
       report.epochs.back().test_errors = eval.errors;
     }
+    if (!plan.dir.empty()) append_epoch_row(plan.dir, report.epochs.back());
+    if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
     if (const EpochEnd end_of = epoch_end(plan, epoch + 1, s.epochs); end_of.checkpoint) {
       loop.first_epoch = epoch + 1;
-      write_checkpoint(checkpoint_path(plan.dir, rank), s,
-                       checkpoint_of(ctx, *strategy, phases, report, loop, cost_only));
+      write_worker_checkpoint(plan.dir, s,
+                              checkpoint_of(ctx, *strategy, phases, report, loop, cost_only));
       if (end_of.stop) {
         report.interrupted = true;
         report.steps = static_cast<uint64_t>(global_step);

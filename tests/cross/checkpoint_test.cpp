@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -211,6 +212,71 @@ TEST(CheckpointRefusal, NothingToResume) {
       syncopate::run_command(kBin + " run " + kScenario + " --resume " + missing.string(), &output),
       2)
       << output;
+}
+
+}  // namespace
+
+namespace {
+
+size_t rows_in(const fs::path& csv) { return syncopate::read_metrics_csv(csv.string()).size(); }
+
+// A rank killed under mpirun ends the job soon, naming the rank; the run directory keeps the
+// epochs every rank finished and their checkpoints, and the run resumes to the uninterrupted
+// run's results.
+TEST(MpiKilledRank, KeepsItsFinishedEpochsAndResumes) {
+  const std::string args = run_args("ddp", "mpi", 2);
+  const fs::path full = scratch() / "killed-full", part = scratch() / "killed";
+  for (const fs::path& p : {full, part, fs::path(part.string() + ".partial")}) fs::remove_all(p);
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(
+                mpirun(2) + " " + kBin + " run " + args + " --out " + full.string(), &output),
+            0)
+      << output;
+  const auto start = std::chrono::steady_clock::now();
+  const int code =
+      syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=2 SYNCOPATE_KILL_WORKER=1 " + mpirun(2) +
+                                 " " + kBin + " run " + args + " --out " + part.string(),
+                             &output);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(code, 0) << output;
+  EXPECT_LT(seconds, 30) << output;
+  EXPECT_NE(output.find("rank 1"), std::string::npos) << output;
+  const fs::path partial = part.string() + ".partial";
+  EXPECT_EQ(rows_in(partial / "epochs" / "worker-1.csv"), 2u);
+  EXPECT_GE(rows_in(partial / "epochs" / "worker-0.csv"), 2u);
+  EXPECT_NE(syncopate::read_text(partial / "INCOMPLETE").find("--resume " + partial.string()),
+            std::string::npos);
+  ASSERT_EQ(syncopate::run_command(
+                mpirun(2) + " " + kBin + " run --quiet --resume " + partial.string(), &output),
+            0)
+      << output;
+  expect_same_metrics(full, part, -1);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+// A run without checkpoints keeps its finished epochs too; a complete run keeps no leftovers.
+TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
+  const fs::path out = scratch() / "epochs-only";
+  fs::remove_all(out.string() + ".partial");
+  std::string output;
+  EXPECT_NE(syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=1 SYNCOPATE_KILL_WORKER=0 " + kBin +
+                                       " run " + kScenario + " --quiet --backend sim --epochs 3" +
+                                       " --out " + out.string(),
+                                   &output),
+            0);
+  const fs::path partial = out.string() + ".partial";
+  EXPECT_EQ(rows_in(partial / "epochs" / "worker-0.csv"), 1u);  // killed after it
+  EXPECT_FALSE(fs::exists(partial / "checkpoint"));
+  fs::remove_all(partial);
+  ASSERT_EQ(
+      syncopate::run_command(
+          kBin + " run " + kScenario + " --quiet --backend sim --out " + out.string(), &output),
+      0)
+      << output;
+  for (const char* leftover : {"epochs", "checkpoint", "INCOMPLETE"})
+    EXPECT_FALSE(fs::exists(out / leftover)) << leftover;
+  EXPECT_FALSE(fs::exists(partial));
 }
 
 }  // namespace
