@@ -119,6 +119,7 @@ int run(RunOptions& o, int* argc, char*** argv) {
   check_model_and_data(scenario);
   // On MPI rank 0 chooses it, once MPI runs.
   if (target.dir.empty() && scenario.backend != BackendKind::kMpi) open_run_dir(target, scenario);
+  install_stop_signals();
   RunResult result;
   try {
     ProgressLine line(ProgressLine::style_for_stdout(o.quiet),

@@ -2,10 +2,12 @@
 #include "core/train/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -227,6 +229,32 @@ std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
                       " (the workers' checkpoints are more than one epoch apart)");
   }
   return set;
+}
+
+namespace {
+
+std::atomic<bool> stop_flag{false};
+std::atomic<int> stop_boundary{-1};
+
+extern "C" void on_stop_signal(int) { stop_flag.store(true); }
+
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_RESETHAND;  // a second signal: the default action
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool stop_signalled() { return stop_flag.load(); }
+
+int latch_stop_boundary(int proposed) {
+  int expected = -1;
+  stop_boundary.compare_exchange_strong(expected, proposed);
+  return stop_boundary.load();
 }
 
 }  // namespace syncopate

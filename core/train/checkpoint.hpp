@@ -43,6 +43,15 @@ struct WorkerCheckpoint {
 
 inline constexpr uint32_t kCheckpointVersion = 1;
 
+// SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop: each
+// worker finishes its epoch, writes a checkpoint and stops at the epoch boundary latched by the
+// first worker that sees the request (the next one with several workers, so that workers
+// already past the current boundary meet there). A second signal ends the process at once.
+void install_stop_signals();
+bool stop_signalled();
+// The boundary (epochs done) where workers stop: the first caller's `proposed`, latched.
+int latch_stop_boundary(int proposed);
+
 // FNV-1a of the resolved scenario: a checkpoint of another scenario is refused.
 uint64_t scenario_hash(const Scenario& scenario);
 std::string checkpoint_path(const std::string& run_dir, int worker);

@@ -164,9 +164,10 @@ void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& str
 struct EpochEnd {
   bool checkpoint = false, stop = false;
 };
-EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs) {
+EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, int workers) {
   if (plan.dir.empty() || done >= epochs) return {};
-  const bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
+  bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
+  if (stop_signalled()) stop = stop || done >= latch_stop_boundary(workers > 1 ? done + 1 : done);
   return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
 }
 
@@ -259,7 +260,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     }
     if (!plan.dir.empty()) append_epoch_row(plan.dir, report.epochs.back());
     if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
-    if (const EpochEnd end_of = epoch_end(plan, epoch + 1, s.epochs); end_of.checkpoint) {
+    if (const EpochEnd end_of = epoch_end(plan, epoch + 1, s.epochs, comm.size());
+        end_of.checkpoint) {
       loop.first_epoch = epoch + 1;
       write_worker_checkpoint(plan.dir, s,
                               checkpoint_of(ctx, *strategy, phases, report, loop, cost_only));

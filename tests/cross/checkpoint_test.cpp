@@ -280,3 +280,35 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
 }
 
 }  // namespace
+
+namespace {
+
+// SIGTERM: the run finishes its epoch, writes a checkpoint, says how to resume and exits with 4;
+// the resumed run ends as the uninterrupted one.
+TEST(StopSignal, SigtermCheckpointsAndResumes) {
+  const std::string args = kScenario +
+                           " --quiet --backend local --workers 1 --strategy serial --epochs 20"
+                           " --set data.train_samples=3000 --set checkpoint.every=5";
+  const fs::path full = scratch() / "signal-full", part = scratch() / "signal";
+  for (const fs::path& p : {full, part, fs::path(part.string() + ".partial")}) fs::remove_all(p);
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --out " + full.string(), &output), 0)
+      << output;
+  const fs::path partial = part.string() + ".partial";
+  const std::string rows = (partial / "epochs" / "worker-0.csv").string();
+  syncopate::run_command("sh -c '" + kBin + " run " + args + " --out " + part.string() +
+                             " & p=$!; while [ ! -s " + rows +
+                             " ]; do sleep 0.02; done; kill -TERM $p; wait $p; echo exit=$?'",
+                         &output);
+  ASSERT_NE(output.find("exit=4"), std::string::npos) << output;
+  EXPECT_NE(output.find("--resume " + partial.string()), std::string::npos) << output;
+  const size_t done = rows_in(partial / "metrics.csv");
+  EXPECT_GE(done, 1u);
+  EXPECT_LT(done, 20u);
+  ASSERT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + partial.string(), &output), 0)
+      << output;
+  expect_same_metrics(full, part, -1);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+}  // namespace
