@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 #include "core/comm/timed_comm.hpp"
@@ -171,6 +170,50 @@ EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, int workers
   return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
 }
 
+// What checkpoints save and restore of a worker.
+struct Resumable {
+  WorkerContext& ctx;
+  Strategy& strategy;
+  PhaseTimes& phases;
+  WorkerReport& report;
+  LoopState& loop;
+  bool cost_only;
+};
+
+// Continues from the run's checkpoints: on_train_begin sees the start parameters, then the
+// worker's own state comes back.
+void resume(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
+  std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
+  const std::vector<float> start = resume_start_params(set);
+  const WorkerCheckpoint mine = std::move(set[static_cast<size_t>(w.ctx.comm.rank())]);
+  set.clear();
+  if (!w.cost_only) copy_checked(start, w.ctx.params, "checkpointed parameters");
+  w.ctx.comm.barrier();  // every worker has read the checkpoints before any writes the next ones
+  w.strategy.on_train_begin(w.ctx);
+  restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only);
+  // The epochs kept while it ran are those of the checkpoint: later ones run again.
+  std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                          ("worker-" + std::to_string(w.ctx.comm.rank()) + ".csv"));
+  for (const EpochMetrics& row : w.report.epochs) append_epoch_row(plan.dir, row);
+}
+
+// After epoch `epoch`: its row on disk, and a checkpoint when one is due. True when the run
+// stops there (the report is then marked interrupted).
+bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const Resumable& w) {
+  const int rank = w.ctx.comm.rank();
+  append_epoch_row(plan.dir, w.report.epochs.back());
+  if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
+  const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w.ctx.comm.size());
+  if (!end.checkpoint) return false;
+  w.loop.first_epoch = epoch + 1;
+  write_worker_checkpoint(
+      plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (!end.stop) return false;
+  w.report.interrupted = true;
+  w.report.steps = static_cast<uint64_t>(w.loop.global_step);
+  return true;
+}
+
 }  // namespace
 
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
@@ -196,22 +239,11 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
                     .grads = cost_only ? cost_only_scratch(n_params) : model.grads()};
   auto strategy = make_strategy(s);
   LoopState loop;
-  std::optional<WorkerCheckpoint> resumed;
-  if (plan.resume) {
-    std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
-    const std::vector<float> start = resume_start_params(set);
-    resumed = std::move(set[static_cast<size_t>(rank)]);
-    if (!cost_only) copy_checked(start, ctx.params, "checkpointed parameters");
-    comm.barrier();  // every worker has read the checkpoints before any writes the next ones
-  }
-  strategy->on_train_begin(ctx);
-  if (resumed) {
-    restore_worker(*resumed, ctx, *strategy, phases, report, loop, cost_only);
-    // The epochs kept while it ran are those of the checkpoint: later ones run again.
-    std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
-                            ("worker-" + std::to_string(rank) + ".csv"));
-    for (const EpochMetrics& row : report.epochs) append_epoch_row(plan.dir, row);
-  }
+  const Resumable state{ctx, *strategy, phases, report, loop, cost_only};
+  if (plan.resume)
+    resume(plan, s, state);
+  else
+    strategy->on_train_begin(ctx);
   const StepContext step_ctx{.seed = s.seed, .worker = static_cast<uint32_t>(rank)};
   TrainStep train_step(ctx, *strategy, phases, *data.train, {s.loss, s.huber_delta}, step_ctx,
                        std::move(worker.accelerator));
@@ -258,19 +290,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       report.epochs.back().test_accuracy = eval.accuracy;
       report.epochs.back().test_errors = eval.errors;
     }
-    if (!plan.dir.empty()) append_epoch_row(plan.dir, report.epochs.back());
-    if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
-    if (const EpochEnd end_of = epoch_end(plan, epoch + 1, s.epochs, comm.size());
-        end_of.checkpoint) {
-      loop.first_epoch = epoch + 1;
-      write_worker_checkpoint(plan.dir, s,
-                              checkpoint_of(ctx, *strategy, phases, report, loop, cost_only));
-      if (end_of.stop) {
-        report.interrupted = true;
-        report.steps = static_cast<uint64_t>(global_step);
-        return report;
-      }
-    }
+    if (!plan.dir.empty() && after_epoch(plan, s, epoch, state)) return report;
   }
   report.steps = static_cast<uint64_t>(global_step);
   if (!cost_only) record_final_model(report, model, ctx.params, data, s);
