@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "app/run_dir.hpp"
 #include "core/base/check.hpp"
 #include "core/nn/accelerator.hpp"
 #include "core/scenario/scenario.hpp"
@@ -24,6 +25,7 @@ struct RunResult {
   RunInfo info;
   bool writes_output = true;  // false on MPI ranks other than 0
   int exit_code = 0;
+  bool interrupted = false;  // stopped before the last epoch (see RunTarget)
 };
 
 // The accelerator the scenario's model.device asks for (none for "cpu"). The simulator ignores
@@ -38,9 +40,11 @@ AcceleratorFactory accelerator_for(const Scenario& scenario);
 std::unique_ptr<Communicator> mpi_device_setup(const Scenario& scenario, Communicator& world,
                                                int local_rank, double watchdog_seconds);
 
-// `progress` is called after every step of worker 0 (on MPI: in rank 0's process).
-RunResult run_local(const Scenario& scenario, const ProgressFn& progress);
-RunResult run_sim(const Scenario& scenario, const ProgressFn& progress);
-RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress);
+// `progress` is called after every step of worker 0 (on MPI: in rank 0's process). `target`
+// says where checkpoints go (on MPI rank 0 chooses the directory when it is not chosen yet).
+RunResult run_local(const Scenario& scenario, const ProgressFn& progress, RunTarget& target);
+RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarget& target);
+RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress,
+                  RunTarget& target);
 
 }  // namespace syncopate::app

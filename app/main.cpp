@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -34,6 +35,7 @@ struct RunOptions {
   std::optional<std::string> strategy, backend, platform, fidelity;
   bool print_scenario = false;
   bool quiet = false;
+  std::string resume;  // DIR or DIR.partial of a checkpointed run
 };
 
 Scenario resolve(const RunOptions& o) {
@@ -68,47 +70,81 @@ void print_summary(const RunSummary& s, const std::string& dir) {
   std::printf("run directory        %s\n", dir.c_str());
 }
 
-RunResult train(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress) {
+RunResult train(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress,
+                RunTarget& target) {
   switch (scenario.backend) {
     case BackendKind::kLocal:
-      return run_local(scenario, progress);
+      return run_local(scenario, progress, target);
     case BackendKind::kSim:
-      return run_sim(scenario, progress);
+      return run_sim(scenario, progress, target);
     case BackendKind::kMpi:
-      return run_mpi(scenario, argc, argv, progress);
+      return run_mpi(scenario, argc, argv, progress, target);
   }
   throw InternalError("unknown backend");
 }
 
+// `--resume DIR`: the scenario of DIR.partial, which takes no other scenario or override.
+Scenario resumed(const RunOptions& o, RunTarget& target) {
+  if (!o.scenario_path.empty() || !o.sets.empty() || !o.out.empty() || o.workers || o.epochs ||
+      o.seed || o.strategy || o.backend || o.platform || o.fidelity)
+    throw UsageError("--resume " + o.resume +
+                     ": the run continues its own scenario (DIR.partial/scenario.toml); give no "
+                     "scenario, --set, --out or scenario flag with it");
+  return open_resumed_run(o.resume, target);
+}
+
+// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run;
+// SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then.
+int env_int(const char* name, int otherwise) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? otherwise : std::atoi(value);
+}
+
 int run(RunOptions& o, int* argc, char*** argv) {
-  const Scenario scenario = resolve(o);
+  RunTarget target;
+  const Scenario scenario = o.resume.empty() ? resolve(o) : resumed(o, target);
   if (o.print_scenario) {
     const auto model = make_model(scenario.model.spec(), Storage::kShapeOnly);
     std::cout << print_scenario(scenario, model->num_params());
     return 0;
   }
   // The directory is chosen before training so that a failure can leave its notes there.
-  const std::string requested = o.out.empty() ? "runs/" + scenario.name : o.out;
-  check_run_dir(requested, o.out.empty() ? "the run directory" : "--out");
+  if (o.resume.empty()) {
+    target.requested = o.out.empty() ? "runs/" + scenario.name : o.out;
+    check_run_dir(target.requested, o.out.empty() ? "the run directory" : "--out");
+    target.plan.every = scenario.checkpoint.every;
+  }
+  target.plan.stop_after_epochs = env_int("SYNCOPATE_STOP_AFTER_EPOCHS", 0);
+  target.plan.kill_after_epochs = env_int("SYNCOPATE_KILL_AFTER_EPOCHS", 0);
+  target.plan.kill_worker = env_int("SYNCOPATE_KILL_WORKER", -1);
   check_model_and_data(scenario);
+  // On MPI rank 0 chooses it, once MPI runs.
+  if (target.dir.empty() && scenario.backend != BackendKind::kMpi) open_run_dir(target, scenario);
+  install_stop_signals();
   RunResult result;
   try {
     ProgressLine line(ProgressLine::style_for_stdout(o.quiet),
                       scenario.backend == BackendKind::kSim);
-    result = train(scenario, argc, argv, line.callback());
-  } catch (const FaultAbort& e) {  // a simulated fault ended the job: exit code 4
-    const std::string dir = unique_run_dir(requested);
+    result = train(scenario, argc, argv, line.callback(), target);
+  } catch (const FaultAbort& e) {  // a simulated fault ended the job: the run is incomplete
+    const std::string dir = target.dir.empty() ? unique_run_dir(target.requested) : target.dir;
     write_failure(dir, e.what());
     write_fault_record(dir, e.record());
     std::fprintf(stderr, "syncopate: aborted: %s\n", e.what());
-    return 4;
+    return kExitInterrupted;
   } catch (const std::exception& e) {
-    write_failure(unique_run_dir(requested), e.what());
+    write_failure(target.dir.empty() ? unique_run_dir(target.requested) : target.dir, e.what());
     throw;
   }
-  if (!result.writes_output) return result.exit_code;
+  if (!result.writes_output) return result.interrupted ? kExitInterrupted : result.exit_code;
+  if (result.interrupted) {
+    std::fprintf(stderr, "syncopate: %s\n", write_interrupted(target, result.reports).c_str());
+    return kExitInterrupted;
+  }
+  drop_checkpoints(target);
   const std::string dir =
-      write_run_dir(unique_run_dir(requested), scenario, result.reports, result.info);
+      write_run_dir(target.dir.empty() ? unique_run_dir(target.requested) : target.dir, scenario,
+                    result.reports, result.info);
   print_summary(summarize(scenario, result.reports, result.info), dir);
   return 0;
 }
@@ -192,6 +228,8 @@ void declare_run(CLI::App& cli, RunOptions& o) {
   run->add_option("--fidelity", o.fidelity, "simulation fidelity: " + names_in(kFidelityNames));
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
   run->add_flag("--quiet", o.quiet, "no progress line");
+  run->add_option("--resume", o.resume,
+                  "continue the checkpointed run in DIR.partial (DIR or DIR.partial)");
 }
 
 CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {

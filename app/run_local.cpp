@@ -8,7 +8,7 @@
 
 namespace syncopate::app {
 
-RunResult run_local(const Scenario& scenario, const ProgressFn& progress) {
+RunResult run_local(const Scenario& scenario, const ProgressFn& progress, RunTarget& target) {
   if (scenario.workers != 1)
     throw UserError(scenario.source + ": workers: the local backend runs one worker (" +
                     std::to_string(scenario.workers) +
@@ -19,7 +19,9 @@ RunResult run_local(const Scenario& scenario, const ProgressFn& progress) {
   LocalCommunicator comm;
   WallClockExecutor exec;
   RunResult result;
-  result.reports.push_back(train_worker(scenario, data, comm, exec, accelerator, progress));
+  result.reports.push_back(
+      train_worker(scenario, data, comm, exec, accelerator, progress, target.plan));
+  result.interrupted = result.reports.back().interrupted;
   result.info.partitions_csv = data.partitions_csv;
   result.info.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -48,7 +48,18 @@ int local_rank(const mpi::MpiCommunicator& comm) {
 }
 
 // The run itself, inside the MPI runtime. Errors propagate to run_mpi.
-RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress) {
+// Rank 0 chooses the run directory and tells the others.
+void choose_run_dir(mpi::MpiCommunicator& comm, const Scenario& scenario, RunTarget& target) {
+  if (!target.dir.empty()) return;
+  if (comm.rank() == 0) open_run_dir(target, scenario);
+  int length = static_cast<int>(target.dir.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm.handle());
+  target.dir.resize(static_cast<size_t>(length));
+  MPI_Bcast(target.dir.data(), length, MPI_CHAR, 0, comm.handle());
+  target.plan.dir = target.dir + ".partial";
+}
+
+RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTarget& target) {
   RunResult result;
   auto comm = mpi::MpiCommunicator::world();
   // Every rank must run the same scenario with as many ranks as it names. The check fails on
@@ -71,6 +82,7 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress) {
     result.exit_code = 1;
     return result;
   }
+  choose_run_dir(*comm, scenario, target);
   const double start = MPI_Wtime();
   const AcceleratorFactory accelerator = accelerator_for(scenario);
   const TrainData data = prepare_data(scenario, false);
@@ -78,7 +90,8 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress) {
   comm->barrier();
   mpi::MpiExecutor exec;
   const WorkerReport mine =
-      train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress);
+      train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress, target.plan);
+  result.interrupted = mine.interrupted;
   result.reports = gather_reports(*comm, mine);
   if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
   result.info.wall_seconds = MPI_Wtime() - start;
@@ -96,13 +109,14 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress) {
 // would otherwise wait forever for the failing one (NaN loss, bad data, a peer that timed out, a
 // broken invariant). The one exception: a user error on a single rank leaves the runtime (which
 // finalizes MPI) and reaches main's handler, as on any other backend.
-RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress) {
+RunResult run_mpi(const Scenario& scenario, int* argc, char*** argv, const ProgressFn& progress,
+                  RunTarget& target) {
   std::exception_ptr user_error;
   {
     mpi::Runtime runtime(argc, argv);
     const std::string rank = "rank " + std::to_string(runtime.world_rank());
     try {
-      return run_ranks(scenario, progress);
+      return run_ranks(scenario, progress, target);
     } catch (const UserError& e) {
       if (runtime.world_size() > 1)
         mpi::Runtime::abort(1, "syncopate: error on " + rank + ": " + e.what());

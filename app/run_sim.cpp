@@ -9,7 +9,7 @@
 
 namespace syncopate::app {
 
-RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
+RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarget& target) {
   sim::SimOptions options;
   options.platform = scenario.sim.platform;
   options.platform_overrides = scenario.sim.platform_params;
@@ -30,8 +30,9 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress) {
   result.reports.resize(static_cast<size_t>(scenario.workers));
   const sim::SimStats stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
     result.reports[static_cast<size_t>(comm.rank())] =
-        train_worker(scenario, data, comm, exec, {}, progress);
+        train_worker(scenario, data, comm, exec, {}, progress, target.plan);
   });
+  result.interrupted = result.reports.front().interrupted;
   result.info.platform = scenario.sim.platform;
   result.info.partitions_csv = data.partitions_csv;
   result.info.wall_seconds = stats.wall_seconds;

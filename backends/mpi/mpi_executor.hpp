@@ -11,6 +11,10 @@ class MpiExecutor final : public Executor {
  public:
   MpiExecutor();
   double now() const override { return MPI_Wtime() - start_; }
+  // The wall clock continues from the saved time.
+  void restore_clock(std::span<const double> state) override {
+    if (!state.empty()) start_ = MPI_Wtime() - state[0];
+  }
   // Runs math. Then, if a progress communicator is set, pokes MPI progress once (MPI_Iprobe):
   // one-sided components that need the target to enter MPI (osc/pt2pt) then serve merges from
   // other ranks between two compute() calls of the rank that owns the global model.

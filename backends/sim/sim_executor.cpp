@@ -81,4 +81,14 @@ void SimExecutor::advance(double seconds) {
   me_.lag += seconds;
 }
 
+std::vector<double> SimExecutor::clock_state() const { return {now(), static_cast<double>(step_)}; }
+
+void SimExecutor::restore_clock(std::span<const double> state) {
+  SYNC_CHECK(state.size() == 2, "clock state of " << state.size() << " numbers");
+  SYNC_CHECK(state[0] >= now(), "resuming at " << state[0] << " s, the clock reads " << now());
+  me_.lag += state[0] - now();
+  step_ = static_cast<uint64_t>(state[1]);
+  factor_ = -1;
+}
+
 }  // namespace syncopate::sim

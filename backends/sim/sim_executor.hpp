@@ -39,6 +39,10 @@ class SimExecutor final : public Executor {
   bool cost_only() const override { return world_.options().cost_only; }
   bool all_agree(bool vote) override;
   void advance(double seconds) override;
+  // {now(), compute-noise step count}; restoring makes the worker's clock read the saved time
+  // (as pending time, slept before its next interaction).
+  std::vector<double> clock_state() const override;
+  void restore_clock(std::span<const double> state) override;
 
  private:
   double noise_factor();  // this step's

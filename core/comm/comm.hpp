@@ -26,6 +26,7 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 #include "core/base/check.hpp"
 #include "core/base/function_ref.hpp"
@@ -222,6 +223,12 @@ class Executor {
   // steps. Real backends never fast-forward.
   virtual bool all_agree(bool /*vote*/) { return false; }
   virtual void advance(double /*seconds*/) {}
+
+  // Checkpoints (core/train/checkpoint.hpp): the clock and whatever else this executor counts,
+  // as numbers; restore_clock() makes now() continue from a saved state (simulator: the worker
+  // sleeps to the saved time; real backends: their wall clock is offset to continue from it).
+  virtual std::vector<double> clock_state() const { return {now()}; }
+  virtual void restore_clock(std::span<const double> /*state*/) {}
 };
 
 }  // namespace syncopate

@@ -37,12 +37,17 @@ class WallClockExecutor final : public Executor {
  public:
   WallClockExecutor() : start_(std::chrono::steady_clock::now()) {}
   double now() const override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    return offset_ +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
   void compute(const Cost&, FunctionRef<void()> math) override { math(); }
+  void restore_clock(std::span<const double> state) override {
+    if (!state.empty()) offset_ = state[0] - (now() - offset_);
+  }
 
  private:
   std::chrono::steady_clock::time_point start_;
+  double offset_ = 0;  // seconds before a resume (restore_clock)
 };
 
 }  // namespace syncopate

@@ -92,6 +92,11 @@ struct MpiSection {
   Transport transport = Transport::kMpi;
 };
 
+// Checkpoints of the run (core/train/checkpoint.hpp).
+struct CheckpointSection {
+  int every = 0;  // epochs between checkpoints; 0: none
+};
+
 struct Scenario {
   std::string name = "default";
   std::string source;  // file it came from ("<embedded default>" for the default)
@@ -111,6 +116,7 @@ struct Scenario {
   SimSection sim;
   MpiSection mpi;
   TraceSelection trace;
+  CheckpointSection checkpoint;
   // The whole scenario after overrides, defaults included, as TOML and JSON: every key that
   // this scenario reads (none that it would refuse), so that the TOML loads back to the same.
   std::string resolved_toml;

@@ -568,6 +568,11 @@ std::vector<ScenarioKey> trace_keys() {
   };
 }
 
+// Checkpoints (core/train/checkpoint.hpp).
+std::vector<ScenarioKey> checkpoint_keys() {
+  return {integer("checkpoint.every", FIELD(checkpoint.every), 0, 1 << 30)};
+}
+
 #undef FIELD
 
 }  // namespace
@@ -590,7 +595,7 @@ const std::vector<ScenarioKey>& scenario_keys() {
   static const std::vector<ScenarioKey> keys = [] {
     std::vector<ScenarioKey> all;
     for (auto part : {top_and_model_keys(), data_keys(), regression_data_keys(), optimizer_keys(),
-                      strategy_keys(), backend_keys(), trace_keys()})
+                      strategy_keys(), backend_keys(), trace_keys(), checkpoint_keys()})
       all.insert(all.end(), part.begin(), part.end());
     return all;
   }();

@@ -59,6 +59,16 @@ class Diloco final : public Strategy {
       if (pending_[static_cast<size_t>(f)]) outer_step(ctx, f);
   }
   int64_t sync_period(const WorkerContext&) const override { return every_; }
+  void save_state(const WorkerContext&, ByteWriter& out) const override {
+    out.put_span<float>(global_);
+    out.put_span<float>(momentum_buffer_);
+    for (const bool pending : pending_) out.put<uint8_t>(pending ? 1 : 0);
+  }
+  void restore_state(WorkerContext&, ByteReader& in) override {
+    in.get_into<float>(global_);
+    in.get_into<float>(momentum_buffer_);
+    for (size_t f = 0; f < pending_.size(); ++f) pending_[f] = in.get<uint8_t>() != 0;
+  }
 
  private:
   void outer_step(WorkerContext& ctx, int f) {

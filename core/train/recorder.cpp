@@ -93,27 +93,46 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
   return s;
 }
 
-std::string metrics_csv(const std::vector<WorkerReport>& reports) {
-  std::ostringstream out;
-  out << "worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,train_loss,"
+std::string metrics_csv_header() {
+  return "worker,epoch,start_s,end_s,compute_s,comm_s,idle_s,bytes_sent,bytes_recv,train_loss,"
          "train_accuracy,test_accuracy,lr,comm_total_s,test_mse,test_mae,test_r2,test_pearson\n";
+}
+
+std::string metrics_csv_row(const EpochMetrics& e) {
+  std::ostringstream out;
+  out << e.worker << ',' << e.epoch << ',' << num(e.start_s) << ',' << num(e.end_s) << ','
+      << num(e.compute_s) << ',' << num(e.comm_s) << ',' << num(e.idle_s) << ',' << e.bytes_sent
+      << ',' << e.bytes_recv << ',' << absent_if_negative(e.train_loss) << ','
+      << absent_if_negative(e.train_accuracy) << ','
+      << (e.test_accuracy >= 0 ? num(e.test_accuracy) : "") << ',' << num(e.lr) << ','
+      << num(e.comm_total_s) << ',' << absent_if_nan(e.test_errors.mse) << ','
+      << absent_if_nan(e.test_errors.mae) << ',' << absent_if_nan(e.test_errors.r2) << ','
+      << absent_if_nan(e.test_errors.pearson) << '\n';
+  return out.str();
+}
+
+std::string metrics_csv(const std::vector<WorkerReport>& reports) {
+  std::string out = metrics_csv_header();
   std::vector<const EpochMetrics*> rows;
   for (const auto& report : reports)
     for (const auto& e : report.epochs) rows.push_back(&e);
   std::stable_sort(rows.begin(), rows.end(), [](const EpochMetrics* a, const EpochMetrics* b) {
     return a->epoch != b->epoch ? a->epoch < b->epoch : a->worker < b->worker;
   });
-  for (const EpochMetrics* e : rows) {
-    out << e->worker << ',' << e->epoch << ',' << num(e->start_s) << ',' << num(e->end_s) << ','
-        << num(e->compute_s) << ',' << num(e->comm_s) << ',' << num(e->idle_s) << ','
-        << e->bytes_sent << ',' << e->bytes_recv << ',' << absent_if_negative(e->train_loss) << ','
-        << absent_if_negative(e->train_accuracy) << ','
-        << (e->test_accuracy >= 0 ? num(e->test_accuracy) : "") << ',' << num(e->lr) << ','
-        << num(e->comm_total_s) << ',' << absent_if_nan(e->test_errors.mse) << ','
-        << absent_if_nan(e->test_errors.mae) << ',' << absent_if_nan(e->test_errors.r2) << ','
-        << absent_if_nan(e->test_errors.pearson) << '\n';
-  }
-  return out.str();
+  for (const EpochMetrics* e : rows) out += metrics_csv_row(*e);
+  return out;
+}
+
+void append_epoch_row(const std::string& run_dir, const EpochMetrics& row) {
+  const fs::path folder = fs::path(run_dir) / "epochs";
+  fs::create_directories(folder);
+  const fs::path path = folder / ("worker-" + std::to_string(row.worker) + ".csv");
+  const bool fresh = !fs::exists(path) || fs::file_size(path) == 0;
+  std::ofstream out(path, std::ios::app);
+  if (fresh) out << metrics_csv_header();
+  out << metrics_csv_row(row);
+  out.flush();
+  if (!out) throw UserError(path.string() + ": cannot write");
 }
 
 std::string summary_json(const Scenario& scenario, const RunSummary& s, const RunInfo& info) {

@@ -8,6 +8,9 @@
 //   partitions.csv worker,class,count under a data.partition other than iid (classification)
 // The directory is built as DIR.partial and renamed to DIR only when every file is written, so a
 // run directory that exists is complete; a failed run leaves DIR.partial with an ERROR file.
+// While the run goes, DIR.partial holds scenario.toml, epochs/worker-<w>.csv (every finished
+// epoch), checkpoint/ (checkpoint.every) and INCOMPLETE (how to resume); epochs/, checkpoint/ and
+// INCOMPLETE are gone from a complete run directory.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +44,7 @@ struct WorkerReport {
   RegressionMetrics final_test_errors;  // regression: of the final model (worker 0)
   uint64_t steps = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
+  bool interrupted = false;         // stopped before the last epoch, a checkpoint written
 };
 
 // Backend-specific figures for the summary (simulator statistics, MPI details).
@@ -73,6 +77,11 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
                      const RunInfo& info);
 
 std::string metrics_csv(const std::vector<WorkerReport>& reports);
+std::string metrics_csv_header();
+std::string metrics_csv_row(const EpochMetrics& row);
+// While a run goes: appends a worker's finished epoch to RUN/epochs/worker-<w>.csv (the
+// metrics.csv columns; the header first), so that a run that dies keeps it.
+void append_epoch_row(const std::string& run_dir, const EpochMetrics& row);
 std::string summary_json(const Scenario& scenario, const RunSummary& summary, const RunInfo& info);
 std::string trace_json(const std::vector<WorkerReport>& reports);
 

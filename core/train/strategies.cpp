@@ -195,6 +195,10 @@ class LocalSgd final : public Strategy {
   int64_t sync_period(const WorkerContext& ctx) const override {
     return warming_up(ctx) ? 1 : every_;
   }
+  void save_state(const WorkerContext&, ByteWriter& out) const override {
+    out.put<int64_t>(local_steps_);
+  }
+  void restore_state(WorkerContext&, ByteReader& in) override { local_steps_ = in.get<int64_t>(); }
 
  private:
   bool warming_up(const WorkerContext& ctx) const { return ctx.epoch < warmup_epochs_; }

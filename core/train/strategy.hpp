@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/bytes.hpp"
 #include "core/comm/comm.hpp"
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
@@ -74,6 +75,12 @@ class Strategy {
   // averaging, H for local SGD, 0 when steps never synchronise (epoch-level strategies).
   // Used by the steady-state fast-forward.
   virtual int64_t sync_period(const WorkerContext&) const { return 0; }
+  // Checkpoints (checkpoint.hpp): what the strategy carries from one epoch to the next beyond
+  // the worker's parameters and optimizer, written at an epoch boundary; restore_state reads it
+  // back after on_train_begin of a resumed run. On resume on_train_begin sees the parameters of
+  // the worker checkpointed last (for epoch_async: the global model after the last merge).
+  virtual void save_state(const WorkerContext&, ByteWriter&) const {}
+  virtual void restore_state(WorkerContext&, ByteReader&) {}
 };
 
 std::unique_ptr<Strategy> make_strategy(const Scenario& scenario);

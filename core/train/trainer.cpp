@@ -2,6 +2,8 @@
 // run them (skipping the steady state of cost-only runs), meter the epoch and evaluate.
 #include "core/train/trainer.hpp"
 
+#include <csignal>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -9,10 +11,12 @@
 #include "core/comm/timed_comm.hpp"
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/epoch_meter.hpp"
 #include "core/train/epoch_plan.hpp"
 #include "core/train/evaluate.hpp"
 #include "core/train/fast_forward.hpp"
+#include "core/train/run_files.hpp"
 #include "core/train/strategy.hpp"
 #include "core/train/train_step.hpp"
 
@@ -88,11 +92,133 @@ Progress step_progress(const LossTally& tally, bool classify, int epoch, int epo
           .time_s = exec.now()};
 }
 
+// What the worker loop carries from epoch to epoch besides the model and the strategy.
+struct LoopState {
+  int first_epoch = 0;
+  int64_t global_step = 0;
+};
+
+// On resume: the parameters of the worker checkpointed last (the latest clock), which every
+// worker's on_train_begin then sees (epoch_async: the global model after the last merge).
+std::vector<float> resume_start_params(const std::vector<WorkerCheckpoint>& set) {
+  const WorkerCheckpoint* latest = &set.front();
+  for (const WorkerCheckpoint& c : set)
+    if (c.clock.at(0) > latest->clock.at(0)) latest = &c;
+  return latest->params;
+}
+
+void copy_checked(std::span<const float> from, std::span<float> to, const std::string& what) {
+  if (from.size() != to.size())
+    throw UserError(what + ": " + std::to_string(from.size()) + " values where the scenario has " +
+                    std::to_string(to.size()));
+  std::copy(from.begin(), from.end(), to.begin());
+}
+
+// A worker's state at the end of an epoch, as a checkpoint.
+WorkerCheckpoint checkpoint_of(const WorkerContext& ctx, const Strategy& strategy,
+                               const PhaseTimes& phases, const WorkerReport& report,
+                               const LoopState& loop, bool cost_only) {
+  WorkerCheckpoint c;
+  c.worker = ctx.comm.rank();
+  c.workers = ctx.comm.size();
+  c.next_epoch = loop.first_epoch;
+  c.global_step = loop.global_step;
+  c.optimizer_steps = ctx.optimizer_steps;
+  c.clock = ctx.exec.clock_state();
+  c.phases = phases;
+  if (!cost_only) {
+    c.params.assign(ctx.params.begin(), ctx.params.end());
+    const std::span<float> state = ctx.optimizer.state();
+    c.optimizer_state.assign(state.begin(), state.end());
+  }
+  ByteWriter strategy_state;
+  strategy.save_state(ctx, strategy_state);
+  c.strategy_state = strategy_state.bytes();
+  c.report = serialize_report(report);
+  return c;
+}
+
+// Puts a worker back where its checkpoint left it (after on_train_begin).
+void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& strategy,
+                    PhaseTimes& phases, WorkerReport& report, LoopState& loop, bool cost_only) {
+  const std::string what = "checkpoint of worker " + std::to_string(c.worker);
+  if (!cost_only) {
+    copy_checked(c.params, ctx.params, what + ": parameters");
+    copy_checked(c.optimizer_state, ctx.optimizer.state(), what + ": optimizer state");
+  }
+  ByteReader strategy_state(c.strategy_state, what + ": strategy state");
+  strategy.restore_state(ctx, strategy_state);
+  if (!strategy_state.done()) throw UserError(what + ": strategy state longer than expected");
+  ctx.optimizer_steps = c.optimizer_steps;
+  loop = {.first_epoch = c.next_epoch, .global_step = c.global_step};
+  WorkerReport saved = deserialize_report(c.report);
+  report.epochs = std::move(saved.epochs);
+  report.trace = std::move(saved.trace);
+  phases = c.phases;
+  ctx.exec.restore_clock(c.clock);
+}
+
+// Whether the epoch just finished (`done` epochs so far) ends with a checkpoint, and whether the
+// run stops there.
+struct EpochEnd {
+  bool checkpoint = false, stop = false;
+};
+EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, int workers) {
+  if (plan.dir.empty() || done >= epochs) return {};
+  bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
+  if (stop_signalled()) stop = stop || done >= latch_stop_boundary(workers > 1 ? done + 1 : done);
+  return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
+}
+
+// What checkpoints save and restore of a worker.
+struct Resumable {
+  WorkerContext& ctx;
+  Strategy& strategy;
+  PhaseTimes& phases;
+  WorkerReport& report;
+  LoopState& loop;
+  bool cost_only;
+};
+
+// Continues from the run's checkpoints: on_train_begin sees the start parameters, then the
+// worker's own state comes back.
+void resume(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
+  std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
+  const std::vector<float> start = resume_start_params(set);
+  const WorkerCheckpoint mine = std::move(set[static_cast<size_t>(w.ctx.comm.rank())]);
+  set.clear();
+  if (!w.cost_only) copy_checked(start, w.ctx.params, "checkpointed parameters");
+  w.ctx.comm.barrier();  // every worker has read the checkpoints before any writes the next ones
+  w.strategy.on_train_begin(w.ctx);
+  restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only);
+  // The epochs kept while it ran are those of the checkpoint: later ones run again.
+  std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                          ("worker-" + std::to_string(w.ctx.comm.rank()) + ".csv"));
+  for (const EpochMetrics& row : w.report.epochs) append_epoch_row(plan.dir, row);
+}
+
+// After epoch `epoch`: its row on disk, and a checkpoint when one is due. True when the run
+// stops there (the report is then marked interrupted).
+bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const Resumable& w) {
+  const int rank = w.ctx.comm.rank();
+  append_epoch_row(plan.dir, w.report.epochs.back());
+  if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
+  const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w.ctx.comm.size());
+  if (!end.checkpoint) return false;
+  w.loop.first_epoch = epoch + 1;
+  write_worker_checkpoint(
+      plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (!end.stop) return false;
+  w.report.interrupted = true;
+  w.report.steps = static_cast<uint64_t>(w.loop.global_step);
+  return true;
+}
+
 }  // namespace
 
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
                           Executor& exec, const AcceleratorFactory& accelerator_factory,
-                          const ProgressFn& progress) {
+                          const ProgressFn& progress, const CheckpointPlan& plan) {
   const bool cost_only = exec.cost_only();
   const bool classify = s.loss == LossKind::kCrossEntropy;
   WorkerModel worker = make_worker_model(s, cost_only, accelerator_factory);
@@ -112,13 +238,18 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
                     .params = cost_only ? cost_only_scratch(n_params) : model.params(),
                     .grads = cost_only ? cost_only_scratch(n_params) : model.grads()};
   auto strategy = make_strategy(s);
-  strategy->on_train_begin(ctx);
+  LoopState loop;
+  const Resumable state{ctx, *strategy, phases, report, loop, cost_only};
+  if (plan.resume)
+    resume(plan, s, state);
+  else
+    strategy->on_train_begin(ctx);
   const StepContext step_ctx{.seed = s.seed, .worker = static_cast<uint32_t>(rank)};
   TrainStep train_step(ctx, *strategy, phases, *data.train, {s.loss, s.huber_delta}, step_ctx,
                        std::move(worker.accelerator));
 
-  int64_t global_step = 0;
-  for (int epoch = 0; epoch < s.epochs; ++epoch) {
+  int64_t& global_step = loop.global_step;
+  for (int epoch = loop.first_epoch; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
     const std::vector<Step> steps = plan_epoch(s, data, rank, epoch, cost_only);
     strategy->on_epoch_begin(ctx);
@@ -159,6 +290,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       report.epochs.back().test_accuracy = eval.accuracy;
       report.epochs.back().test_errors = eval.errors;
     }
+    if (!plan.dir.empty() && after_epoch(plan, s, epoch, state)) return report;
   }
   report.steps = static_cast<uint64_t>(global_step);
   if (!cost_only) record_final_model(report, model, ctx.params, data, s);

@@ -3,6 +3,7 @@
 #include "core/comm/comm.hpp"
 #include "core/nn/accelerator.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/checkpoint.hpp"
 #include "core/train/progress.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/train_data.hpp"
@@ -12,9 +13,10 @@ namespace syncopate {
 // Trains one worker to the end; `comm` spans all workers. Throws UserError when the loss
 // becomes NaN or Inf (naming worker, epoch and step).
 // With an accelerator factory, forward and backward run on the device it makes. Worker 0 calls
-// `progress`, if given, after every step.
+// `progress`, if given, after every step. With a checkpoint plan it writes checkpoints at
+// epoch boundaries, resumes from them, and may stop early (the report is then `interrupted`).
 WorkerReport train_worker(const Scenario& scenario, const TrainData& data, Communicator& comm,
                           Executor& exec, const AcceleratorFactory& accelerator = {},
-                          const ProgressFn& progress = {});
+                          const ProgressFn& progress = {}, const CheckpointPlan& plan = {});
 
 }  // namespace syncopate

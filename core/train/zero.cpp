@@ -95,6 +95,13 @@ class Zero final : public Strategy {
       ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count));
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
+  // The optimizer state of this worker's shard (the parameters are the worker's own).
+  void save_state(const WorkerContext&, ByteWriter& out) const override {
+    out.put_span<float>(optimizer_->state());
+  }
+  void restore_state(WorkerContext&, ByteReader& in) override {
+    in.get_into<float>(optimizer_->state());
+  }
 
  private:
   static std::span<float> shard_of(std::span<float> buffer, const Piece& piece) {

@@ -369,9 +369,14 @@ TEST(ScenarioPrint, ShowsDefaultsAndOnlyTheKeysThatAreRead) {
     EXPECT_NE(text.find(shown), std::string::npos) << shown << "\n" << text;
   // Keys that ddp, sgd and a constant schedule do not read are not shown.
   for (const char* hidden :
-       {"\nevery = ", "\naggregation = ", "\nmerge_local_weight = ", "\nbeta1 = ", "\ngamma = ",
-        "\nmin_lr = ", "\nblocks = ", "\nnoise = ", "\nfeatures = ", "\nfast_forward = "})
+       {"\naggregation = ", "\nmerge_local_weight = ", "\nbeta1 = ", "\ngamma = ", "\nmin_lr = ",
+        "\nblocks = ", "\nnoise = ", "\nfeatures = ", "\nfast_forward = "})
     EXPECT_EQ(text.find(hidden), std::string::npos) << hidden << text;
+  // strategy.every (checkpoint.every is read by every scenario).
+  const size_t strategy = text.find("[strategy]");
+  ASSERT_NE(strategy, std::string::npos) << text;
+  const std::string section = text.substr(strategy, text.find("\n[", strategy + 1) - strategy);
+  EXPECT_EQ(section.find("\nevery = "), std::string::npos) << section;
 }
 
 TEST(ScenarioPrint, ResolvedScenarioLoadsBackToItself) {

@@ -1,0 +1,79 @@
+// Run directories chosen before training: checkpointed runs, resumes and interrupted runs.
+#include "app/run_dir.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/check.hpp"
+
+namespace syncopate::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kPartial = ".partial";
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw UserError(path.string() + ": cannot write");
+}
+
+}  // namespace
+
+void open_run_dir(RunTarget& target, const Scenario& scenario) {
+  target.dir = unique_run_dir(target.requested);
+  target.plan.dir = target.dir + std::string(kPartial);
+  fs::create_directories(target.plan.dir);
+  write_text(fs::path(target.plan.dir) / "scenario.toml", scenario.resolved_toml);
+  write_text(fs::path(target.plan.dir) / "INCOMPLETE",
+             "This run has not finished. Its finished epochs are in epochs/; with "
+             "checkpoint.every > 0, continue it from its last checkpoint with: syncopate run "
+             "--resume " +
+                 target.plan.dir + "\n");
+}
+
+Scenario open_resumed_run(const std::string& given, RunTarget& target) {
+  std::string dir = given;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.ends_with(kPartial)) dir.resize(dir.size() - kPartial.size());
+  const fs::path partial = dir + std::string(kPartial);
+  if (!fs::is_directory(partial)) {
+    if (fs::exists(fs::path(dir) / "summary.json"))
+      throw UserError("--resume " + given + ": " + dir + " is a complete run; nothing to resume");
+    throw UserError("--resume " + given + ": no " + partial.string() + " to resume");
+  }
+  if (!fs::is_directory(partial / "checkpoint"))
+    throw UserError("--resume " + given + ": " + partial.string() +
+                    " holds no checkpoint/ (the run stopped before its first checkpoint)");
+  if (fs::exists(dir))
+    throw UserError("--resume " + given + ": " + dir + " exists; not overwriting it");
+  Scenario scenario = load_scenario((partial / "scenario.toml").string());
+  target.dir = dir;
+  target.requested = dir;
+  target.plan.dir = partial.string();
+  target.plan.every = scenario.checkpoint.every;
+  target.plan.resume = true;
+  return scenario;
+}
+
+std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports) {
+  const fs::path partial(target.plan.dir);
+  write_text(partial / "metrics.csv", metrics_csv(reports));
+  int epochs = 0;
+  for (const WorkerReport& r : reports) epochs = static_cast<int>(r.epochs.size());
+  const std::string message = "interrupted after " + std::to_string(epochs) +
+                              " epoch(s); continue with: syncopate run --resume " +
+                              partial.string();
+  write_text(partial / "INCOMPLETE", message + "\n");
+  return message;
+}
+
+void drop_checkpoints(const RunTarget& target) {
+  if (target.plan.dir.empty()) return;
+  fs::remove_all(fs::path(target.plan.dir) / "checkpoint");
+  fs::remove_all(fs::path(target.plan.dir) / "epochs");
+  fs::remove(fs::path(target.plan.dir) / "INCOMPLETE");
+}
+
+}  // namespace syncopate::app

@@ -1,0 +1,35 @@
+#pragma once
+// The run directory of a checkpointed or resumed run: chosen before training (DIR.partial holds
+// scenario.toml and checkpoint/ while it runs), and what an interrupted run leaves there.
+#include <string>
+#include <vector>
+
+#include "core/scenario/scenario.hpp"
+#include "core/train/checkpoint.hpp"
+#include "core/train/recorder.hpp"
+
+namespace syncopate::app {
+
+// Exit code of a run stopped before its last epoch: interrupted by a signal (a checkpoint
+// written, resumable), or aborted by a simulated fault ([[sim.faults]]).
+inline constexpr int kExitInterrupted = 4;
+
+struct RunTarget {
+  std::string requested;  // the run directory asked for (--out, or runs/<name>)
+  std::string dir;        // DIR, once chosen (before training)
+  CheckpointPlan plan;    // plan.dir is DIR.partial once chosen
+};
+
+// A fresh run: picks DIR (unique_run_dir of the requested one), creates DIR.partial, its
+// scenario.toml and INCOMPLETE (what to do if the run stops).
+void open_run_dir(RunTarget& target, const Scenario& scenario);
+// `syncopate run --resume DIR` (or DIR.partial): the scenario that DIR.partial/scenario.toml holds.
+// Throws UserError when there is nothing to resume there.
+Scenario open_resumed_run(const std::string& given, RunTarget& target);
+// An interrupted run: DIR.partial/metrics.csv with every finished epoch, and the message that
+// says how to resume it.
+std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports);
+// Before the complete run directory is written: checkpoints, epochs/ and INCOMPLETE go.
+void drop_checkpoints(const RunTarget& target);
+
+}  // namespace syncopate::app

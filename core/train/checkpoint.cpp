@@ -1,0 +1,260 @@
+// Checkpoint files: the framed, checksummed binary format and its atomic write.
+#include "core/train/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/base/bytes.hpp"
+#include "core/base/check.hpp"
+
+namespace syncopate {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kMagic = "SYNCCKPT";
+constexpr size_t kHeader = 8 + 4 + 8 + 8;  // magic, version, scenario hash, payload length
+
+uint32_t crc32_of(std::string_view bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes lengths as uInt: feed it in pieces.
+  for (size_t at = 0; at < bytes.size(); at += 1u << 30) {
+    const size_t n = std::min<size_t>(bytes.size() - at, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::string payload_of(const WorkerCheckpoint& c) {
+  ByteWriter w;
+  w.put<int32_t>(c.worker);
+  w.put<int32_t>(c.workers);
+  w.put<int32_t>(c.next_epoch);
+  w.put<int64_t>(c.global_step);
+  w.put<int64_t>(c.optimizer_steps);
+  w.put_span<double>(c.clock);
+  for (double v : {c.phases.compute_s, c.phases.comm_s, c.phases.idle_s, c.phases.comm_total_s})
+    w.put<double>(v);
+  w.put_span<float>(c.params);
+  w.put_span<float>(c.optimizer_state);
+  w.put_string(c.strategy_state);
+  w.put_string(c.report);
+  return w.bytes();
+}
+
+WorkerCheckpoint parse_payload(std::string_view payload, const std::string& path) {
+  ByteReader r(payload, path);
+  WorkerCheckpoint c;
+  c.worker = r.get<int32_t>();
+  c.workers = r.get<int32_t>();
+  c.next_epoch = r.get<int32_t>();
+  c.global_step = r.get<int64_t>();
+  c.optimizer_steps = r.get<int64_t>();
+  c.clock = r.get_vector<double>();
+  for (double* v :
+       {&c.phases.compute_s, &c.phases.comm_s, &c.phases.idle_s, &c.phases.comm_total_s})
+    *v = r.get<double>();
+  c.params = r.get_vector<float>();
+  c.optimizer_state = r.get_vector<float>();
+  c.strategy_state = r.get_string();
+  c.report = r.get_string();
+  if (!r.done()) throw UserError(path + ": corrupt checkpoint (bytes after the payload)");
+  return c;
+}
+
+// Writes `bytes` to `path` through a temporary file, fsync and rename, then syncs the folder.
+void write_atomically(const fs::path& path, const std::string& bytes) {
+  const fs::path temporary = path.string() + ".tmp";
+  const auto fail = [&](const char* what) {
+    throw UserError(temporary.string() + ": cannot " + what + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create");
+  for (size_t at = 0; at < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      fail("write");
+    }
+    at += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  fs::rename(temporary, path);
+  if (const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+template <typename T>
+T field_at(std::string_view bytes, size_t offset) {
+  T value{};
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+uint64_t scenario_hash(const Scenario& scenario) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char c : scenario.resolved_toml) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string checkpoint_path(const std::string& run_dir, int worker) {
+  return (fs::path(run_dir) / "checkpoint" / ("worker-" + std::to_string(worker) + ".ckpt"))
+      .string();
+}
+
+void write_checkpoint(const std::string& path, const Scenario& scenario,
+                      const WorkerCheckpoint& checkpoint) {
+  const std::string payload = payload_of(checkpoint);
+  ByteWriter w;
+  std::string bytes(kMagic);
+  w.put<uint32_t>(kCheckpointVersion);
+  w.put<uint64_t>(scenario_hash(scenario));
+  w.put<uint64_t>(payload.size());
+  bytes += w.bytes();
+  bytes += payload;
+  const uint32_t crc = crc32_of(bytes);
+  bytes.append(reinterpret_cast<const char*>(&crc), sizeof crc);
+  fs::create_directories(fs::path(path).parent_path());
+  write_atomically(path, bytes);
+}
+
+WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenario) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw UserError(path + ": no checkpoint there (cannot open)");
+  std::ostringstream text;
+  text << file.rdbuf();
+  const std::string bytes = text.str();
+  if (bytes.size() < kMagic.size() || std::string_view(bytes).substr(0, 8) != kMagic)
+    throw UserError(path + ": not a syncopate checkpoint (no SYNCCKPT magic)");
+  if (bytes.size() < kHeader + 4) throw UserError(path + ": truncated checkpoint");
+  const auto version = field_at<uint32_t>(bytes, 8);
+  if (version > kCheckpointVersion)
+    throw UserError(path + ": checkpoint format version " + std::to_string(version) +
+                    " is newer than this program's (" + std::to_string(kCheckpointVersion) +
+                    "); resume it with the syncopate that wrote it");
+  if (version != kCheckpointVersion)
+    throw UserError(path + ": checkpoint format version " + std::to_string(version) +
+                    " is not supported (this program reads version " +
+                    std::to_string(kCheckpointVersion) + ")");
+  const auto length = field_at<uint64_t>(bytes, 20);
+  if (bytes.size() != kHeader + length + 4)
+    throw UserError(path + ": truncated checkpoint (" + std::to_string(bytes.size()) +
+                    " bytes, the header announces " + std::to_string(kHeader + length + 4) + ")");
+  const std::string_view body = std::string_view(bytes).substr(0, kHeader + length);
+  if (crc32_of(body) != field_at<uint32_t>(bytes, kHeader + length))
+    throw UserError(path + ": corrupt checkpoint (CRC-32 mismatch)");
+  if (field_at<uint64_t>(bytes, 12) != scenario_hash(scenario))
+    throw UserError(path + ": checkpoint of another scenario (its resolved scenario differs " +
+                    "from this run's " + scenario.source + ")");
+  return parse_payload(body.substr(kHeader), path);
+}
+
+namespace {
+
+std::string previous_path(const std::string& run_dir, int worker) {
+  return (fs::path(run_dir) / "checkpoint" /
+          ("worker-" + std::to_string(worker) + ".previous.ckpt"))
+      .string();
+}
+
+// Worker w's checkpoints (the latest first), checked to be worker w's of `workers`.
+std::vector<WorkerCheckpoint> checkpoints_of(const std::string& run_dir, const Scenario& s, int w) {
+  std::vector<WorkerCheckpoint> found;
+  for (const std::string& path : {checkpoint_path(run_dir, w), previous_path(run_dir, w)}) {
+    if (!fs::exists(path)) continue;
+    WorkerCheckpoint c = read_checkpoint(path, s);
+    if (c.worker != w || c.workers != s.workers)
+      throw UserError(path + ": checkpoint of worker " + std::to_string(c.worker) + " of " +
+                      std::to_string(c.workers) + ", expected worker " + std::to_string(w) +
+                      " of " + std::to_string(s.workers));
+    found.push_back(std::move(c));
+  }
+  if (found.empty()) throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint there");
+  return found;
+}
+
+}  // namespace
+
+void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenario,
+                             const WorkerCheckpoint& checkpoint) {
+  const std::string path = checkpoint_path(run_dir, checkpoint.worker);
+  if (fs::exists(path)) fs::rename(path, previous_path(run_dir, checkpoint.worker));
+  write_checkpoint(path, scenario, checkpoint);
+}
+
+std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
+                                              const Scenario& scenario) {
+  std::vector<std::vector<WorkerCheckpoint>> all;
+  int epoch = INT32_MAX;
+  for (int w = 0; w < scenario.workers; ++w) {
+    all.push_back(checkpoints_of(run_dir, scenario, w));
+    int latest = 0;
+    for (const WorkerCheckpoint& c : all.back()) latest = std::max(latest, c.next_epoch);
+    epoch = std::min(epoch, latest);
+  }
+  std::vector<WorkerCheckpoint> set;
+  for (int w = 0; w < scenario.workers; ++w) {
+    for (WorkerCheckpoint& c : all[static_cast<size_t>(w)])
+      if (c.next_epoch == epoch) {
+        set.push_back(std::move(c));
+        break;
+      }
+    if (set.size() != static_cast<size_t>(w + 1))
+      throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint after epoch " +
+                      std::to_string(epoch) +
+                      " (the workers' checkpoints are more than one epoch apart)");
+  }
+  return set;
+}
+
+namespace {
+
+std::atomic<bool> stop_flag{false};
+std::atomic<int> stop_boundary{-1};
+
+extern "C" void on_stop_signal(int) { stop_flag.store(true); }
+
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_RESETHAND;  // a second signal: the default action
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool stop_signalled() { return stop_flag.load(); }
+
+int latch_stop_boundary(int proposed) {
+  int expected = -1;
+  stop_boundary.compare_exchange_strong(expected, proposed);
+  return stop_boundary.load();
+}
+
+}  // namespace syncopate

@@ -1,0 +1,74 @@
+#pragma once
+// Checkpoints of a run: one file per worker, RUN/checkpoint/worker-<w>.ckpt, written at epoch
+// boundaries (atomically: temporary file, fsync, rename, fsync of the folder) and read back by
+// `syncopate run --resume`. A file is
+//   "SYNCCKPT" | format version u32 | scenario hash u64 | payload length u64 | payload |
+//   CRC-32 u32 of everything before it
+// (little-endian). The payload holds what the worker loop needs to continue bit for bit: the
+// parameters, the optimizer state and step count, the strategy's state, the executor's clock
+// (and, on the simulator, its compute-noise step counter), the phase times and the report so
+// far (metrics of every finished epoch, trace events). The data order and dropout masks are
+// counter-based (rng.hpp: keyed by epoch and step), so the epoch and step numbers are their
+// whole state.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/comm/timed_comm.hpp"
+#include "core/scenario/scenario.hpp"
+
+namespace syncopate {
+
+// What the worker loop writes and reads.
+struct CheckpointPlan {
+  std::string dir;            // the run directory being written; "" writes no checkpoint
+  int every = 0;              // epochs between checkpoints (checkpoint.every); 0: none
+  bool resume = false;        // continue from dir's checkpoints
+  int stop_after_epochs = 0;  // > 0: stop, as an interrupted run does, after so many epochs
+  // Fault injection (tests): worker kill_worker kills its process with SIGKILL after
+  // kill_after_epochs epochs (0: never).
+  int kill_after_epochs = 0, kill_worker = -1;
+};
+
+struct WorkerCheckpoint {
+  int worker = 0, workers = 0;
+  int next_epoch = 0;  // the first epoch still to run
+  int64_t global_step = 0, optimizer_steps = 0;
+  std::vector<double> clock;  // Executor::clock_state()
+  PhaseTimes phases;
+  std::vector<float> params, optimizer_state;
+  std::string strategy_state;  // Strategy::save_state
+  std::string report;          // serialize_report of the report so far
+};
+
+inline constexpr uint32_t kCheckpointVersion = 1;
+
+// SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop: each
+// worker finishes its epoch, writes a checkpoint and stops at the epoch boundary latched by the
+// first worker that sees the request (the next one with several workers, so that workers
+// already past the current boundary meet there). A second signal ends the process at once.
+void install_stop_signals();
+bool stop_signalled();
+// The boundary (epochs done) where workers stop: the first caller's `proposed`, latched.
+int latch_stop_boundary(int proposed);
+
+// FNV-1a of the resolved scenario: a checkpoint of another scenario is refused.
+uint64_t scenario_hash(const Scenario& scenario);
+std::string checkpoint_path(const std::string& run_dir, int worker);
+
+// Worker `checkpoint.worker`'s checkpoint under run_dir, keeping the one before it as
+// worker-<w>.previous.ckpt: a run killed while its workers write theirs still has a complete set.
+void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenario,
+                             const WorkerCheckpoint& checkpoint);
+// Every worker's checkpoint at the latest epoch that all of them reached. Throws UserError
+// naming the file when one is damaged or foreign, or when there is no such epoch.
+std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir, const Scenario& scenario);
+
+// Writes atomically; throws UserError when the file cannot be written.
+void write_checkpoint(const std::string& path, const Scenario& scenario,
+                      const WorkerCheckpoint& checkpoint);
+// Throws UserError naming the file when it is missing, truncated, corrupt (CRC), not a
+// checkpoint, of a newer format version or of another scenario.
+WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenario);
+
+}  // namespace syncopate

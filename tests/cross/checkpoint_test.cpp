@@ -1,0 +1,314 @@
+// Checkpoint and resume through the syncopate binary: a run stopped after some epochs and resumed
+// with --resume ends with the metrics and the final model of the uninterrupted run, on the
+// simulator for every strategy, on the local backend and under mpirun; damaged, foreign and
+// future-version checkpoints are refused.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/train/run_files.hpp"
+#include "tests/common/run_command.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
+const std::string kBin = SYNCOPATE_BIN;
+
+fs::path scratch() { return syncopate::scratch_folder("checkpoint"); }
+
+std::string mpirun(int ranks) {
+  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
+                    " --oversubscribe --bind-to none";
+  if (geteuid() == 0) cmd += " --allow-run-as-root";
+  return cmd;
+}
+
+// Each strategy's own settings (a scenario refuses those its strategy does not read). epoch_async
+// gets as many blocks per worker on every worker, so that its merges come in rounds (see
+// checkpoint.hpp on what a resumed epoch_async run continues from).
+std::string knobs_of(const std::string& strategy) {
+  if (strategy == "ddp" || strategy == "hierarchical") return " --set strategy.bucket_mb=0.25";
+  if (strategy == "epoch_sync") return " --set strategy.every=2 --set data.blocks=6";
+  if (strategy == "epoch_async") return " --set data.blocks=8";
+  if (strategy == "local_sgd") return " --set strategy.every=3 --set strategy.warmup_epochs=1";
+  if (strategy == "diloco")
+    return " --set strategy.every=4 --set strategy.fragments=2 --set strategy.outer_momentum=0.9";
+  if (strategy == "zero") return " --set strategy.stage=2 --set strategy.bucket_mb=0.25";
+  return "";
+}
+
+std::string run_args(const std::string& strategy, const std::string& backend, int workers) {
+  std::string args = kScenario + " --quiet --backend " + backend + " --strategy " + strategy +
+                     " --workers " + std::to_string(workers) +
+                     " --epochs 4 --set checkpoint.every=1" + knobs_of(strategy);
+  if (backend == "sim") args += " --platform ethernet-cluster";
+  return args;
+}
+
+std::vector<char> bytes_of(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every column of every row equal, bit for bit, except the time columns, which agree to
+// `time_tolerance` times the row's end time (< 0: not compared, wall-clock).
+void expect_same_metrics(const fs::path& a, const fs::path& b, double time_tolerance) {
+  const auto x = syncopate::read_metrics_csv((a / "metrics.csv").string());
+  const auto y = syncopate::read_metrics_csv((b / "metrics.csv").string());
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    SCOPED_TRACE("row " + std::to_string(i));
+    EXPECT_EQ(x[i].worker, y[i].worker);
+    EXPECT_EQ(x[i].epoch, y[i].epoch);
+    EXPECT_EQ(x[i].train_loss, y[i].train_loss);
+    EXPECT_EQ(x[i].train_accuracy, y[i].train_accuracy);
+    EXPECT_EQ(x[i].test_accuracy, y[i].test_accuracy);
+    EXPECT_EQ(x[i].lr, y[i].lr);
+    EXPECT_EQ(x[i].bytes_sent, y[i].bytes_sent);
+    EXPECT_EQ(x[i].bytes_recv, y[i].bytes_recv);
+    if (time_tolerance < 0) continue;
+    for (const auto field :
+         {&syncopate::EpochMetrics::start_s, &syncopate::EpochMetrics::end_s,
+          &syncopate::EpochMetrics::compute_s, &syncopate::EpochMetrics::comm_s,
+          &syncopate::EpochMetrics::idle_s, &syncopate::EpochMetrics::comm_total_s})
+      EXPECT_LE(std::abs(x[i].*field - y[i].*field), time_tolerance * x[i].end_s);
+  }
+}
+
+// Runs `args` uninterrupted into `name`-full, and stopped after `stop` epochs into `name`-part,
+// then resumed (with `launcher` in front, "" or mpirun); both must end alike.
+void expect_resume_equivalent(const std::string& name, const std::string& args,
+                              const std::string& launcher, int stop, double time_tolerance) {
+  const fs::path full = scratch() / (name + "-full"), part = scratch() / (name + "-part");
+  fs::remove_all(full);
+  fs::remove_all(part);
+  fs::remove_all(part.string() + ".partial");
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(
+                launcher + " " + kBin + " run " + args + " --out " + full.string(), &output),
+            0)
+      << output;
+  const std::string stop_env = "SYNCOPATE_STOP_AFTER_EPOCHS=" + std::to_string(stop) + " ";
+  ASSERT_EQ(
+      syncopate::run_command(
+          stop_env + launcher + " " + kBin + " run " + args + " --out " + part.string(), &output),
+      4)
+      << output;
+  EXPECT_NE(output.find("--resume " + part.string() + ".partial"), std::string::npos) << output;
+  ASSERT_FALSE(fs::exists(part));
+  const auto finished =
+      syncopate::read_metrics_csv((part.string() + ".partial/metrics.csv")).back().epoch;
+  EXPECT_EQ(finished, stop - 1);
+  ASSERT_EQ(
+      syncopate::run_command(
+          launcher + " " + kBin + " run --quiet --resume " + part.string() + ".partial", &output),
+      0)
+      << output;
+  ASSERT_TRUE(fs::exists(part / "summary.json"));
+  EXPECT_FALSE(fs::exists(part / "checkpoint"));
+  expect_same_metrics(full, part, time_tolerance);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+class SimResume : public ::testing::TestWithParam<const char*> {};
+
+// Simulated time agrees to rounding: the resumed simulation reaches the same dates through other
+// sums of time steps (SimGrid advances its clock by deltas), so the last bits may differ.
+TEST_P(SimResume, EndsAsTheUninterruptedRun) {
+  const std::string strategy = GetParam();
+  const int workers = strategy == std::string("serial") ? 1 : 4;
+  expect_resume_equivalent("sim-" + strategy, run_args(strategy, "sim", workers), "", 2, 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, SimResume,
+                         ::testing::Values("serial", "ddp", "epoch_sync", "epoch_async",
+                                           "local_sgd", "hierarchical", "diloco", "zero"));
+
+TEST(LocalResume, EndsAsTheUninterruptedRun) {
+  expect_resume_equivalent("local", run_args("serial", "local", 1), "", 3, -1);
+}
+
+TEST(MpiResume, EndsAsTheUninterruptedRun) {
+  for (const std::string strategy : {"ddp", "local_sgd"})
+    expect_resume_equivalent("mpi-" + strategy, run_args(strategy, "mpi", 2), mpirun(2), 2, -1);
+}
+
+// A stopped two-worker run's DIR.partial, its worker-0 checkpoint and its bytes.
+struct StoppedRun {
+  fs::path partial, checkpoint;
+  std::vector<char> bytes;
+};
+StoppedRun stopped_run(const std::string& name, const std::string& extra = "") {
+  const fs::path out = scratch() / name;
+  fs::remove_all(out.string() + ".partial");
+  std::string output;
+  EXPECT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_EPOCHS=1 " + kBin + " run " +
+                                       run_args("ddp", "sim", 2) + extra + " --out " + out.string(),
+                                   &output),
+            4)
+      << output;
+  StoppedRun r{out.string() + ".partial", out.string() + ".partial/checkpoint/worker-0.ckpt", {}};
+  r.bytes = bytes_of(r.checkpoint);
+  return r;
+}
+
+void write_bytes(const fs::path& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// The resume fails with exit code 1 and a message holding `what`.
+void expect_refused(const fs::path& partial, const std::string& what) {
+  std::string output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + partial.string(), &output), 1)
+      << output;
+  EXPECT_NE(output.find(what), std::string::npos) << output;
+}
+
+TEST(CheckpointRefusal, CorruptTruncatedForeignAndFutureFiles) {
+  StoppedRun run = stopped_run("refused");
+  ASSERT_GT(run.bytes.size(), 100u);
+
+  std::vector<char> corrupt = run.bytes;
+  corrupt[corrupt.size() / 2] ^= 0x10;
+  write_bytes(run.checkpoint, corrupt);
+  expect_refused(run.partial, "corrupt checkpoint (CRC-32 mismatch)");
+
+  write_bytes(run.checkpoint, std::vector<char>(run.bytes.begin(), run.bytes.end() - 100));
+  expect_refused(run.partial, "truncated checkpoint");
+
+  std::vector<char> future = run.bytes;
+  future[8] = 2;  // the format version, little-endian u32 after the magic
+  write_bytes(run.checkpoint, future);
+  expect_refused(run.partial, "checkpoint format version 2 is newer than this program's (1)");
+
+  write_bytes(run.checkpoint, std::vector<char>{'n', 'o', 'p', 'e'});
+  expect_refused(run.partial, "not a syncopate checkpoint");
+
+  const StoppedRun other = stopped_run("foreign", " --seed 12");
+  write_bytes(run.checkpoint, other.bytes);
+  expect_refused(run.partial, "checkpoint of another scenario");
+
+  // Put back, the run resumes.
+  write_bytes(run.checkpoint, run.bytes);
+  std::string output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + run.partial.string(), &output),
+            0)
+      << output;
+}
+
+TEST(CheckpointRefusal, NothingToResume) {
+  const fs::path missing = scratch() / "never-ran";
+  expect_refused(missing, "no " + missing.string() + ".partial to resume");
+  std::string output;
+  EXPECT_EQ(
+      syncopate::run_command(kBin + " run " + kScenario + " --resume " + missing.string(), &output),
+      2)
+      << output;
+}
+
+}  // namespace
+
+namespace {
+
+size_t rows_in(const fs::path& csv) { return syncopate::read_metrics_csv(csv.string()).size(); }
+
+// A rank killed under mpirun ends the job soon, naming the rank; the run directory keeps the
+// epochs every rank finished and their checkpoints, and the run resumes to the uninterrupted
+// run's results.
+TEST(MpiKilledRank, KeepsItsFinishedEpochsAndResumes) {
+  const std::string args = run_args("ddp", "mpi", 2);
+  const fs::path full = scratch() / "killed-full", part = scratch() / "killed";
+  for (const fs::path& p : {full, part, fs::path(part.string() + ".partial")}) fs::remove_all(p);
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(
+                mpirun(2) + " " + kBin + " run " + args + " --out " + full.string(), &output),
+            0)
+      << output;
+  const auto start = std::chrono::steady_clock::now();
+  const int code =
+      syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=2 SYNCOPATE_KILL_WORKER=1 " + mpirun(2) +
+                                 " " + kBin + " run " + args + " --out " + part.string(),
+                             &output);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(code, 0) << output;
+  EXPECT_LT(seconds, 30) << output;
+  EXPECT_NE(output.find("rank 1"), std::string::npos) << output;
+  const fs::path partial = part.string() + ".partial";
+  EXPECT_EQ(rows_in(partial / "epochs" / "worker-1.csv"), 2u);
+  EXPECT_GE(rows_in(partial / "epochs" / "worker-0.csv"), 2u);
+  EXPECT_NE(syncopate::read_text(partial / "INCOMPLETE").find("--resume " + partial.string()),
+            std::string::npos);
+  ASSERT_EQ(syncopate::run_command(
+                mpirun(2) + " " + kBin + " run --quiet --resume " + partial.string(), &output),
+            0)
+      << output;
+  expect_same_metrics(full, part, -1);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+// A run without checkpoints keeps its finished epochs too; a complete run keeps no leftovers.
+TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
+  const fs::path out = scratch() / "epochs-only";
+  fs::remove_all(out.string() + ".partial");
+  std::string output;
+  EXPECT_NE(syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=1 SYNCOPATE_KILL_WORKER=0 " + kBin +
+                                       " run " + kScenario + " --quiet --backend sim --epochs 3" +
+                                       " --out " + out.string(),
+                                   &output),
+            0);
+  const fs::path partial = out.string() + ".partial";
+  EXPECT_EQ(rows_in(partial / "epochs" / "worker-0.csv"), 1u);  // killed after it
+  EXPECT_FALSE(fs::exists(partial / "checkpoint"));
+  fs::remove_all(partial);
+  ASSERT_EQ(
+      syncopate::run_command(
+          kBin + " run " + kScenario + " --quiet --backend sim --out " + out.string(), &output),
+      0)
+      << output;
+  for (const char* leftover : {"epochs", "checkpoint", "INCOMPLETE"})
+    EXPECT_FALSE(fs::exists(out / leftover)) << leftover;
+  EXPECT_FALSE(fs::exists(partial));
+}
+
+}  // namespace
+
+namespace {
+
+// SIGTERM: the run finishes its epoch, writes a checkpoint, says how to resume and exits with 4;
+// the resumed run ends as the uninterrupted one.
+TEST(StopSignal, SigtermCheckpointsAndResumes) {
+  const std::string args = kScenario +
+                           " --quiet --backend local --workers 1 --strategy serial --epochs 20"
+                           " --set data.train_samples=3000 --set checkpoint.every=5";
+  const fs::path full = scratch() / "signal-full", part = scratch() / "signal";
+  for (const fs::path& p : {full, part, fs::path(part.string() + ".partial")}) fs::remove_all(p);
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --out " + full.string(), &output), 0)
+      << output;
+  const fs::path partial = part.string() + ".partial";
+  const std::string rows = (partial / "epochs" / "worker-0.csv").string();
+  syncopate::run_command("sh -c '" + kBin + " run " + args + " --out " + part.string() +
+                             " & p=$!; while [ ! -s " + rows +
+                             " ]; do sleep 0.02; done; kill -TERM $p; wait $p; echo exit=$?'",
+                         &output);
+  ASSERT_NE(output.find("exit=4"), std::string::npos) << output;
+  EXPECT_NE(output.find("--resume " + partial.string()), std::string::npos) << output;
+  const size_t done = rows_in(partial / "metrics.csv");
+  EXPECT_GE(done, 1u);
+  EXPECT_LT(done, 20u);
+  ASSERT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + partial.string(), &output), 0)
+      << output;
+  expect_same_metrics(full, part, -1);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+}  // namespace
