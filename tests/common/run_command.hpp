@@ -1,6 +1,6 @@
 #pragma once
 // For the tests that drive the syncopate binary: a scratch folder per test program, and a shell
-// command run with its output captured.
+// command run with its output captured, and the mpirun launcher.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,5 +40,16 @@ inline std::string read_text(const std::filesystem::path& path) {
   text << std::ifstream(path).rdbuf();
   return text.str();
 }
+
+#if defined(SYNCOPATE_MPIEXEC)
+// The launcher of an MPI test run: mpirun with `ranks` ranks, oversubscribed, unbound (and
+// allowed as root).
+inline std::string mpirun(int ranks) {
+  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
+                    " --oversubscribe --bind-to none";
+  if (geteuid() == 0) cmd += " --allow-run-as-root";
+  return cmd;
+}
+#endif
 
 }  // namespace syncopate

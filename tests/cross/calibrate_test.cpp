@@ -22,12 +22,7 @@ const std::string kSets = " --set data.train_samples=640";
 
 fs::path scratch() { return syncopate::scratch_folder("calibrate"); }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 // The calibrated platform scratch()/bench.toml (made once per test program).
 fs::path calibrated() {

@@ -23,12 +23,7 @@ const std::string kBin = SYNCOPATE_BIN;
 
 fs::path scratch() { return syncopate::scratch_folder("checkpoint"); }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 // Each strategy's own settings (a scenario refuses those its strategy does not read). epoch_async
 // gets as many blocks per worker on every worker, so that its merges come in rounds (see

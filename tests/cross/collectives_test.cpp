@@ -22,12 +22,7 @@ const std::string kSim = kBin +
 
 fs::path scratch() { return syncopate::scratch_folder("collectives"); }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 struct Row {
   std::string algorithm;

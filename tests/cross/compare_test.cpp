@@ -25,12 +25,7 @@ const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/
 fs::path scratch() { return syncopate::scratch_folder("compare"); }
 int run(const std::string& cmd, std::string* output) { return syncopate::run_command(cmd, output); }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 // The small scenario's run directory scratch()/name (made once per test program).
 fs::path run_dir(const std::string& name, const std::string& options,

@@ -40,12 +40,7 @@ RunResult run_binary(const std::string& tag, const std::string& args,
   return r;
 }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 void expect_same(const RunResult& a, const RunResult& b, const std::string& what) {
   ASSERT_FALSE(a.rows.empty()) << what;

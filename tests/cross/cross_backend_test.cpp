@@ -30,12 +30,7 @@ const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/
 
 fs::path scratch_dir() { return syncopate::scratch_folder("cross"); }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 // Runs a command; returns its exit status and combined output.
 int run(const std::string& cmd, std::string* output = nullptr) {

@@ -40,12 +40,7 @@ RunResult run_binary(const std::string& tag, const std::string& args,
   return r;
 }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 const std::string kPlainOuter = " --set strategy.outer_lr=1 --set strategy.outer_momentum=0";
 

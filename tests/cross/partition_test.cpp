@@ -28,12 +28,7 @@ constexpr int kClasses = 10;            // the MLP's outputs
 
 fs::path scratch() { return syncopate::scratch_folder("partition"); }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 std::string partition_sets(const std::string& partition) {
   std::string sets = " --set data.partition=" + partition;

@@ -77,12 +77,7 @@ TEST(GlobalModelPlacement, MigratingBeatsTheMastersLinkAt8Workers) {
   EXPECT_EQ(fetched, fetches * model);
 }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 // The byte counts of one scenario agree between the backends: rank 0's merges count the trip to
 // the master on MPI too. `syncopate compare` fails on any byte mismatch.

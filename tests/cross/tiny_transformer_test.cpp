@@ -24,12 +24,7 @@ constexpr size_t kParams = 2609;       // embedding 224, blocks 1,152 + 1,104, n
 constexpr double kTargetVar = 0.0182;  // the targets' variance: predicting their mean
 constexpr int kEpochs = 6;
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd;
-}
+using syncopate::mpirun;
 
 std::string run_tiny(const fs::path& out, const std::string& extra) {
   return std::string(SYNCOPATE_BIN) + " run " + kSource + "/tests/cross/tiny-transformer.toml" +
