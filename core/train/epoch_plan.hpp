@@ -13,7 +13,7 @@
 namespace syncopate {
 
 // One step's worth of work for one worker.
-struct Step {
+struct PlannedStep {
   std::vector<int64_t> samples;  // dataset indices (empty in cost-only runs)
   int64_t size = 0;              // samples in this step
   bool block_begin = false;      // first step of a ds-tensor block
@@ -21,7 +21,7 @@ struct Step {
 };
 
 // The steps of epoch `epoch` for `worker`. cost_only: sizes only, no sample indices.
-std::vector<Step> plan_epoch(const Scenario& scenario, const TrainData& data, int worker, int epoch,
-                             bool cost_only);
+std::vector<PlannedStep> plan_epoch(const Scenario& scenario, const TrainData& data, int worker,
+                                    int epoch, bool cost_only);
 
 }  // namespace syncopate

@@ -25,7 +25,7 @@ StepDelta& StepDelta::operator+=(const StepDelta& o) {
   return *this;
 }
 
-Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const Step> steps,
+Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const PlannedStep> steps,
                              int64_t sync, Executor& exec) {
   if (!on_) return {};
   history_.push_back(delta);

@@ -40,7 +40,7 @@ class FastForward {
 
   // Step k of `steps` has just run and changed the records by `delta`: the steps to skip now
   // (none most of the time, and always none when off).
-  Skip after_step(const StepDelta& delta, size_t k, std::span<const Step> steps,
+  Skip after_step(const StepDelta& delta, size_t k, std::span<const PlannedStep> steps,
                   int64_t sync_period, Executor& exec);
 
  private:

@@ -35,7 +35,7 @@ TrainStep::TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases,
       zero_cost_{.bytes = 4.0 * static_cast<double>(ctx.model.num_params()),
                  .kind = OpKind::kElementwise} {}
 
-StepOutcome TrainStep::run(const Step& step, const StepPosition& at, double lr) {
+StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, double lr) {
   if (step.block_begin) strategy_.on_block_begin(ctx_);
   step_ctx_.epoch = static_cast<uint32_t>(at.epoch);
   step_ctx_.step = static_cast<uint32_t>(at.global);
@@ -70,7 +70,7 @@ std::string TrainStep::layer_name(int i) const {
   return std::string(ctx_.model.layer(i).kind()) + " " + std::to_string(i);
 }
 
-LossResult TrainStep::forward_backward(const Step& step) {
+LossResult TrainStep::forward_backward(const PlannedStep& step) {
   Model& model = ctx_.model;
   model.set_batch(step.size);
   if (!cost_only_) gather_batch(train_, step.samples, model.input(), labels_);

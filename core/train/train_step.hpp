@@ -41,13 +41,13 @@ class TrainStep {
 
   // Runs `step` at learning rate `lr`. Throws UserError when the loss is NaN or Inf (naming
   // worker, epoch and step).
-  StepOutcome run(const Step& step, const StepPosition& at, double lr);
+  StepOutcome run(const PlannedStep& step, const StepPosition& at, double lr);
 
  private:
   // Runs `math` as compute of `cost`, traced as `name`.
   void compute(std::string_view name, const Cost& cost, FunctionRef<void()> math);
   std::string layer_name(int i) const;
-  LossResult forward_backward(const Step& step);
+  LossResult forward_backward(const PlannedStep& step);
   LossResult host_pass(float scale);
   LossResult device_pass(int64_t batch, float scale);
   void empty_pass();

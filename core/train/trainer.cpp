@@ -80,7 +80,7 @@ void record_final_model(WorkerReport& report, Model& model, std::span<const floa
 
 // Where the epoch stands after its k-th step, for the progress display.
 Progress step_progress(const LossTally& tally, bool classify, int epoch, int epochs, size_t k,
-                       const std::vector<Step>& steps, const Executor& exec) {
+                       const std::vector<PlannedStep>& steps, const Executor& exec) {
   const bool seen = tally.seen > 0 && !exec.cost_only();
   const double n = static_cast<double>(tally.seen);
   return {.epoch = epoch,
@@ -251,7 +251,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   int64_t& global_step = loop.global_step;
   for (int epoch = loop.first_epoch; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
-    const std::vector<Step> steps = plan_epoch(s, data, rank, epoch, cost_only);
+    const std::vector<PlannedStep> steps = plan_epoch(s, data, rank, epoch, cost_only);
     strategy->on_epoch_begin(ctx);
     EpochMeter meter(read_meters(exec, phases, comm));
     LossTally tally;

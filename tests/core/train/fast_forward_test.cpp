@@ -23,9 +23,9 @@ class VotingExecutor final : public Executor {
   std::vector<bool> votes;
 };
 
-std::vector<Step> steps_of(size_t count, int64_t size) {
-  std::vector<Step> steps(count);
-  for (Step& step : steps) step.size = size;
+std::vector<PlannedStep> steps_of(size_t count, int64_t size) {
+  std::vector<PlannedStep> steps(count);
+  for (PlannedStep& step : steps) step.size = size;
   return steps;
 }
 
@@ -33,7 +33,7 @@ const StepDelta kSteady{
     .time = 0.5, .compute = 0.25, .comm = 0.125, .idle = 0.0625, .sent = 100, .recv = 200};
 
 // Feeds `delta` after steps 0, 1, ... until a skip (or the end); returns the skip and its step.
-std::pair<Skip, size_t> run_until_skip(FastForward& ff, const std::vector<Step>& steps,
+std::pair<Skip, size_t> run_until_skip(FastForward& ff, const std::vector<PlannedStep>& steps,
                                        int64_t sync, Executor& exec,
                                        const std::vector<StepDelta>& deltas = {}) {
   for (size_t k = 0; k < steps.size(); ++k) {
@@ -46,7 +46,7 @@ std::pair<Skip, size_t> run_until_skip(FastForward& ff, const std::vector<Step>&
 TEST(FastForward, AfterThreeSteadyStepsSkipsToTheEpochsLastStep) {
   VotingExecutor exec;
   FastForward ff(FastForward::Use::kOn);
-  const std::vector<Step> steps = steps_of(20, 32);
+  const std::vector<PlannedStep> steps = steps_of(20, 32);
   const auto [skip, at] = run_until_skip(ff, steps, 1, exec);
   EXPECT_EQ(at, 2u);
   EXPECT_EQ(skip.steps, 16u);  // steps 3..18; step 19, the last, runs
@@ -62,7 +62,7 @@ TEST(FastForward, AfterThreeSteadyStepsSkipsToTheEpochsLastStep) {
 TEST(FastForward, SkipsWholeSynchronisationPeriods) {
   VotingExecutor exec;
   FastForward ff(FastForward::Use::kOn);
-  const std::vector<Step> steps = steps_of(40, 32);
+  const std::vector<PlannedStep> steps = steps_of(40, 32);
   const auto [skip, at] = run_until_skip(ff, steps, 4, exec);
   EXPECT_EQ(at, 11u);          // after three periods of 4 steps
   EXPECT_EQ(skip.steps, 24u);  // (39 - 12) / 4 = 6 whole periods
@@ -72,7 +72,7 @@ TEST(FastForward, SkipsWholeSynchronisationPeriods) {
 
 TEST(FastForward, StopsBeforeABlocksFirstStepAndAStepOfAnotherSize) {
   VotingExecutor exec;
-  std::vector<Step> steps = steps_of(20, 32);
+  std::vector<PlannedStep> steps = steps_of(20, 32);
   steps[10].block_begin = true;
   FastForward blocks(FastForward::Use::kOn);
   EXPECT_EQ(run_until_skip(blocks, steps, 0, exec).first.steps, 7u);  // 3..9; step 10 runs
@@ -88,7 +88,7 @@ TEST(FastForward, ACostThatChangedIsNoSteadyState) {
   FastForward ff(FastForward::Use::kOn);
   StepDelta slower = kSteady;
   slower.comm *= 1.001;
-  const std::vector<Step> steps = steps_of(20, 32);
+  const std::vector<PlannedStep> steps = steps_of(20, 32);
   // Periods 2 and 3 differ: no skip at step 2; from step 3 on, the last two agree again.
   const auto [skip, at] = run_until_skip(ff, steps, 1, exec, {kSteady, kSteady, slower});
   EXPECT_EQ(at, 4u);

@@ -30,15 +30,16 @@ Scenario scenario(const std::string& strategy, const std::vector<std::string>& s
 }
 
 // Per worker, the steps of one epoch.
-std::vector<std::vector<Step>> plan_all(const Scenario& s, const TrainData& data, int epoch) {
-  std::vector<std::vector<Step>> plans;
+std::vector<std::vector<PlannedStep>> plan_all(const Scenario& s, const TrainData& data,
+                                               int epoch) {
+  std::vector<std::vector<PlannedStep>> plans;
   for (int w = 0; w < s.workers; ++w) plans.push_back(plan_epoch(s, data, w, epoch, false));
   return plans;
 }
 
-std::vector<int64_t> samples_of(const std::vector<Step>& steps) {
+std::vector<int64_t> samples_of(const std::vector<PlannedStep>& steps) {
   std::vector<int64_t> out;
-  for (const Step& step : steps) {
+  for (const PlannedStep& step : steps) {
     EXPECT_EQ(static_cast<int64_t>(step.samples.size()), step.size);
     out.insert(out.end(), step.samples.begin(), step.samples.end());
   }
