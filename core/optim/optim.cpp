@@ -4,7 +4,9 @@
 // GCC 12 reports a false maybe-uninitialized inside its AVX-512 intrinsics when Eigen's
 // vectorised sqrt is inlined; the diagnostic is tied to the header's lines, so silence it there.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 #include <algorithm>

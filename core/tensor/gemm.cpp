@@ -3,7 +3,9 @@
 #include "core/tensor/gemm.hpp"
 
 // GCC 12 reports false "may be used uninitialized" warnings inside Eigen's AVX-512 kernels.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>

@@ -5,7 +5,9 @@
 // tests/build_checks checks that this object defines no symbol outside those namespaces.
 #include "core/tensor/gemm_product.hpp"
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define Eigen syncopate_eigen_avx2_fma
 #include <Eigen/Core>
 
