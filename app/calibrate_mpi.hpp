@@ -26,8 +26,10 @@ struct TransportSeries {
 
 struct TransportSamples {
   int ranks = 0;
-  std::vector<TransportSeries> ping_pong;    // sizes ascending
-  std::vector<TransportSeries> collectives;  // per kind, sizes ascending
+  std::vector<TransportSeries> ping_pong;                 // sizes ascending
+  TransportSeries send_overhead{"send_overhead", 8, {}};  // seconds per blocking eager send
+  TransportSeries recv_overhead{"recv_overhead", 8, {}};  // seconds per receive of an arrived one
+  std::vector<TransportSeries> collectives;               // per kind, sizes ascending
 };
 
 // When, where and how: the files' header lines (without the comment marks).

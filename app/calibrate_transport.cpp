@@ -4,12 +4,17 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <vector>
 
 #include "app/calibrate_mpi.hpp"
 
 namespace syncopate::app {
 namespace {
+
+// The largest ping-pong: the largest message of a 64 MiB collective (a broadcast's).
+constexpr size_t kLargestPingPong = size_t{64} << 20;
 
 // Repetitions per sample: enough that small messages are not lost in the clock.
 int iterations(size_t bytes) {
@@ -34,6 +39,31 @@ double ping_pong(MPI_Comm comm, int rank, std::vector<char>& buffer) {
   double seconds = (MPI_Wtime() - start) / (2.0 * iters);
   MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
   return seconds;
+}
+
+// One sample of the software overheads of 8-byte messages, seconds per message: rank 0's
+// blocking sends (eager: they return once copied), then, after a barrier that makes sure they
+// were sent, rank 1's receives of messages that are there already. As SMPI's smpi/os and smpi/or.
+std::pair<double, double> overheads(MPI_Comm comm, int rank) {
+  constexpr int kMessages = 32;
+  std::array<char, 8> byte{};
+  MPI_Barrier(comm);
+  double send = 0, recv = 0;
+  if (rank == 0) {
+    const double start = MPI_Wtime();
+    for (int i = 0; i < kMessages; ++i) MPI_Send(byte.data(), 8, MPI_CHAR, 1, 1, comm);
+    send = (MPI_Wtime() - start) / kMessages;
+  }
+  MPI_Barrier(comm);
+  if (rank == 1) {
+    const double start = MPI_Wtime();
+    for (int i = 0; i < kMessages; ++i)
+      MPI_Recv(byte.data(), 8, MPI_CHAR, 0, 1, comm, MPI_STATUS_IGNORE);
+    recv = (MPI_Wtime() - start) / kMessages;
+  }
+  MPI_Bcast(&send, 1, MPI_DOUBLE, 0, comm);
+  MPI_Bcast(&recv, 1, MPI_DOUBLE, 1, comm);
+  return {send, recv};
 }
 
 // One sample of a collective over `count` floats: the slowest rank's seconds per call.
@@ -71,7 +101,14 @@ TransportSamples time_transport(MPI_Comm comm, int repeats) {
   MPI_Comm_size(comm, &size);
   TransportSamples t;
   t.ranks = size;
-  for (size_t bytes = 8; bytes <= (size_t{16} << 20); bytes *= 8) {
+  overheads(comm, rank);  // warm-up
+  for (int r = 0; r < repeats; ++r) {
+    const auto [send, recv] = overheads(comm, rank);
+    t.send_overhead.seconds.push_back(send);
+    t.recv_overhead.seconds.push_back(recv);
+  }
+  // Every power of two: the fit takes them in pairs, one segment of its factor tables each.
+  for (size_t bytes = 8; bytes <= kLargestPingPong; bytes *= 2) {
     std::vector<char> buffer(bytes, 1);
     TransportSeries series{"ping_pong", bytes, {}};
     ping_pong(comm, rank, buffer);  // warm-up

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/calibrate_fit.hpp"
 #include "app/calibrate_mpi.hpp"
 #include "app/spread.hpp"
 #include "core/base/check.hpp"
@@ -125,23 +126,51 @@ void write_profile(const std::string& path, const std::string& name, const Calib
   if (!out) throw UserError("calibrate: cannot write " + path);
 }
 
-struct LinkFit {
-  double latency_s = 0, bandwidth_Bps = 0;
-};
+// The ping-pong medians and the overheads' medians, fitted (app/calibrate_fit.hpp).
+TransportFit fit_link(const TransportSamples& t) {
+  std::vector<PingPongPoint> points;
+  for (const TransportSeries& s : t.ping_pong)
+    points.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
+  return fit_transport(points, spread(t.send_overhead.seconds).median,
+                       spread(t.recv_overhead.seconds).median);
+}
 
-// Latency: the smallest ping-pong, one way; bandwidth: the largest, less that latency.
-LinkFit fit_link(const TransportSamples& t) {
-  const double latency = spread(t.ping_pong.front().seconds).median;
-  const TransportSeries& big = t.ping_pong.back();
-  const double seconds = spread(big.seconds).median - latency;
-  return {latency, static_cast<double>(big.bytes) / std::max(seconds, 1e-12)};
+// The bandwidth factors, each with the size and median time it reproduces.
+void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
+  out << "bandwidth_factor = [\n";
+  for (size_t i = 0; i < fit.bandwidth_factor.size(); ++i) {
+    const FactorEntry& e = fit.bandwidth_factor[i];
+    const PingPongPoint& p = fit.points[i + 1];
+    char line[160];
+    std::snprintf(line, sizeof line, "  [%.0f, %s],  # %.0f B: %s s\n", e.from_bytes,
+                  num(e.factor).c_str(), p.bytes, num(p.seconds).c_str());
+    out << line;
+  }
+  out << "]\n";
+}
+
+// The [network] table: overheads and the piecewise factors, each line with what it came from.
+void write_network(std::ostream& out, const TransportSamples& t, const TransportFit& fit) {
+  const Spread send = spread(t.send_overhead.seconds), recv = spread(t.recv_overhead.seconds);
+  out << "[network]  # fitted to the ping-pong, as SMPI's smpi/os, smpi/or, smpi/bw-factor and "
+         "smpi/lat-factor\n"
+      << "send_overhead = " << num(fit.send_overhead_s) << "  # s: a blocking 8 B send (eager); "
+      << note(send).substr(4) << "\n"
+      << "recv_overhead = " << num(fit.recv_overhead_s)
+      << "  # s: receiving an 8 B message that has arrived; " << note(recv).substr(4) << "\n"
+      << "# [from_bytes, factor]: a message of s bytes takes send_overhead + recv_overhead +\n"
+         "# gpu_link.latency + s / (gpu_link.bandwidth x bandwidth_factor(s)); each entry\n"
+         "# reproduces one ping-pong size's median (lowered to any larger size's), from halfway\n"
+         "# (geometric mean) to the size before. latency_factor (same form) is 1: not fitted.\n";
+  write_bandwidth_factors(out, fit);
+  out << "\n";
 }
 
 void write_platform(const std::string& path, const std::string& profile, const Calibration& c) {
   std::ofstream out(path);
   if (!out) throw UserError("calibrate: cannot write " + path);
   write_header(out, c, "Platform of this machine");
-  const LinkFit link = fit_link(c.transport);
+  const TransportFit link = fit_link(c.transport);
   const int ranks = c.transport.ranks;
   out << "name = \"" << c.name << "\"\n"
       << "description = \"this machine, calibrated: " << ranks
@@ -149,13 +178,19 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "topology = \"star\"\nnodes = 1\ngpus_per_node = " << ranks << "\nprofile = \"" << profile
       << "\"\n\n"
       << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1\n"
-      << "bandwidth = " << num(link.bandwidth_Bps)
-      << "  # B/s: " << c.transport.ping_pong.back().bytes << " B less the latency\n"
-      << "latency = " << num(link.latency_s) << "  # s: " << c.transport.ping_pong.front().bytes
-      << " B\n\n[master]  # a process on the same machine: the same transport\n"
+      << "bandwidth = " << num(link.bandwidth_Bps) << "  # B/s: the largest size's, effective\n"
+      << "latency = " << num(link.latency_s)
+      << "  # s: the two smallest sizes' line at 0 B, less the overheads\n\n"
+      << "[master]  # a process on the same machine: the same transport\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "\nlatency = " << num(link.latency_s)
-      << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n"
-      << "# Measured (seconds: ping_pong one way, a collective per call on the slowest rank):\n";
+      << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n";
+  write_network(out, c.transport, link);
+  out << "# Measured (seconds: ping_pong one way, a collective per call on the slowest rank):\n";
+  for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead}) {
+    const Spread sp = spread(s->seconds);
+    out << "#   " << s->name << " " << s->bytes << " B: " << num(sp.median) << " s  ("
+        << note(sp).substr(4) << ")\n";
+  }
   for (const auto* list : {&c.transport.ping_pong, &c.transport.collectives})
     for (const TransportSeries& s : *list) {
       const Spread sp = spread(s.seconds);
@@ -191,6 +226,8 @@ void print_calibration(const Calibration& c) {
   for (const Series* s :
        {&c.compute.loss, &c.compute.zero_grad, &c.compute.optimizer, &c.compute.overhead})
     row(s->name, s->seconds);
+  for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead})
+    row(s->name + " " + std::to_string(s->bytes) + " B", s->seconds);
   for (const auto* list : {&c.transport.ping_pong, &c.transport.collectives})
     for (const TransportSeries& s : *list)
       row(s.name + " " + std::to_string(s.bytes) + " B", s.seconds);

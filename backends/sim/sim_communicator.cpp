@@ -373,13 +373,16 @@ void SimCommunicator::transfer(simgrid::s4u::Host* from, simgrid::s4u::Host* to,
                                const LinkModel& link, uint64_t bytes) {
   if (from == to) return;  // a host's own memory: not on the network
   ++world_.stats().activities;
+  const NetworkFactors& network = world_.platform().network;
   if (world_.fidelity() == Fidelity::kAnalytic) {
-    simgrid::s4u::this_actor::sleep_for(link.latency_s +
-                                        static_cast<double>(bytes) / link.bandwidth_Bps);
+    simgrid::s4u::this_actor::sleep_for(
+        message_seconds(network, link.latency_s, link.bandwidth_Bps, static_cast<double>(bytes)));
     return;
   }
   ++world_.stats().comms;
+  if (network.send_overhead_s > 0) simgrid::s4u::this_actor::sleep_for(network.send_overhead_s);
   simgrid::s4u::Comm::sendto(from, to, bytes);
+  if (network.recv_overhead_s > 0) simgrid::s4u::this_actor::sleep_for(network.recv_overhead_s);
 }
 
 void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const MergeRule& rule) {

@@ -42,6 +42,14 @@ void wait_or_cancel(std::span<const simgrid::s4u::CommPtr> comms) {
   }
 }
 
+// A message's software overhead ([network] send_overhead / recv_overhead) on the calling actor;
+// nothing when it is 0 (the plain model).
+void pay_overhead(SimStats& stats, double seconds) {
+  if (seconds <= 0) return;
+  simgrid::s4u::this_actor::sleep_for(seconds);
+  ++stats.activities;
+}
+
 std::string describe(const CollCall& call) {
   return std::string(to_string(call.kind)) + "(" + std::string(to_string(call.algorithm)) + ", " +
          std::to_string(call.count) + " floats, root " + std::to_string(call.root) + ", " +
@@ -211,11 +219,13 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
   SimWorld& world = group.world();
   const bool emulate = world.emulate();
   SimStats& stats = world.stats();
+  const NetworkFactors& overheads = world.platform().network;
   for (size_t k = 0; k < schedule.rounds.size(); ++k) {
     const Step& step = schedule.rounds[k][static_cast<size_t>(rank)];
     if (step.send_to < 0 && step.recv_from < 0) continue;
     simgrid::s4u::CommPtr out, in;
     if (step.send_to >= 0) {
+      pay_overhead(stats, overheads.send_overhead_s);
       void* payload = &g_no_payload;
       if (emulate) {  // the receiver takes ownership of a snapshot of the segment
         const auto first = data.begin() + static_cast<std::ptrdiff_t>(step.send.offset);
@@ -236,6 +246,7 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
       blocked->peer = step.recv_from >= 0 ? step.recv_from : step.send_to;
     }
     wait_or_cancel(std::array{out, in});
+    if (in) pay_overhead(stats, overheads.recv_overhead_s);
     if (in && emulate) {
       const std::unique_ptr<std::vector<float>> owned(received);
       SYNC_CHECK(owned != nullptr, "round " << k << " rank " << rank << ": no payload");
@@ -253,9 +264,11 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
 
 void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire) {
   SimStats& stats = group.world().stats();
+  const NetworkFactors& overheads = group.world().platform().network;
   std::vector<simgrid::s4u::CommPtr> flows;
   for (const std::vector<Step>& round : schedule.rounds) {
     flows.clear();
+    pay_overhead(stats, overheads.send_overhead_s);  // every sender at once
     for (size_t r = 0; r < round.size(); ++r) {
       const Step& step = round[r];
       if (step.send_to < 0) continue;
@@ -266,10 +279,12 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire
     stats.comms += flows.size();
     stats.activities += flows.size();
     wait_or_cancel(flows);
+    pay_overhead(stats, overheads.recv_overhead_s);  // every receiver at once
   }
 }
 
 double analytic_seconds(Group& group, const Schedule& schedule, WireFormat wire) {
+  const NetworkFactors& network = group.world().platform().network;
   double total = 0;
   for (const std::vector<Step>& round : schedule.rounds) {
     double longest = 0;
@@ -278,8 +293,8 @@ double analytic_seconds(Group& group, const Schedule& schedule, WireFormat wire)
       if (step.send_to < 0) continue;
       const LinkModel& link = group.link(static_cast<int>(r), step.send_to);
       longest = std::max(
-          longest, link.latency_s + static_cast<double>(payload_bytes(step.send.count, wire)) /
-                                        link.bandwidth_Bps);
+          longest, message_seconds(network, link.latency_s, link.bandwidth_Bps,
+                                   static_cast<double>(payload_bytes(step.send.count, wire))));
     }
     total += longest;
   }

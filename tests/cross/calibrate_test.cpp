@@ -62,6 +62,12 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
       << profile;
   EXPECT_NE(recipe.find("profile = \"bench-cpu\""), std::string::npos) << recipe;
   EXPECT_NE(recipe.find("#   allgather "), std::string::npos) << recipe;
+  // The transport fit: overheads and one bandwidth factor per ping-pong size but the first
+  // (16 B to 64 MiB), the last 1 (the link's bandwidth is the largest size's).
+  for (const char* field : {"\n[network]", "\nsend_overhead = ", "\nrecv_overhead = ",
+                            "\nbandwidth_factor = [\n  [0, ", "\n  [47453133, 1],  # 67108864 B: ",
+                            "#   ping_pong 67108864 B: ", "#   send_overhead 8 B: "})
+    EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
 }
 
 // With every fallback speed made enormous and no step overhead, a simulated run's compute is

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <stdexcept>
+#include <unordered_set>
 
 #include "backends/sim/platform/platform_builders.hpp"
 #include "backends/sim/platform/platform_recipe.hpp"
@@ -169,6 +172,7 @@ Platform load_recipe(const std::string& path, const std::map<std::string, std::s
   platform.num_nodes = recipe.nodes;
   platform.master = built.master;
   platform.profile = recipe.profile;
+  platform.network = recipe.network;
   return platform;
 }
 
@@ -203,6 +207,28 @@ void measure_routes(Platform& platform) {
   platform.inter_node = zero_if_empty(platform.inter_node);
   if (platform.master != nullptr) {
     platform.master_link = zero_if_empty(route_model(first, platform.master));
+  }
+}
+
+// SimGrid's network model takes the recipe's factor tables for every comm (CM02 multiplies the
+// route's latency and bandwidth by them), through the same factor_at as the analytic fidelity.
+void install_network_factors(sg4::Engine& engine, const Platform& platform) {
+  const NetworkFactors& factors = platform.network;
+  if (!factors.has_tables()) return;
+  auto* model = engine.get_netzone_root()->get_network_model();
+  SYNC_CHECK(model != nullptr, "platform " << platform.name << ": no network model");
+  const auto table_cb = [](std::vector<SizeFactor> table) {
+    return [table = std::move(table)](
+               double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+               const std::unordered_set<sg4::NetZone*>&) { return factor_at(table, size); };
+  };
+  try {
+    model->set_bw_factor_cb(table_cb(factors.bandwidth));
+    model->set_lat_factor_cb(table_cb(factors.latency));
+  } catch (const std::invalid_argument& error) {
+    throw UserError(platform.source + ": [network] factor tables: " + error.what() +
+                    " (a sim.simgrid_config network/bandwidth-factor or latency-factor cannot "
+                    "be combined with them)");
   }
 }
 
@@ -259,6 +285,7 @@ Platform load_platform(sg4::Engine& engine, const std::string& name_or_path,
                     path + ")");
   }
   measure_routes(platform);
+  install_network_factors(engine, platform);
   return platform;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/sim/platform/network_factors.hpp"
 #include "core/nn/cost.hpp"
 
 namespace syncopate::sim {
@@ -61,6 +62,9 @@ struct Platform {
   // Additions to the agreed interface:
   std::string description;
   int num_nodes = 1;  // node indices are 0 .. num_nodes-1
+  // The recipe's [network] overheads and factor tables (empty: the plain model; XML platforms).
+  // The factor tables are installed in SimGrid's network model by load_platform.
+  NetworkFactors network;
 };
 
 // The command line a SimGrid Engine is built from: log thresholds and, under AddressSanitizer,

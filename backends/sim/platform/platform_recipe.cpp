@@ -227,6 +227,7 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.master.latency = quantity(reader, "master.latency", Quantity::kTime, 0.0, true);
   recipe.node_eth_bandwidth = quantity(reader, "master.node_bandwidth", Quantity::kBandwidth,
                                        recipe.master.bandwidth, !recipe.has_master);
+  recipe.network = read_network_factors(reader);
 
   const int64_t gpus = int64_t{recipe.nodes} * recipe.gpus_per_node;
   if (gpus > kMaxNodes) {

@@ -50,6 +50,7 @@ struct Recipe {
   bool has_master = false;
   LinkSpec master;                // the master's link; latency = GPU-to-master end to end
   double node_eth_bandwidth = 0;  // each node's Ethernet NIC, on the way to the master
+  NetworkFactors network;         // [network]: overheads and size-dependent factors
 };
 
 // Parses and validates a recipe file. `overrides` replace values by dotted key; an override of a

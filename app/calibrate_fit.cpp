@@ -1,0 +1,59 @@
+// Fitting latency, bandwidth, overheads and piecewise factors to ping-pong timings over sizes.
+#include "app/calibrate_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/check.hpp"
+
+namespace syncopate::app {
+namespace {
+
+constexpr double kMinFactor = 1e-6, kMaxFactor = 1e6;  // what a platform's tables accept
+
+}  // namespace
+
+TransportFit fit_transport(std::span<const PingPongPoint> points, double send_overhead_s,
+                           double recv_overhead_s) {
+  SYNC_CHECK(points.size() >= 2, "a transport fit needs two sizes or more, got " << points.size());
+  TransportFit fit;
+  fit.points.assign(points.begin(), points.end());
+  std::vector<PingPongPoint>& p = fit.points;
+  for (size_t i = 1; i < p.size(); ++i)
+    SYNC_CHECK(p[i].bytes > p[i - 1].bytes, "ping-pong sizes must ascend");
+  // Load only ever slows a message down: a median above a larger message's is lowered to it.
+  for (size_t i = p.size() - 1; i-- > 0;) p[i].seconds = std::min(p[i].seconds, p[i + 1].seconds);
+  // The fixed part: the line through the two smallest sizes at 0 bytes (within half the
+  // smallest's time and all of it).
+  const double slope = (p[1].seconds - p[0].seconds) / (p[1].bytes - p[0].bytes);
+  const double first =
+      std::clamp(p[0].seconds - slope * p[0].bytes, 0.5 * p[0].seconds, p[0].seconds);
+  const double overhead = send_overhead_s + recv_overhead_s;
+  const double scale = overhead > 0.95 * first ? 0.95 * first / overhead : 1.0;
+  fit.send_overhead_s = send_overhead_s * scale;
+  fit.recv_overhead_s = recv_overhead_s * scale;
+  fit.latency_s = first - overhead * scale;
+  const double fixed = fit.send_overhead_s + fit.recv_overhead_s + fit.latency_s;
+  // A size's effective bandwidth beyond the fixed part (+infinity where it takes no longer).
+  const auto effective = [&](const PingPongPoint& q) { return q.bytes / (q.seconds - fixed); };
+  fit.bandwidth_Bps = p.back().seconds > fixed ? effective(p.back()) : p.back().bytes / first;
+  for (size_t i = 1; i < p.size(); ++i) {
+    const double factor = p[i].seconds > fixed ? effective(p[i]) / fit.bandwidth_Bps : kMaxFactor;
+    const double from = i == 1 ? 0 : std::round(std::sqrt(p[i - 1].bytes * p[i].bytes));
+    fit.bandwidth_factor.push_back({from, std::clamp(factor, kMinFactor, kMaxFactor)});
+  }
+  return fit;
+}
+
+double fitted_seconds(const TransportFit& fit, double bytes) {
+  auto at = [&](const std::vector<FactorEntry>& table) {
+    double factor = 1;
+    for (const FactorEntry& e : table)
+      if (e.from_bytes <= bytes) factor = e.factor;
+    return factor;
+  };
+  return fit.send_overhead_s + fit.recv_overhead_s + fit.latency_s * at(fit.latency_factor) +
+         bytes / (fit.bandwidth_Bps * at(fit.bandwidth_factor));
+}
+
+}  // namespace syncopate::app

@@ -1,0 +1,45 @@
+#pragma once
+// Fitting the network model of a platform (link latency and bandwidth, per-message overheads,
+// piecewise bandwidth and latency factors, as SMPI has them) to ping-pong timings over sizes.
+#include <span>
+#include <vector>
+
+namespace syncopate::app {
+
+struct PingPongPoint {
+  double bytes = 0;
+  double seconds = 0;  // one way (half a round trip), the median of the repeats
+};
+
+struct FactorEntry {  // a [network] table's [from_bytes, factor]
+  double from_bytes = 0;
+  double factor = 1;
+};
+
+struct TransportFit {
+  double latency_s = 0, bandwidth_Bps = 0;  // the link's: the smallest and the largest size's
+  double send_overhead_s = 0, recv_overhead_s = 0;
+  // From 0 ascending, one entry per ping-pong size; latency_factor stays empty (1 everywhere):
+  // the size-dependent part of the time goes to the bandwidth, which ping-pong medians over sizes
+  // determine point by point, where two unknowns per size would be fitted to noise.
+  std::vector<FactorEntry> bandwidth_factor, latency_factor;
+  std::vector<PingPongPoint> points;  // the medians it reproduces (made non-decreasing)
+};
+
+// The model one_way(s) = overheads + latency x lat_factor(s) + s / (bandwidth x bw_factor(s))
+// fitted to `points` (ascending sizes, at least 2), the overheads measured apart (send: a
+// blocking eager send; receive: taking a message that has arrived). Times are first made
+// non-decreasing in size, from the largest down (load only slows messages down: a median above a
+// larger message's is lowered to it). The latency is the line
+// through the two smallest sizes at 0 bytes (between half the smallest's time and all of it) less
+// the overheads (scaled down if they exceed 95% of it); the bandwidth
+// the largest size's effective one, s / (t - overheads - latency), its factor 1. Each other size
+// gets the factor that reproduces its time, from halfway (geometric mean) between it and the
+// size before (the first from 0, with the second size's factor), clamped to (1e-6, 1e6].
+TransportFit fit_transport(std::span<const PingPongPoint> points, double send_overhead_s,
+                           double recv_overhead_s);
+
+// The fit's one-way seconds at `bytes` (what the simulator predicts for one message).
+double fitted_seconds(const TransportFit& fit, double bytes);
+
+}  // namespace syncopate::app

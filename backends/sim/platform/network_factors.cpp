@@ -1,0 +1,99 @@
+// The network model's software terms: evaluating and reading SMPI-style factor tables.
+#include "backends/sim/platform/network_factors.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "backends/sim/platform/platform_reader.hpp"
+#include "core/scenario/toml_reader.hpp"
+
+namespace syncopate::sim {
+
+double factor_at(std::span<const SizeFactor> table, double bytes) {
+  double factor = 1;
+  for (const SizeFactor& entry : table) {
+    if (entry.from_bytes > bytes) break;
+    factor = entry.factor;
+  }
+  return factor;
+}
+
+double transfer_seconds(const NetworkFactors& factors, double latency_s, double bandwidth_Bps,
+                        double bytes) {
+  if (!factors.has_tables()) return latency_s + bytes / bandwidth_Bps;
+  return latency_s * factor_at(factors.latency, bytes) +
+         bytes / (bandwidth_Bps * factor_at(factors.bandwidth, bytes));
+}
+
+double message_seconds(const NetworkFactors& factors, double latency_s, double bandwidth_Bps,
+                       double bytes) {
+  const double network = transfer_seconds(factors, latency_s, bandwidth_Bps, bytes);
+  if (factors.overhead_s() == 0) return network;
+  return factors.send_overhead_s + network + factors.recv_overhead_s;
+}
+
+namespace detail {
+namespace {
+
+constexpr double kMaxFactor = 1e6;
+constexpr double kMaxBytes = 1e15;
+
+double number_of(const toml::node& node, bool* ok) {
+  *ok = true;
+  if (node.is_integer()) return static_cast<double>(node.as_integer()->get());
+  if (node.is_floating_point()) return node.as_floating_point()->get();
+  *ok = false;
+  return 0;
+}
+
+// One entry [from_bytes, factor] of `key`'s table, checked against the previous one.
+SizeFactor read_entry(TomlReader& reader, const std::string& key, const toml::node& item,
+                      size_t index, const std::vector<SizeFactor>& before, bool zero_ok) {
+  const std::string at = "entry " + std::to_string(index + 1) + ": ";
+  const toml::array* pair = item.as_array();
+  bool from_ok = false, factor_ok = false;
+  SizeFactor entry;
+  if (pair != nullptr && pair->size() == 2) {
+    entry.from_bytes = number_of(*pair->get(0), &from_ok);
+    entry.factor = number_of(*pair->get(1), &factor_ok);
+  }
+  if (!from_ok || !factor_ok)
+    reader.fail(key, at + "expected [from_bytes, factor], two numbers, e.g. [65536, 0.8]");
+  if (!(entry.from_bytes >= 0 && entry.from_bytes <= kMaxBytes) ||
+      entry.from_bytes != std::floor(entry.from_bytes))
+    reader.fail(key, at + "from_bytes must be a whole number of bytes from 0 to 1e15");
+  if (index == 0 && entry.from_bytes != 0) reader.fail(key, at + "the first entry must be from 0");
+  if (index > 0 && entry.from_bytes <= before.back().from_bytes)
+    reader.fail(key, at + "from_bytes must be larger than the previous entry's");
+  const bool factor_in_range = zero_ok ? entry.factor >= 0 : entry.factor > 0;
+  if (!std::isfinite(entry.factor) || !factor_in_range || entry.factor > kMaxFactor)
+    reader.fail(key, at + "the factor must be " + (zero_ok ? ">= 0" : "> 0") + " and at most 1e6");
+  return entry;
+}
+
+std::vector<SizeFactor> read_table(TomlReader& reader, const std::string& key, bool zero_ok) {
+  std::vector<SizeFactor> table;
+  const toml::node* found = reader.node(key);
+  if (found == nullptr) return table;
+  const toml::array* array = found->as_array();
+  if (array == nullptr || array->empty())
+    reader.fail(key,
+                "expected an array of [from_bytes, factor] pairs, e.g. [[0, 0.5], [65536, 1]]");
+  for (size_t i = 0; i < array->size(); ++i)
+    table.push_back(read_entry(reader, key, *array->get(i), i, table, zero_ok));
+  return table;
+}
+
+}  // namespace
+
+NetworkFactors read_network_factors(TomlReader& reader) {
+  NetworkFactors factors;
+  factors.send_overhead_s = quantity(reader, "network.send_overhead", Quantity::kTime, 0.0, true);
+  factors.recv_overhead_s = quantity(reader, "network.recv_overhead", Quantity::kTime, 0.0, true);
+  factors.bandwidth = read_table(reader, "network.bandwidth_factor", /*zero_ok=*/false);
+  factors.latency = read_table(reader, "network.latency_factor", /*zero_ok=*/true);
+  return factors;
+}
+
+}  // namespace detail
+}  // namespace syncopate::sim

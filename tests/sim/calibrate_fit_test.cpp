@@ -1,0 +1,83 @@
+// calibrate's transport fit: from synthetic ping-pong timings made with known overheads, latency,
+// bandwidth and a piecewise bandwidth factor it recovers them, the simulator's tables give the
+// fitted seconds, and noisy medians still give tables a platform accepts.
+#include "app/calibrate_fit.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backends/sim/platform/network_factors.hpp"
+
+namespace syncopate::app {
+namespace {
+
+// The true model: sizes 8·2^k, k = 0..11, each with its bandwidth factor (the last 1).
+constexpr double kSend = 1e-6, kRecv = 2e-6, kLatency = 5e-7, kBandwidth = 4e9;
+const std::vector<double> kFactor = {0.5, 0.5, 0.8, 1.2, 2.0, 0.9, 1.5, 0.7, 0.4, 0.6, 1.1, 1.0};
+
+std::vector<PingPongPoint> synthetic() {
+  std::vector<PingPongPoint> points;
+  double previous = 0;
+  for (size_t k = 0; k < kFactor.size(); ++k) {
+    const double bytes = 8.0 * std::pow(2.0, static_cast<double>(k));
+    points.push_back({bytes, kSend + kRecv + kLatency + bytes / (kBandwidth * kFactor[k])});
+    EXPECT_GT(points.back().seconds, previous) << "the synthetic times must ascend";
+    previous = points.back().seconds;
+  }
+  return points;
+}
+
+TEST(CalibrateFit, RecoversKnownOverheadsLatencyBandwidthAndFactors) {
+  const std::vector<PingPongPoint> points = synthetic();
+  const TransportFit fit = fit_transport(points, kSend, kRecv);
+  EXPECT_DOUBLE_EQ(fit.send_overhead_s, kSend);
+  EXPECT_DOUBLE_EQ(fit.recv_overhead_s, kRecv);
+  EXPECT_NEAR(fit.latency_s, kLatency, 1e-9 * kLatency);  // the two smallest share a factor
+  EXPECT_NEAR(fit.bandwidth_Bps, kBandwidth, 1e-9 * kBandwidth);
+  EXPECT_TRUE(fit.latency_factor.empty());
+  ASSERT_EQ(fit.bandwidth_factor.size(), kFactor.size() - 1);
+  const std::vector<double> from = {0, 23, 45, 91, 181, 362, 724, 1448, 2896, 5793, 11585};
+  for (size_t i = 0; i < fit.bandwidth_factor.size(); ++i) {
+    EXPECT_EQ(fit.bandwidth_factor[i].from_bytes, from[i]) << i;
+    EXPECT_NEAR(fit.bandwidth_factor[i].factor, kFactor[i + 1], 1e-9) << i;
+  }
+  for (size_t k = 0; k < points.size(); ++k)
+    EXPECT_NEAR(fitted_seconds(fit, points[k].bytes), points[k].seconds, 1e-9 * points[k].seconds)
+        << points[k].bytes;
+}
+
+TEST(CalibrateFit, TheSimulatorsTablesGiveTheFittedSeconds) {
+  const TransportFit fit = fit_transport(synthetic(), kSend, kRecv);
+  sim::NetworkFactors factors;
+  factors.send_overhead_s = fit.send_overhead_s;
+  factors.recv_overhead_s = fit.recv_overhead_s;
+  for (const FactorEntry& e : fit.bandwidth_factor)
+    factors.bandwidth.push_back({e.from_bytes, e.factor});
+  for (double bytes : {8.0, 20.0, 100.0, 5000.0, 16384.0, 1e6})
+    EXPECT_NEAR(sim::message_seconds(factors, fit.latency_s, fit.bandwidth_Bps, bytes),
+                fitted_seconds(fit, bytes), 1e-15)
+        << bytes;
+}
+
+TEST(CalibrateFit, NoiseIsTamedIntoAcceptedTables) {
+  // A median above a larger message's, a flat pair, overheads above the first size's time: the
+  // times become non-decreasing, the factors stay in [1e-6, 1e6], the latency positive.
+  const std::vector<PingPongPoint> points = {{8, 3e-6},   {16, 2e-6},  {32, 4e-6}, {64, 4e-6},
+                                             {128, 5e-6}, {256, 9e-6}, {512, 2e-5}};
+  const TransportFit fit = fit_transport(points, 5e-6, 5e-6);
+  EXPECT_GT(fit.latency_s, 0);
+  EXPECT_NEAR(fit.send_overhead_s + fit.recv_overhead_s + fit.latency_s, 2e-6, 1e-15);
+  EXPECT_EQ(fit.points[0].seconds, 2e-6);  // lowered to the 16 B median: a flat first pair
+  ASSERT_EQ(fit.bandwidth_factor.size(), points.size() - 1);
+  EXPECT_EQ(fit.bandwidth_factor.front().factor, 1e6);  // 16 B took no longer than 8 B
+  for (const FactorEntry& e : fit.bandwidth_factor) {
+    EXPECT_GE(e.factor, 1e-6);
+    EXPECT_LE(e.factor, 1e6);
+  }
+  EXPECT_EQ(fit.bandwidth_factor.back().factor, 1);
+}
+
+}  // namespace
+}  // namespace syncopate::app

@@ -1,0 +1,171 @@
+// A recipe's [network] table: its factor tables and overheads parse, refuse bad input with
+// file:line: key, and a simulated message of s bytes then takes send + receive overhead +
+// latency x lat_factor(s) + s / (bandwidth x bw_factor(s)) at every fidelity.
+#include "backends/sim/platform/network_factors.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backends/sim/platform/platform.hpp"
+#include "backends/sim/platform/platform_recipe.hpp"
+#include "backends/sim/sim_backend.hpp"
+#include "core/base/check.hpp"
+#include "tests/sim/sim_test_util.hpp"
+
+namespace syncopate::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::decode;
+using testing::encode;
+using testing::run_in_child;
+
+// Two GPUs on one node, a 1 us, 10 GB/s route between them; then `network`.
+std::string two_gpus(const std::string& network) {
+  return "topology = \"star\"\nnodes = 1\ngpus_per_node = 2\n[profile]\nmemory_bandwidth = 1e12\n"
+         "[profile.flops_per_s]\nconv = 1e12\npool = 1e12\nelementwise = 1e12\nloss = 1e12\n"
+         "optimizer = 1e12\ngemm = 1e12\n[gpu_link]\nbandwidth = 1e10\nlatency = 1e-6\n" +
+         network;
+}
+// Where an error in the line after `network`'s first one ([network]) in two_gpus() is reported.
+constexpr const char* kKeyLine = ":17: ";
+
+fs::path write_recipe(const std::string& text) {
+  const fs::path path =
+      fs::temp_directory_path() / ("syncopate-network-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string recipe_error(const std::string& text) {
+  try {
+    detail::parse_recipe(write_recipe(text).string(), {});
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kTables =
+    "[network]\nsend_overhead = \"2us\"\nrecv_overhead = 3e-6\n"
+    "bandwidth_factor = [[0, 0.25], [65536, 0.5], [1048576, 2]]\n"
+    "latency_factor = [[0, 3], [65536, 0.5]]\n";
+
+TEST(NetworkFactors, TablesParseAndLookUpByMessageSize) {
+  const detail::Recipe recipe = detail::parse_recipe(write_recipe(two_gpus(kTables)).string(), {});
+  const NetworkFactors& f = recipe.network;
+  EXPECT_DOUBLE_EQ(f.send_overhead_s, 2e-6);
+  EXPECT_DOUBLE_EQ(f.recv_overhead_s, 3e-6);
+  ASSERT_EQ(f.bandwidth.size(), 3u);
+  ASSERT_EQ(f.latency.size(), 2u);
+  EXPECT_EQ(factor_at(f.bandwidth, 0), 0.25);
+  EXPECT_EQ(factor_at(f.bandwidth, 65535), 0.25);
+  EXPECT_EQ(factor_at(f.bandwidth, 65536), 0.5);
+  EXPECT_EQ(factor_at(f.bandwidth, 1048575), 0.5);
+  EXPECT_EQ(factor_at(f.bandwidth, 1e12), 2);
+  EXPECT_EQ(factor_at(f.latency, 4096), 3);
+  EXPECT_EQ(factor_at(f.latency, 1 << 20), 0.5);
+  EXPECT_EQ(factor_at({}, 4096), 1);
+  EXPECT_DOUBLE_EQ(message_seconds(f, 1e-6, 1e10, 4096), 2e-6 + 3e-6 + 3e-6 + 4096 / 2.5e9);
+}
+
+TEST(NetworkFactors, AbsentIsThePlainModelBitForBit) {
+  const detail::Recipe recipe = detail::parse_recipe(write_recipe(two_gpus("")).string(), {});
+  EXPECT_TRUE(recipe.network.empty());
+  for (double bytes : {0.0, 4096.0, 3e7}) {
+    const double plain = 1.3e-6 + bytes / 7.7e9;
+    EXPECT_EQ(message_seconds(recipe.network, 1.3e-6, 7.7e9, bytes), plain);
+  }
+}
+
+TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
+  struct Case {
+    std::string table, expected;
+  };
+  const std::string key = "bandwidth_factor = ";
+  const Case cases[] = {
+      {key + "0.5", "network.bandwidth_factor: expected an array of [from_bytes, factor] pairs"},
+      {key + "[]", "network.bandwidth_factor: expected an array"},
+      {key + "[[0, 1], 5]", "entry 2: expected [from_bytes, factor], two numbers"},
+      {key + "[[0, 1, 2]]", "entry 1: expected [from_bytes, factor]"},
+      {key + "[[0, \"fast\"]]", "entry 1: expected [from_bytes, factor]"},
+      {key + "[[16, 1]]", "entry 1: the first entry must be from 0"},
+      {key + "[[0, 1], [64, 0.5], [64, 0.7]]", "entry 3: from_bytes must be larger"},
+      {key + "[[0, 1], [32.5, 0.5]]", "entry 2: from_bytes must be a whole number"},
+      {key + "[[0, 1], [-8, 0.5]]", "entry 2: from_bytes must be a whole number"},
+      {key + "[[0, 0]]", "entry 1: the factor must be > 0"},
+      {key + "[[0, -1]]", "entry 1: the factor must be > 0"},
+      {key + "[[0, 1e7]]", "entry 1: the factor must be > 0 and at most 1e6"},
+      {key + "[[0, nan]]", "entry 1: the factor must be > 0"},
+      {"latency_factor = [[0, -0.5]]", "network.latency_factor: entry 1: the factor must be >= 0"},
+      {"send_overhead = -1", "network.send_overhead: must be >= 0"},
+      {"recv_overhead = \"fast\"", "network.recv_overhead: expected a number"},
+      {"gap = 1", "gap"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = recipe_error(two_gpus("[network]\n" + c.table + "\n"));
+    EXPECT_NE(msg.find(kKeyLine), std::string::npos) << c.table << ": " << msg;
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.table << ": " << msg;
+  }
+  EXPECT_EQ(recipe_error(two_gpus("[network]\nlatency_factor = [[0, 0]]\n")), "");
+}
+
+// Seconds of one allreduce of `bytes` between the recipe's two GPUs (recursive doubling: one
+// exchange of all the bytes each way), and the route's latency and bandwidth.
+std::vector<double> simulate_exchange(const fs::path& recipe, Fidelity fidelity, size_t bytes) {
+  const testing::ChildResult result = run_in_child([&] {
+    const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, 2);
+    std::vector<double> seconds(2);
+    SimOptions options;
+    options.workers = 2;
+    options.fidelity = fidelity;
+    options.cost_only = true;
+    std::vector<float> scratch(bytes / sizeof(float));
+    run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
+      const double start = exec.now();
+      comm.allreduce(scratch, {.algorithm = Algorithm::kRecursiveDoubling});
+      seconds[static_cast<size_t>(comm.rank())] = exec.now() - start;
+    });
+    return encode({std::max(seconds[0], seconds[1]), platform.intra_node.latency_s,
+                   platform.intra_node.bandwidth_Bps});
+  });
+  EXPECT_EQ(result.status, 0) << result.output;
+  return decode(result.output);
+}
+
+class NetworkFactorsTiming : public ::testing::TestWithParam<Fidelity> {};
+
+TEST_P(NetworkFactorsTiming, AMessageTakesOverheadPlusFactoredLatencyAndBandwidth) {
+  const fs::path recipe = write_recipe(two_gpus(kTables));
+  const fs::path plain =
+      fs::temp_directory_path() / ("syncopate-plain-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(plain) << two_gpus("");
+  for (size_t bytes : {size_t{4096}, size_t{256} << 10, size_t{4} << 20}) {
+    const std::vector<double> got = simulate_exchange(recipe, GetParam(), bytes);
+    ASSERT_EQ(got.size(), 3u);
+    const double latency = got[1], bandwidth = got[2], s = static_cast<double>(bytes);
+    const double bw = bytes < 65536 ? 0.25 : bytes < 1048576 ? 0.5 : 2;
+    const double lat = bytes < 65536 ? 3 : 0.5;
+    const double expected = 2e-6 + latency * lat + s / (bandwidth * bw) + 3e-6;
+    EXPECT_NEAR(got[0], expected, 1e-6 * expected) << bytes << " B";
+    const std::vector<double> base = simulate_exchange(plain, GetParam(), bytes);
+    ASSERT_EQ(base.size(), 3u);
+    EXPECT_NEAR(base[0], latency + s / bandwidth, 1e-6 * base[0]) << bytes << " B, plain";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fidelities, NetworkFactorsTiming,
+                         ::testing::Values(Fidelity::kMessage, Fidelity::kFlow,
+                                           Fidelity::kAnalytic),
+                         [](const auto& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
+
+}  // namespace
+}  // namespace syncopate::sim
