@@ -1,5 +1,6 @@
-// Strategy zero through the binary: one local worker equals serial, summary.json's memory per
-// GPU, and the refusal of a run that does not fit the GPU (the figures named).
+// Strategy zero through the binary: one local worker equals serial, stage 3 equal to ddp ring on
+// the simulator and under mpirun, summary.json's memory per GPU, and the refusal of a run that
+// does not fit the GPU (the figures named).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -40,6 +41,55 @@ TEST(ZeroRun, OneLocalWorkerEqualsSerial) {
   const std::string a = syncopate::read_text(serial / "model.bin");
   ASSERT_EQ(a.size(), 235146u * 4);
   EXPECT_TRUE(a == syncopate::read_text(zero / "model.bin"));
+}
+
+std::string model_of(const fs::path& dir) { return syncopate::read_text(dir / "model.bin"); }
+
+TEST(ZeroRun, StageThreeOneLocalWorkerEqualsSerial) {
+  std::string log;
+  const fs::path serial = scratch() / "serial3", zero = scratch() / "zero3-local";
+  const std::string base = bin() + " run " + kSmall + " --backend local --workers 1 --quiet ";
+  ASSERT_EQ(syncopate::run_command(base + "--strategy serial --out " + serial.string(), &log), 0)
+      << log;
+  ASSERT_EQ(syncopate::run_command(
+                base + "--strategy zero --set strategy.stage=3 --out " + zero.string(), &log),
+            0)
+      << log;
+  ASSERT_EQ(model_of(serial).size(), 235146u * 4);
+  EXPECT_TRUE(model_of(serial) == model_of(zero));
+}
+
+// Stage 3 (units of 0.25 MiB: several layers each) gives ddp ring's weights bit for bit on the
+// simulator and under mpirun at 2 ranks, and the simulator's bytes are its formula's.
+TEST(ZeroRun, StageThreeEqualsDdpRingOnSimAndMpi) {
+  const std::string common =
+      " run " + kSmall + " --workers 2 --quiet --set strategy.bucket_mb=0.25 ";
+  const fs::path ddp = scratch() / "ddp-ring", sim = scratch() / "zero3-sim",
+                 mpi = scratch() / "zero3-mpi";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(bin() + common +
+                                       "--backend sim --strategy ddp --set strategy.algorithm=ring "
+                                       "--out " +
+                                       ddp.string(),
+                                   &log),
+            0)
+      << log;
+  const std::string zero = "--strategy zero --set strategy.stage=3 --out ";
+  ASSERT_EQ(syncopate::run_command(bin() + common + "--backend sim " + zero + sim.string(), &log),
+            0)
+      << log;
+  ASSERT_EQ(syncopate::run_command(syncopate::mpirun(2) + " " + bin() + common + "--backend mpi " +
+                                       zero + mpi.string(),
+                                   &log),
+            0)
+      << log;
+  ASSERT_EQ(model_of(ddp).size(), 235146u * 4);
+  EXPECT_TRUE(model_of(sim) == model_of(ddp));
+  EXPECT_TRUE(model_of(mpi) == model_of(ddp));
+  // 600 samples, batch 16 on 2 workers: 19 steps per epoch, 2 epochs.
+  const uint64_t params = 235146, steps = 2 * 19, epochs = 2;
+  EXPECT_EQ(summary_of(sim)["bytes_sent"].get<uint64_t>(), (3 * steps + epochs) * 4 * params);
+  EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(), (3 * steps + epochs) * 4 * params);
 }
 
 // GPT-2 XL at batch 64 on 8 GPUs: ddp needs 79.2 GB per GPU, more than the H100's 64 GiB, and is
