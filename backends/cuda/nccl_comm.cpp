@@ -165,12 +165,19 @@ class Lease {
 // ---- asynchronous allreduce --------------------------------------------------------------
 
 // Everything is queued on the communicator's stream; wait() polls the event recorded after the
-// copy back into the pinned buffer, then copies into the caller's span and finishes.
+// copy back into the pinned buffer, then copies the result (from `offset` of the buffer: a
+// reduce-scatter's block) into the caller's span and finishes.
 class NcclWork final : public Work {
  public:
   NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, double timeout_s,
-           PinnedPool::Buffer buffer, cudaEvent_t event)
-      : comm_(comm), data_(data), op_(op), timeout_s_(timeout_s), buffer_(buffer), event_(event) {}
+           PinnedPool::Buffer buffer, cudaEvent_t event, size_t offset = 0)
+      : comm_(comm),
+        data_(data),
+        op_(op),
+        timeout_s_(timeout_s),
+        buffer_(buffer),
+        event_(event),
+        offset_(offset) {}
   NcclWork(const NcclWork&) = delete;
   NcclWork& operator=(const NcclWork&) = delete;
   ~NcclWork() override {
@@ -181,7 +188,7 @@ class NcclWork final : public Work {
         wait();
       } catch (const std::exception& e) {
         std::fprintf(stderr,
-                     "syncopate nccl: error in an allreduce whose Work was never waited: %s\n",
+                     "syncopate nccl: error in a collective whose Work was never waited: %s\n",
                      e.what());
       }
     }
@@ -192,8 +199,8 @@ class NcclWork final : public Work {
     if (waited_) return;
     waited_ = true;
     comm_.set_device();
-    comm_.wait_event(event_, "allreduce_async", timeout_s_);
-    std::memcpy(data_.data(), buffer_.data, data_.size_bytes());
+    comm_.wait_event(event_, "asynchronous collective", timeout_s_);
+    std::memcpy(data_.data(), buffer_.data + offset_, data_.size_bytes());
     finish(op_, comm_.size(), data_);
     release();
   }
@@ -213,6 +220,7 @@ class NcclWork final : public Work {
   double timeout_s_;
   PinnedPool::Buffer buffer_;
   cudaEvent_t event_;
+  size_t offset_;
   bool waited_ = false;
 };
 
@@ -451,19 +459,26 @@ void NcclCommunicator::staged(std::span<float> host, const char* what, bool uplo
 }
 
 WorkPtr NcclCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
+  return staged_async(data, data, 0, options.op, timeout_of(options),
+                      [&](float* device) { enqueue_allreduce(device, data.size(), options); });
+}
+
+WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<float> out,
+                                       size_t offset, ReduceOp op, double timeout_s,
+                                       FunctionRef<void(float*)> enqueue) {
   set_device();
   check_open();
-  if (data.empty()) return std::make_unique<CompletedWork>();
-  float* device = staging(data.size());
-  const PinnedPool::Buffer buffer = pinned_->take(data.size());
+  if (host.empty()) return std::make_unique<CompletedWork>();
+  float* device = staging(host.size());
+  const PinnedPool::Buffer buffer = pinned_->take(host.size());
   cudaEvent_t event = nullptr;
   try {
-    std::memcpy(buffer.data, data.data(), data.size_bytes());
+    std::memcpy(buffer.data, host.data(), host.size_bytes());
     SYNC_CUDA_CHECK(
-        cudaMemcpyAsync(device, buffer.data, data.size_bytes(), cudaMemcpyHostToDevice, stream()));
-    enqueue_allreduce(device, data.size(), options);
+        cudaMemcpyAsync(device, buffer.data, host.size_bytes(), cudaMemcpyHostToDevice, stream()));
+    enqueue(device);
     SYNC_CUDA_CHECK(
-        cudaMemcpyAsync(buffer.data, device, data.size_bytes(), cudaMemcpyDeviceToHost, stream()));
+        cudaMemcpyAsync(buffer.data, device, host.size_bytes(), cudaMemcpyDeviceToHost, stream()));
     SYNC_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     SYNC_CUDA_CHECK(cudaEventRecord(event, stream()));
   } catch (...) {
@@ -471,7 +486,28 @@ WorkPtr NcclCommunicator::allreduce_async(std::span<float> data, const Collectiv
     pinned_->give(buffer);
     throw;
   }
-  return std::make_unique<NcclWork>(*this, data, options.op, timeout_of(options), buffer, event);
+  return std::make_unique<NcclWork>(*this, out, op, timeout_s, buffer, event, offset);
+}
+
+WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+  check_block(mine.size(), all.size(), "allgather", "contribution");
+  const BlockRange block = block_of(all.size(), size_, rank_);
+  if (!mine.empty() && mine.data() != all.data() + block.offset)
+    std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
+  return staged_async(all, all, 0, ReduceOp::kSum, default_timeout(), [&](float* device) {
+    enqueue_steps(steps_of(CollectiveKind::kAllgather, Algorithm::kRing, all.size(), 0), device,
+                  ReduceOp::kSum);
+  });
+}
+
+WorkPtr NcclCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                                               ReduceOp op) {
+  check_block(out.size(), in.size(), "reduce_scatter", "output");
+  const BlockRange block = block_of(in.size(), size_, rank_);
+  return staged_async(in, out, block.offset, op, default_timeout(), [&](float* device) {
+    enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), device,
+                  op);
+  });
 }
 
 void NcclCommunicator::broadcast(std::span<float> data, int root) {

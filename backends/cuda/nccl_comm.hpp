@@ -96,6 +96,10 @@ class NcclCommunicator final : public Communicator {
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  // Queued on stream() after the operations before them, as allreduce_async.
+  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) override;
+  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                               ReduceOp op) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -137,6 +141,10 @@ class NcclCommunicator final : public Communicator {
   // back (unless !download) and waits for it with the watchdog.
   void staged(std::span<float> host, const char* what, bool upload, bool download,
               FunctionRef<void(float*)> enqueue);
+  // Uploads `host` through a pinned buffer, queues enqueue(device copy) and the copy back; the
+  // Work then copies out.size() floats from `offset` of the result into `out` and finishes them.
+  WorkPtr staged_async(std::span<const float> host, std::span<float> out, size_t offset,
+                       ReduceOp op, double timeout_s, FunctionRef<void(float*)> enqueue);
   // Throws NcclError if NCCL reported an asynchronous error.
   void check_async(const char* what);
   // Waits until `event` completed: polls with the timeout (kDefaultTimeout: the default) and

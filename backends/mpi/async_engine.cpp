@@ -1,4 +1,4 @@
-// AsyncEngine: asynchronous allreduces in submission order, on a helper thread or in wait().
+// AsyncEngine: asynchronous collectives in submission order, on a helper thread or in wait().
 #include "backends/mpi/async_engine.hpp"
 
 #include <cstdio>
@@ -19,7 +19,7 @@ class AsyncEngine::JobWork final : public Work {
       engine_->wait(*job_);
     } catch (const std::exception& e) {
       detail::mark_failed();
-      std::fprintf(stderr, "syncopate mpi: error in an allreduce whose Work was never waited: %s\n",
+      std::fprintf(stderr, "syncopate mpi: error in a collective whose Work was never waited: %s\n",
                    e.what());
     }
   }
@@ -37,7 +37,7 @@ class AsyncEngine::JobWork final : public Work {
   bool waited_ = false;
 };
 
-AsyncEngine::AsyncEngine(bool use_thread, Runner runner) : runner_(std::move(runner)) {
+AsyncEngine::AsyncEngine(bool use_thread) {
   if (use_thread) helper_ = std::thread([this] { helper_main(); });
 }
 
@@ -59,11 +59,10 @@ AsyncEngine::~AsyncEngine() {
   }
 }
 
-WorkPtr AsyncEngine::submit(std::span<float> data, const CollectiveOptions& options) {
+WorkPtr AsyncEngine::submit(Task task) {
   auto job = std::make_shared<Job>();
   job->submitted = MPI_Wtime();
-  job->data = data;
-  job->options = options;
+  job->task = std::move(task);
   {
     std::lock_guard lock(mu_);
     queue_.push_back(job);
@@ -75,8 +74,7 @@ WorkPtr AsyncEngine::submit(std::span<float> data, const CollectiveOptions& opti
 void AsyncEngine::run(Job& job, bool background) {
   try {
     job.algorithm =
-        runner_(job.data, job.options,
-                PollPolicy{.background = background, .cancel = &cancel_, .waiters = &waiters_});
+        job.task(PollPolicy{.background = background, .cancel = &cancel_, .waiters = &waiters_});
   } catch (...) {
     job.error = std::current_exception();  // rethrown by wait()
   }

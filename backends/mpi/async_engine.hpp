@@ -1,6 +1,7 @@
 #pragma once
-// Runs asynchronous allreduces in submission order, on a helper thread when MPI allows it
-// (MPI_THREAD_MULTIPLE), else inside Work::wait(). See MpiCommunicator for why.
+// Runs asynchronous collectives (allreduce, allgather, reduce-scatter) in submission order, on a
+// helper thread when MPI allows it (MPI_THREAD_MULTIPLE), else inside Work::wait(). See
+// MpiCommunicator for why.
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -18,26 +19,24 @@ namespace syncopate::mpi {
 
 class AsyncEngine {
  public:
-  // runner(data, options, poll) performs one allreduce, polling as `poll` says: gently on the
-  // helper thread while nobody waits for a result, spinning on a waiting thread.
-  // It returns the algorithm it ran.
-  using Runner =
-      std::function<Algorithm(std::span<float>, const CollectiveOptions&, const PollPolicy&)>;
-  AsyncEngine(bool use_thread, Runner runner);
+  // A task performs one collective, polling as `poll` says: gently on the helper thread while
+  // nobody waits for a result, spinning on a waiting thread. It returns the algorithm it ran.
+  using Task = std::function<Algorithm(const PollPolicy& poll)>;
+  explicit AsyncEngine(bool use_thread);
   // Runs the jobs still queued, then joins the helper.
   ~AsyncEngine();
   AsyncEngine(const AsyncEngine&) = delete;
   AsyncEngine& operator=(const AsyncEngine&) = delete;
 
-  WorkPtr submit(std::span<float> data, const CollectiveOptions& options);
+  // The task runs after every task submitted before it.
+  WorkPtr submit(Task task);
   // Makes running and queued jobs fail fast instead of waiting for peers (error unwinding).
   void cancel() { cancel_.store(true); }
 
  private:
   enum class State { kQueued, kRunning, kDone };
   struct Job {
-    std::span<float> data;
-    CollectiveOptions options;
+    Task task;
     State state = State::kQueued;
     std::exception_ptr error;
     double submitted = 0, completed = 0;  // MPI_Wtime
@@ -49,7 +48,6 @@ class AsyncEngine {
   void run(Job& job, bool background);  // called with mu_ unlocked; busy_ held by the caller
   void helper_main();
 
-  Runner runner_;
   std::atomic<bool> cancel_{false};
   std::atomic<int> waiters_{0};  // threads blocked in wait() on a job the helper runs
   std::mutex mu_;

@@ -92,11 +92,7 @@ MpiCommunicator::MpiCommunicator(Key, CommHandle comm) {
       std::make_unique<ScheduleChannel>(std::move(comm), node_of_rank_, &bytes_sent_, &bytes_recv_);
   async_ = std::make_unique<ScheduleChannel>(std::move(async_comm), node_of_rank_, &bytes_sent_,
                                              &bytes_recv_);
-  engine_ = std::make_unique<AsyncEngine>(
-      detail::thread_multiple(),
-      [this](std::span<float> data, const CollectiveOptions& options, const PollPolicy& poll) {
-        return run_allreduce(*async_, data, options, poll);
-      });
+  engine_ = std::make_unique<AsyncEngine>(detail::thread_multiple());
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -115,7 +111,46 @@ Algorithm MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<flo
 }
 
 WorkPtr MpiCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return engine_->submit(data, options);
+  return engine_->submit([this, data, options](const PollPolicy& poll) {
+    return run_allreduce(*async_, data, options, poll);
+  });
+}
+
+// The contribution is copied into `all` now; the ring runs on the asynchronous channel.
+WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+  check_block(mine.size(), all.size(), "allgather", "contribution");
+  place_contribution(mine, all);
+  return engine_->submit([this, all](PollPolicy poll) {
+    poll.timeout_s = default_timeout();
+    return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll);
+  });
+}
+
+// The input is copied now (the task owns the copy); `out` receives the block when it ran.
+WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                                              ReduceOp op) {
+  check_block(out.size(), in.size(), "reduce_scatter", "output");
+  auto work = std::make_shared<std::vector<float>>(in.begin(), in.end());
+  return engine_->submit([this, work, out, op](PollPolicy poll) {
+    poll.timeout_s = default_timeout();
+    const Algorithm ran =
+        async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll);
+    finish_block(*work, out, op);
+    return ran;
+  });
+}
+
+void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<float> all) const {
+  const BlockRange block = block_of(all.size(), size_, rank_);
+  if (!mine.empty() && mine.data() != all.data() + block.offset)
+    std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
+}
+
+void MpiCommunicator::finish_block(std::span<float> work, std::span<float> out, ReduceOp op) const {
+  const BlockRange block = block_of(work.size(), size_, rank_);
+  const std::span<float> reduced = work.subspan(block.offset, block.count);
+  finish(op, size_, reduced);
+  std::copy(reduced.begin(), reduced.end(), out.begin());
 }
 
 void MpiCommunicator::allreduce_blocking(std::span<float> data, const CollectiveOptions& options) {
@@ -155,20 +190,15 @@ void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 
 void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
-  const BlockRange block = block_of(all.size(), size_, rank_);
-  if (!mine.empty() && mine.data() != all.data() + block.offset)
-    std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
+  place_contribution(mine, all);
   main_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll());
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
-  const BlockRange block = block_of(in.size(), size_, rank_);
   work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
   main_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, work_, 0, op, poll());
-  const std::span<float> reduced(work_.data() + block.offset, block.count);
-  finish(op, size_, reduced);
-  std::copy(reduced.begin(), reduced.end(), out.begin());
+  finish_block(work_, out, op);
 }
 
 void MpiCommunicator::barrier() {

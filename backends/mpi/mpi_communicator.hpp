@@ -37,12 +37,12 @@ class AsyncEngine;
 // behind CPU arithmetic nothing hides when ranks already fill the cores (2 ranks on 2 cores
 // here). The hand-off costs ~10 us per call for small messages; allreduce_blocking avoids it.
 //
-// All other calls are blocking, on the calling thread. One thread calls this object. Misuse is a
-// UserError raised before any message (the contract in core/comm/comm.hpp); so is a received
-// message whose size is not the one expected (a recv of another size than its send, members
-// that issued different collectives).
-// Tags: collectives and point-to-point messages use different tags, so they never match each
-// other. A Work must not outlive its communicator.
+// allgather_async and reduce_scatter_async are jobs of the same engine, after the allreduces
+// submitted before them. All other calls are blocking, on the calling thread. One thread calls this
+// object. Misuse is a UserError raised before any message (the contract in core/comm/comm.hpp); so
+// is a received message whose size is not the one expected (a recv of another size than its send,
+// members that issued different collectives). Tags: collectives and point-to-point messages use
+// different tags, so they never match each other. A Work must not outlive its communicator.
 class MpiCommunicator final : public Communicator {
   struct Key {};
 
@@ -67,6 +67,10 @@ class MpiCommunicator final : public Communicator {
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  // Jobs of the asynchronous engine, as allreduce_async (same channel, same order).
+  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) override;
+  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                               ReduceOp op) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -95,6 +99,10 @@ class MpiCommunicator final : public Communicator {
   // UserError unless got == block_of(n, size, rank).count.
   void check_block(size_t got, size_t n, const char* operation, const char* what) const;
   void add_bytes(uint64_t sent, uint64_t received);
+  // allgather: this rank's block into its place in `all` (nothing when it is there already).
+  void place_contribution(std::span<const float> mine, std::span<float> all) const;
+  // reduce_scatter: this rank's reduced block of `work`, finished (kAvg), into `out`.
+  void finish_block(std::span<float> work, std::span<float> out, ReduceOp op) const;
 
   int rank_ = 0, size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_rank_;

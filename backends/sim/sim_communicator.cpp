@@ -123,6 +123,41 @@ class JobWork final : public Work {
   Completion completion_;
 };
 
+// A reduce-scatter's Work: the collective runs on a copy of the input; when it completes, this
+// rank's reduced block is finished (kAvg's division) into the output.
+class ScatterWork final : public Work {
+ public:
+  ScatterWork(WorkPtr collective, std::unique_ptr<std::vector<float>> buffer, BlockRange block,
+              std::span<float> out, ReduceOp op, int size)
+      : buffer_(std::move(buffer)),
+        collective_(std::move(collective)),
+        block_(block),
+        out_(out),
+        op_(op),
+        size_(size) {}
+  // The collective's own Work waits in its destructor if this one was never waited for.
+  void wait() override {
+    if (done_) return;
+    done_ = true;
+    collective_->wait();
+    const auto first = buffer_->begin() + static_cast<std::ptrdiff_t>(block_.offset);
+    std::copy(first, first + static_cast<std::ptrdiff_t>(block_.count), out_.begin());
+    finish(op_, size_, out_);
+  }
+  Completion completion() const override { return collective_->completion(); }
+
+ private:
+  // The collective's buffer, declared first so that it outlives the collective (whose
+  // destructor waits for it).
+  std::unique_ptr<std::vector<float>> buffer_;
+  WorkPtr collective_;
+  BlockRange block_;
+  std::span<float> out_;
+  ReduceOp op_;
+  int size_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
@@ -224,6 +259,15 @@ void SimCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 }
 
 void SimCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+  start_allgather(mine, all, false)->wait();
+}
+
+WorkPtr SimCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+  return start_allgather(mine, all, true);
+}
+
+WorkPtr SimCommunicator::start_allgather(std::span<const float> mine, std::span<float> all,
+                                         bool async) {
   const BlockRange block = block_of(all.size(), size(), rank_);
   if (mine.size() != block.count)
     throw UserError(
@@ -232,24 +276,33 @@ void SimCommunicator::allgather(std::span<const float> mine, std::span<float> al
         "; allowed: block_of(all.size(), size(), rank()).count = " + std::to_string(block.count));
   if (world_.emulate())
     std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(block.offset));
-  start({.kind = CollectiveKind::kAllgather, .count = all.size()}, all, false)->wait();
+  return start({.kind = CollectiveKind::kAllgather, .count = all.size()}, all, async);
 }
 
 void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
+  start_reduce_scatter(in, out, op, false)->wait();
+}
+
+WorkPtr SimCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                                              ReduceOp op) {
+  return start_reduce_scatter(in, out, op, true);
+}
+
+WorkPtr SimCommunicator::start_reduce_scatter(std::span<const float> in, std::span<float> out,
+                                              ReduceOp op, bool async) {
   const BlockRange block = block_of(in.size(), size(), rank_);
   if (out.size() != block.count)
     throw UserError(
         "sim: reduce_scatter: rank " + std::to_string(rank_) + " output has " +
         std::to_string(out.size()) + " floats for an input of " + std::to_string(in.size()) +
         "; allowed: block_of(in.size(), size(), rank()).count = " + std::to_string(block.count));
-  std::vector<float> work;
-  if (world_.emulate()) work.assign(in.begin(), in.end());
-  start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op}, work, false)
-      ->wait();
-  if (!world_.emulate()) return;
-  const auto first = work.begin() + static_cast<std::ptrdiff_t>(block.offset);
-  std::copy(first, first + static_cast<std::ptrdiff_t>(block.count), out.begin());
-  finish(op, size(), out);
+  auto work = std::make_unique<std::vector<float>>();
+  if (world_.emulate()) work->assign(in.begin(), in.end());
+  WorkPtr collective =
+      start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op}, *work, async);
+  if (!world_.emulate()) return collective;
+  return std::make_unique<ScatterWork>(std::move(collective), std::move(work), block, out, op,
+                                       size());
 }
 
 void SimCommunicator::barrier() {

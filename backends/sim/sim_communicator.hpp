@@ -11,7 +11,8 @@
 //   kAnalytic - members rendezvous; the completion date is computed from the schedule's rounds
 //               with the platform's link models (no flows); arithmetic as for kFlow.
 // Ordering and overlap: the collectives of one communicator execute one at a time, in issue
-// order (like one NCCL stream). allreduce_async returns at once; the collective starts when all
+// order (like one NCCL stream). allreduce_async (and allgather_async, reduce_scatter_async)
+// returns at once; the collective starts when all
 // members issued it and the previous one finished, and it progresses while the workers compute
 // (kMessage: a helper actor per rank on the worker's host; kFlow: the driver actor; kAnalytic:
 // nothing to progress). wait() returns at the collective's completion date. The blocking
@@ -50,6 +51,9 @@ class SimCommunicator final : public Communicator {
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) override;
+  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                               ReduceOp op) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -65,6 +69,9 @@ class SimCommunicator final : public Communicator {
   friend class SimSharedModel;
   void merge(GlobalModel* global, std::span<float> local, const MergeRule& rule);
   WorkPtr start(const CollCall& call, std::span<float> data, bool async);
+  WorkPtr start_allgather(std::span<const float> mine, std::span<float> all, bool async);
+  WorkPtr start_reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                               bool async);
   void drain();  // kMessage: waits for this rank's asynchronous collectives
   void check_peer(int peer, const char* operation) const;
   void check_root(int root, const char* operation) const;

@@ -179,6 +179,21 @@ class Communicator {
   virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
   // out.size() == block_of(in.size(), size(), rank()).count; out receives the reduced block.
   virtual void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) = 0;
+  // The same two, asynchronous: they return at once (misuse is still a UserError of the call)
+  // and complete in wait(), with the blocking calls' result bit for bit. `mine` and `in` are
+  // read by the call (they may change afterwards); `all` and `out` belong to the operation until
+  // wait() returns. They are ordered with this communicator's other asynchronous collectives
+  // (allreduce_async) in issue order. By default (a backend with no overlap to offer) they run
+  // the blocking call and return a completed Work.
+  virtual WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) {
+    allgather(mine, all);
+    return std::make_unique<CompletedWork>();
+  }
+  virtual WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                                       ReduceOp op) {
+    reduce_scatter(in, out, op);
+    return std::make_unique<CompletedWork>();
+  }
   virtual void barrier() = 0;
   virtual void send(std::span<const float> data, int peer) = 0;
   virtual void recv(std::span<float> data, int peer) = 0;

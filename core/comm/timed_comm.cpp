@@ -3,16 +3,19 @@
 #include "core/comm/timed_comm.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace syncopate {
 
 class TimedWork final : public Work {
  public:
-  // `start_s`: when the operation was launched; `bytes`: its payload.
-  TimedWork(WorkPtr inner, TimedCommunicator& comm, double start_s, uint64_t bytes,
-            Algorithm algorithm)
+  // `name`: the operation (a string literal); `start_s`: when it was launched; `bytes`: its
+  // payload.
+  TimedWork(WorkPtr inner, TimedCommunicator& comm, const char* name, double start_s,
+            uint64_t bytes, Algorithm algorithm)
       : inner_(std::move(inner)),
         comm_(comm),
+        name_(name),
         unwinding_at_start_(std::uncaught_exceptions()),
         start_s_(start_s),
         bytes_(bytes),
@@ -40,15 +43,16 @@ class TimedWork final : public Work {
     const double end =
         done.elapsed_s < 0 ? wait_end : std::clamp(start_s_ + done.elapsed_s, start_s_, wait_end);
     const Algorithm algorithm = done.algorithm == Algorithm::kAuto ? algorithm_ : done.algorithm;
-    comm_.in_flight("allreduce", start_s_, end, bytes_, algorithm);
+    comm_.in_flight(name_, start_s_, end, bytes_, algorithm);
     if (comm_.tracer_ != nullptr && wait_end > wait_start)
-      comm_.tracer_->span("wait allreduce", "comm", wait_start, wait_end);
+      comm_.tracer_->span(std::string("wait ") + name_, "comm", wait_start, wait_end);
   }
   Completion completion() const override { return inner_->completion(); }
 
  private:
   WorkPtr inner_;
   TimedCommunicator& comm_;
+  const char* name_;
   int unwinding_at_start_;
   double start_s_;
   uint64_t bytes_;
@@ -111,8 +115,25 @@ WorkPtr TimedCommunicator::allreduce_async(std::span<float> data,
   const double start = exec_.now();
   WorkPtr work = inner_.allreduce_async(data, options);
   times_.comm_s += exec_.now() - start;
-  return std::make_unique<TimedWork>(std::move(work), *this, start, data.size_bytes(),
+  return std::make_unique<TimedWork>(std::move(work), *this, "allreduce", start, data.size_bytes(),
                                      options.algorithm);
+}
+WorkPtr TimedCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+  rethrow_deferred();
+  const double start = exec_.now();
+  WorkPtr work = inner_.allgather_async(mine, all);
+  times_.comm_s += exec_.now() - start;
+  return std::make_unique<TimedWork>(std::move(work), *this, "allgather", start, all.size_bytes(),
+                                     Algorithm::kRing);
+}
+WorkPtr TimedCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                                                ReduceOp op) {
+  rethrow_deferred();
+  const double start = exec_.now();
+  WorkPtr work = inner_.reduce_scatter_async(in, out, op);
+  times_.comm_s += exec_.now() - start;
+  return std::make_unique<TimedWork>(std::move(work), *this, "reduce_scatter", start,
+                                     in.size_bytes(), Algorithm::kRing);
 }
 void TimedCommunicator::broadcast(std::span<float> data, int root) {
   rethrow_deferred();

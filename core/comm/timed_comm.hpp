@@ -47,6 +47,9 @@ class TimedCommunicator final : public Communicator {
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) override;
+  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
+                               ReduceOp op) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;

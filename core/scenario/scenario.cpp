@@ -103,9 +103,6 @@ void validate(const Scenario& s, const TomlReader& reader) {
   if (s.strategy.kind == StrategyKind::kLocalSgd && s.strategy.warmup_epochs >= s.epochs &&
       s.epochs > 1)
     reader.fail("strategy.warmup_epochs", "must be smaller than epochs");
-  if (s.strategy.kind == StrategyKind::kZero && s.strategy.stage == 3)
-    reader.fail("strategy.stage",
-                "3 (sharded parameters, gathered per layer) is not implemented yet; allowed: 1, 2");
   validate_regression(s, reader);
   try {
     syncopate::validate(s.optimizer);

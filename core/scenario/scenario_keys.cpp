@@ -153,12 +153,13 @@ std::string bucket_unused(const Scenario& s) {
     return "local_sgd reads it only during its ddp warm-up; strategy.warmup_epochs is 0";
   if (s.strategy.kind == StrategyKind::kZero && s.strategy.stage == 1)
     return "zero stage 1 reduce-scatters the gradients in one piece after backward; read from "
-           "strategy.stage = 2";
+           "strategy.stage = 2 (3: the units of layers gathered together)";
   return unless_strategy(
       s,
       {StrategyKind::kDdp, StrategyKind::kHierarchical, StrategyKind::kLocalSgd,
        StrategyKind::kZero},
-      "ddp, hierarchical and local_sgd (during strategy.warmup_epochs), and zero (stage 2)");
+      "ddp, hierarchical and local_sgd (during strategy.warmup_epochs), and zero (stages 2 "
+      "and 3)");
 }
 
 std::string algorithm_unused(const Scenario& s) {

@@ -1,6 +1,8 @@
 // Per-GPU memory of a run: parameters, gradients, optimizer state and activations.
 #include "core/train/memory.hpp"
 
+#include <algorithm>
+
 #include "core/comm/comm.hpp"
 #include "core/nn/model_summary.hpp"
 
@@ -15,6 +17,23 @@ uint64_t state_floats(const OptimizerConfig& optimizer) {
 
 }  // namespace
 
+uint64_t largest_unit(const ModelSummary& summary, double bucket_mb) {
+  size_t first = 0;  // the first layer with parameters
+  while (first + 1 < summary.layers.size() && summary.layers[first].params == 0) ++first;
+  const double limit = bucket_mb * 1024 * 1024;
+  uint64_t largest = 0, unit = 0;
+  for (size_t i = summary.layers.size(); i-- > 0;) {
+    const auto params = static_cast<uint64_t>(summary.layers[i].params);
+    if (params == 0) continue;
+    unit += params;
+    if (4.0 * static_cast<double>(unit) >= limit || i == first) {
+      largest = std::max(largest, unit);
+      unit = 0;
+    }
+  }
+  return largest;
+}
+
 std::string format_bytes(uint64_t bytes) { return si(static_cast<double>(bytes), "B"); }
 
 GpuMemory memory_per_gpu(const Scenario& s) {
@@ -24,7 +43,10 @@ GpuMemory memory_per_gpu(const Scenario& s) {
   // The largest shard of n floats over the workers.
   const uint64_t shard = block_of(n, s.workers, 0).count;
   GpuMemory m;
-  m.parameters = 4 * (zero && s.strategy.stage >= 3 ? shard : n);
+  m.parameters = 4 * n;
+  // Stage 3: the shard, the unit in use and the one prefetched.
+  if (zero && s.strategy.stage >= 3)
+    m.parameters = 4 * (shard + 2 * largest_unit(summary, s.strategy.bucket_mb));
   m.gradients = 4 * (zero && s.strategy.stage >= 2 ? shard : n);
   m.optimizer_state = 4 * state_floats(s.optimizer) * (zero ? shard : n);
   // diloco's outer optimizer: the global model and, with momentum, its buffer.

@@ -3,12 +3,14 @@
 // al. 2020, section 3) for float32 training: parameters 4 bytes each, gradients 4, optimizer
 // state 8 (Adam/AdamW: m and v) or 4 (SGD with momentum) or 0 (plain SGD), each divided by the
 // workers where the strategy shards it (zero: stage 1 the optimizer state, stage 2 and the
-// gradients), plus the activations kept for backward at the per-worker batch. diloco's outer
-// optimizer state (the global model, 4 bytes per parameter, and its momentum buffer, 4 more
-// unless outer_momentum is 0) counts as optimizer state.
+// gradients, stage 3 and the parameters, of which it also holds two whole units gathered: the
+// one computing and the one prefetched), plus the activations kept for backward at the per-worker
+// batch. diloco's outer optimizer state (the global model, 4 bytes per parameter, and its momentum
+// buffer, 4 more unless outer_momentum is 0) counts as optimizer state.
 #include <cstdint>
 #include <string>
 
+#include "core/nn/model_summary.hpp"
 #include "core/scenario/scenario.hpp"
 
 namespace syncopate {
@@ -21,6 +23,10 @@ struct GpuMemory {
 // Activations: every layer's output at scenario.batch_size, float32 (core/nn/model_summary.hpp).
 // A sharded part counts the largest shard (the first block of block_of).
 GpuMemory memory_per_gpu(const Scenario& scenario);
+
+// Parameters of zero stage 3's largest unit: the gradient buckets of strategy.bucket_mb
+// (gradient_buckets in core/train/strategy.hpp), from the model's summary.
+uint64_t largest_unit(const ModelSummary& summary, double bucket_mb);
 
 // "70.3 GB (parameters 6.23 GB, gradients 6.23 GB, optimizer state 12.5 GB, activations 45.3 GB
 // at batch_size 8)", in decimal units.

@@ -58,6 +58,11 @@ class Strategy {
   virtual void on_block_begin(WorkerContext&) {}
   // Backward has just produced layer `layer`'s gradients (layers run last to first).
   virtual void after_backward_layer(WorkerContext&, int /*layer*/) {}
+  // Layer `layer`'s forward, or its backward, is about to run: its parameters must be in
+  // ctx.params when this returns (zero stage 3 gathers them). A pass on an accelerator calls
+  // before_forward_layer for every layer before it, before_backward_layer (last to first) after.
+  virtual void before_forward_layer(WorkerContext&, int /*layer*/) {}
+  virtual void before_backward_layer(WorkerContext&, int /*layer*/) {}
   // The factor applied to this worker's mean-loss gradient before backward.
   virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }
   // Between backward and the optimizer step: gradients must be final when this returns.

@@ -83,8 +83,10 @@ LossResult TrainStep::forward_backward(const PlannedStep& step) {
 LossResult TrainStep::host_pass(float scale) {
   Model& model = ctx_.model;
   const double forward_start = ctx_.exec.now();
-  for (int i = 0; i < model.num_layers(); ++i)
+  for (int i = 0; i < model.num_layers(); ++i) {
+    strategy_.before_forward_layer(ctx_, i);
     compute(layer_name(i), model.forward_cost(i), [&] { model.forward_layer(i, step_ctx_); });
+  }
   ctx_.tracer.span("forward", "compute", forward_start, ctx_.exec.now());
   LossResult r{};
   compute("loss", loss_cost(model.output().shape()), [&] {
@@ -96,6 +98,7 @@ LossResult TrainStep::host_pass(float scale) {
   compute("zero_grad", zero_cost_, [&] { model.zero_grads(); });
   const double backward_start = ctx_.exec.now();
   for (int i = model.num_layers() - 1; i >= 0; --i) {
+    strategy_.before_backward_layer(ctx_, i);
     compute(layer_name(i), model.backward_cost(i), [&] { model.backward_layer(i); });
     strategy_.after_backward_layer(ctx_, i);
   }
@@ -111,19 +114,29 @@ LossResult TrainStep::device_pass(int64_t batch, float scale) {
     pass.flops += model.forward_cost(i).flops + model.backward_cost(i).flops;
     pass.bytes += model.forward_cost(i).bytes + model.backward_cost(i).bytes;
   }
+  for (int i = 0; i < model.num_layers(); ++i) strategy_.before_forward_layer(ctx_, i);
   LossResult r{};
   compute("forward+backward", pass, [&] {
     r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, loss_.classify(), scale,
                                        step_ctx_, ctx_.grads);
   });
-  for (int i = model.num_layers() - 1; i >= 0; --i) strategy_.after_backward_layer(ctx_, i);
+  backward_hooks();
   return r;
+}
+
+// The backward hooks of every layer, last to first, after a pass that ran in one piece.
+void TrainStep::backward_hooks() {
+  for (int i = ctx_.model.num_layers() - 1; i >= 0; --i) {
+    strategy_.before_backward_layer(ctx_, i);
+    strategy_.after_backward_layer(ctx_, i);
+  }
 }
 
 // A step without samples: zero gradients, so that the collectives still match.
 void TrainStep::empty_pass() {
+  for (int i = 0; i < ctx_.model.num_layers(); ++i) strategy_.before_forward_layer(ctx_, i);
   compute("zero_grad", zero_cost_, [&] { ctx_.model.zero_grads(); });
-  for (int i = ctx_.model.num_layers() - 1; i >= 0; --i) strategy_.after_backward_layer(ctx_, i);
+  backward_hooks();
 }
 
 }  // namespace syncopate

@@ -51,6 +51,7 @@ class TrainStep {
   LossResult host_pass(float scale);
   LossResult device_pass(int64_t batch, float scale);
   void empty_pass();
+  void backward_hooks();
 
   WorkerContext& ctx_;
   Strategy& strategy_;

@@ -1,5 +1,5 @@
-// ZeRO stages 1 and 2: reduce-scatter of the gradients, the optimizer over this worker's shard,
-// allgather of the parameters.
+// ZeRO stages 1 to 3: reduce-scatter of the gradients, the optimizer over this worker's shard,
+// allgather of the parameters (after the step, or per unit of layers before it is used).
 #include "core/train/zero.hpp"
 
 #include <algorithm>
@@ -11,8 +11,9 @@ namespace syncopate {
 namespace {
 
 // A piece of the flat parameter vector that is reduce-scattered and allgathered as one: the
-// whole vector (stage 1) or one gradient bucket (stage 2). This worker owns `block` of it,
-// held at `shard_offset` of its shard buffers.
+// whole vector (stage 1) or one gradient bucket (stages 2 and 3; in stage 3 the unit whose
+// parameters are gathered together). This worker owns `block` of it, held at `shard_offset` of
+// its shard buffers.
 struct Piece {
   size_t offset = 0, count = 0;
   int first_layer = 0;  // backward completes the piece with this layer
@@ -20,7 +21,7 @@ struct Piece {
   size_t shard_offset = 0;
 };
 
-// The pieces of stage 2: ddp's gradient buckets.
+// The pieces of stages 2 and 3: ddp's gradient buckets (the last layers first).
 std::vector<Piece> bucket_pieces(const Model& model, double bucket_mb) {
   std::vector<Piece> pieces;
   for (const GradientBucket& b : gradient_buckets(model, bucket_mb))
@@ -30,6 +31,19 @@ std::vector<Piece> bucket_pieces(const Model& model, double bucket_mb) {
                       .block = {},
                       .shard_offset = 0});
   return pieces;
+}
+
+// For every layer, the piece that holds its parameters (-1: it has none).
+std::vector<int> piece_of_layers(const Model& model, const std::vector<Piece>& pieces) {
+  std::vector<int> piece_of(static_cast<size_t>(model.num_layers()), -1);
+  for (int i = 0; i < model.num_layers(); ++i) {
+    const BlockRange range = model.param_range(i);
+    if (range.count == 0) continue;
+    for (size_t k = 0; k < pieces.size(); ++k)
+      if (range.offset >= pieces[k].offset && range.offset < pieces[k].offset + pieces[k].count)
+        piece_of[static_cast<size_t>(i)] = static_cast<int>(k);
+  }
+  return piece_of;
 }
 
 class Zero final : public Strategy {
@@ -63,6 +77,11 @@ class Zero final : public Strategy {
     }
     // Cost-only runs hold no optimizer state, as the worker's own optimizer (trainer.cpp).
     optimizer_ = make_optimizer(optimizer_config_, ctx.exec.cost_only() ? 0 : shard);
+    if (stage_ == 3) {
+      piece_of_layer_ = piece_of_layers(ctx.model, pieces_);
+      gathers_.resize(pieces_.size());
+      if (!ctx.exec.cost_only()) copy_shard_from_model(ctx);  // the shard is the master copy
+    }
   }
   // This worker's share of the global batch: the reduce-scatter's sum is then the mean.
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
@@ -72,27 +91,46 @@ class Zero final : public Strategy {
                       : static_cast<float>(static_cast<double>(batch.count_of(ctx.comm.rank())) /
                                            static_cast<double>(total));
   }
+  // Stage 3: the unit of this layer gathered, the next one (in forward order) prefetched.
+  void before_forward_layer(WorkerContext& ctx, int layer) override {
+    if (stage_ != 3) return;
+    if (layer == 0) active_ = -1;  // a new pass: every unit is gathered again
+    const int k = piece_of_layer_[static_cast<size_t>(layer)];
+    if (k < 0 || k == active_) return;
+    use_unit(ctx, k, k - 1);  // pieces_ run from the last layers to the first
+  }
+  // Stage 3: the same for backward, prefetching the unit before it.
+  void before_backward_layer(WorkerContext& ctx, int layer) override {
+    if (stage_ != 3) return;
+    if (layer == ctx.model.num_layers() - 1) active_ = -1;
+    const int k = piece_of_layer_[static_cast<size_t>(layer)];
+    if (k < 0 || k == active_) return;
+    use_unit(ctx, k, k + 1);
+  }
+  // Stages 2 and 3: each bucket reduce-scattered as soon as backward has filled it.
   void after_backward_layer(WorkerContext& ctx, int layer) override {
     if (stage_ == 1) return;
     for (const Piece& piece : pieces_)
-      if (piece.first_layer == layer) reduce_scatter(ctx, piece);
+      if (piece.first_layer == layer)
+        scatters_.push_back(ctx.comm.reduce_scatter_async(
+            ctx.grads.subspan(piece.offset, piece.count), shard_of(grads_, piece), ReduceOp::kSum));
   }
   void before_step(WorkerContext& ctx) override {
     if (stage_ == 1) reduce_scatter(ctx, pieces_.front());
-    if (ctx.exec.cost_only()) return;
-    for (const Piece& piece : pieces_) {
-      const auto first =
-          ctx.params.begin() + static_cast<std::ptrdiff_t>(piece.offset + piece.block.offset);
-      std::copy(first, first + static_cast<std::ptrdiff_t>(piece.block.count),
-                shard_of(params_, piece).begin());
-    }
+    for (WorkPtr& work : scatters_) work->wait();
+    scatters_.clear();
+    if (stage_ == 3 || ctx.exec.cost_only()) return;
+    copy_shard_from_model(ctx);  // the allgather of the last step left the model whole
   }
   OptimizerTarget optimizer_target(WorkerContext&) override {
     return {*optimizer_, params_, grads_};
   }
   void after_step(WorkerContext& ctx, int64_t) override {
-    for (const Piece& piece : pieces_)
-      ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count));
+    if (stage_ != 3) gather_all(ctx);
+  }
+  // Stage 3: the whole model, for evaluation, checkpoints and the final model.
+  void on_epoch_end(WorkerContext& ctx) override {
+    if (stage_ == 3) gather_all(ctx);
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
   // The optimizer state of this worker's shard (the parameters are the worker's own).
@@ -111,6 +149,35 @@ class Zero final : public Strategy {
     ctx.comm.reduce_scatter(ctx.grads.subspan(piece.offset, piece.count), shard_of(grads_, piece),
                             ReduceOp::kSum);
   }
+  void gather_all(WorkerContext& ctx) {
+    for (const Piece& piece : pieces_)
+      ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count));
+  }
+  void copy_shard_from_model(WorkerContext& ctx) {
+    for (const Piece& piece : pieces_) {
+      const auto first =
+          ctx.params.begin() + static_cast<std::ptrdiff_t>(piece.offset + piece.block.offset);
+      std::copy(first, first + static_cast<std::ptrdiff_t>(piece.block.count),
+                shard_of(params_, piece).begin());
+    }
+  }
+  // Stage 3: unit k's allgather started unless it is in flight (prefetched), then unit `next`'s
+  // (when there is one) so that it overlaps this unit's compute, then unit k's completed.
+  void use_unit(WorkerContext& ctx, int k, int next) {
+    start_gather(ctx, k);
+    if (next >= 0 && next < static_cast<int>(pieces_.size())) start_gather(ctx, next);
+    WorkPtr& work = gathers_[static_cast<size_t>(k)];
+    work->wait();
+    work.reset();
+    active_ = k;
+  }
+  void start_gather(WorkerContext& ctx, int k) {
+    WorkPtr& work = gathers_[static_cast<size_t>(k)];
+    if (work) return;
+    const Piece& piece = pieces_[static_cast<size_t>(k)];
+    work = ctx.comm.allgather_async(shard_of(params_, piece),
+                                    ctx.params.subspan(piece.offset, piece.count));
+  }
 
   int stage_;
   double bucket_mb_;
@@ -119,13 +186,18 @@ class Zero final : public Strategy {
   std::vector<float> storage_;
   std::span<float> params_, grads_;  // this worker's shard: its parameters and summed gradients
   std::unique_ptr<Optimizer> optimizer_;
+  std::vector<WorkPtr> scatters_;  // stages 2 and 3: reduce-scatters in flight
+  // Stage 3: each layer's unit, each unit's allgather in flight, the unit in use (-1: none).
+  std::vector<int> piece_of_layer_;
+  std::vector<WorkPtr> gathers_;
+  int active_ = -1;
 };
 
 }  // namespace
 
 std::unique_ptr<Strategy> make_zero(const Scenario& scenario) {
   const StrategySection& s = scenario.strategy;
-  SYNC_CHECK(s.stage == 1 || s.stage == 2, "zero stage " << s.stage << " (refused at parsing)");
+  SYNC_CHECK(s.stage >= 1 && s.stage <= 3, "zero stage " << s.stage << " (refused at parsing)");
   return std::make_unique<Zero>(s.stage, s.bucket_mb, scenario.optimizer);
 }
 

@@ -6,8 +6,9 @@
 // small integers (so any summation order is exact and every result must equal a serial reduction
 // bit for bit), plus non-integer inputs for the cross-rank bit-identity check. It never throws
 // on a wrong result and never skips a collective (so ranks stay in step): it returns the failure
-// messages of this rank, empty when the contract holds. No test framework inside. It ends with
-// the error contract of core/comm/comm.hpp: misuse must raise the same typed errors on every
+// messages of this rank, empty when the contract holds. No test framework inside. It checks
+// the asynchronous allgather and reduce-scatter (tests/contract/async_contract.hpp) and ends
+// with the error contract of core/comm/comm.hpp: misuse must raise the same typed errors on every
 // backend (tests/contract/misuse_contract.hpp).
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "core/comm/comm.hpp"
+#include "tests/contract/async_contract.hpp"
 #include "tests/contract/misuse_contract.hpp"
 #include "tests/contract/recorder.hpp"
 
@@ -234,6 +236,7 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
           std::span<const float>(full).subspan(mine.offset, mine.count));
     }
 
+  detail::check_async_collectives(comm, rec);
   comm.barrier();
   comm.barrier();
 

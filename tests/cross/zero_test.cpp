@@ -1,9 +1,11 @@
-// Strategy zero through the binary: one local worker equals serial, summary.json's memory per
-// GPU, and the refusal of a run that does not fit the GPU (the figures named).
+// Strategy zero through the binary: one local worker equals serial, stage 3 equal to ddp ring on
+// the simulator and under mpirun, summary.json's memory per GPU, and the refusal of a run that
+// does not fit the GPU (the figures named).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -40,6 +42,85 @@ TEST(ZeroRun, OneLocalWorkerEqualsSerial) {
   const std::string a = syncopate::read_text(serial / "model.bin");
   ASSERT_EQ(a.size(), 235146u * 4);
   EXPECT_TRUE(a == syncopate::read_text(zero / "model.bin"));
+}
+
+std::string model_of(const fs::path& dir) { return syncopate::read_text(dir / "model.bin"); }
+
+TEST(ZeroRun, StageThreeOneLocalWorkerEqualsSerial) {
+  std::string log;
+  const fs::path serial = scratch() / "serial3", zero = scratch() / "zero3-local";
+  const std::string base = bin() + " run " + kSmall + " --backend local --workers 1 --quiet ";
+  ASSERT_EQ(syncopate::run_command(base + "--strategy serial --out " + serial.string(), &log), 0)
+      << log;
+  ASSERT_EQ(syncopate::run_command(
+                base + "--strategy zero --set strategy.stage=3 --out " + zero.string(), &log),
+            0)
+      << log;
+  ASSERT_EQ(model_of(serial).size(), 235146u * 4);
+  EXPECT_TRUE(model_of(serial) == model_of(zero));
+}
+
+// Stage 3 (units of 0.25 MiB: several layers each) gives ddp ring's weights bit for bit on the
+// simulator and under mpirun at 2 ranks, and the simulator's bytes are its formula's.
+TEST(ZeroRun, StageThreeEqualsDdpRingOnSimAndMpi) {
+  const std::string common =
+      " run " + kSmall + " --workers 2 --quiet --set strategy.bucket_mb=0.25 ";
+  const fs::path ddp = scratch() / "ddp-ring", sim = scratch() / "zero3-sim",
+                 mpi = scratch() / "zero3-mpi";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(bin() + common +
+                                       "--backend sim --strategy ddp --set strategy.algorithm=ring "
+                                       "--out " +
+                                       ddp.string(),
+                                   &log),
+            0)
+      << log;
+  const std::string zero = "--strategy zero --set strategy.stage=3 --out ";
+  ASSERT_EQ(syncopate::run_command(bin() + common + "--backend sim " + zero + sim.string(), &log),
+            0)
+      << log;
+  ASSERT_EQ(syncopate::run_command(syncopate::mpirun(2) + " " + bin() + common + "--backend mpi " +
+                                       zero + mpi.string(),
+                                   &log),
+            0)
+      << log;
+  ASSERT_EQ(model_of(ddp).size(), 235146u * 4);
+  EXPECT_TRUE(model_of(sim) == model_of(ddp));
+  EXPECT_TRUE(model_of(mpi) == model_of(ddp));
+  // 600 samples, batch 16 on 2 workers: 19 steps per epoch, 2 epochs.
+  const uint64_t params = 235146, steps = 2 * 19, epochs = 2;
+  EXPECT_EQ(summary_of(sim)["bytes_sent"].get<uint64_t>(), (3 * steps + epochs) * 4 * params);
+  EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(), (3 * steps + epochs) * 4 * params);
+}
+
+// GPT-2 XL cost-only on 8 GPUs of two nodes, 10 steps of batch 1. Stage 1 reduce-scatters after
+// backward and allgathers after the step: none of its communication overlaps compute. Stage 2's
+// reduce-scatters run during backward, stage 3's allgathers during forward and backward (each
+// unit's prefetched while the one before computes): part of theirs hides. Stage 3 sends two
+// allgathers and a reduce-scatter per step, plus the whole model once at the epoch's end.
+TEST(ZeroRun, StagesTwoAndThreeOverlapCommunicationWithCompute) {
+  const std::string base = bin() + " run " + kGpt2 +
+                           " --workers 8 --set sim.platform_params.nodes=2 "
+                           "--set sim.cost_only_train_samples=80 --quiet --strategy zero ";
+  std::map<int, nlohmann::json> runs;
+  for (int stage : {1, 2, 3}) {
+    const fs::path dir = scratch() / ("gpt2-overlap-" + std::to_string(stage));
+    std::string log;
+    ASSERT_EQ(syncopate::run_command(
+                  base + "--set strategy.stage=" + std::to_string(stage) + " --out " + dir.string(),
+                  &log),
+              0)
+        << log;
+    runs[stage] = summary_of(dir);
+  }
+  const auto exposed = [&](int stage) { return runs[stage]["comm_time_s"].get<double>(); };
+  const auto total = [&](int stage) { return runs[stage]["comm_total_time_s"].get<double>(); };
+  EXPECT_NEAR(exposed(1), total(1), 1e-9 * total(1));
+  EXPECT_LT(exposed(2), 0.95 * total(2));
+  EXPECT_LT(exposed(3), 0.95 * total(3));
+  const uint64_t params = 1'557'611'200, steps = 10, workers = 8;
+  EXPECT_EQ(runs[3]["bytes_sent"].get<uint64_t>(), (3 * steps + 1) * (workers - 1) * 4 * params);
+  EXPECT_EQ(runs[1]["bytes_sent"].get<uint64_t>(), 2 * steps * (workers - 1) * 4 * params);
 }
 
 // GPT-2 XL at batch 64 on 8 GPUs: ddp needs 79.2 GB per GPU, more than the H100's 64 GiB, and is

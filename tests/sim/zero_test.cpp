@@ -1,6 +1,6 @@
-// Strategy zero (stages 1 and 2) on the simulator in emulation: the same arithmetic as ddp, one
-// worker equal to serial, replicas that agree, and the bytes of a reduce-scatter plus an
-// allgather per step.
+// Strategy zero (stages 1 to 3) on the simulator in emulation: the same arithmetic as ddp, one
+// worker equal to serial, replicas that agree, the bytes of a reduce-scatter plus an allgather
+// per step (stage 3: two allgathers). The overlap with compute: tests/cross/zero_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,6 +95,11 @@ WorkerReport serial(const Scenario& s) {
 const std::vector<std::string> kStage1 = {"strategy.name=zero", "strategy.stage=1"};
 const std::vector<std::string> kStage2 = {"strategy.name=zero", "strategy.stage=2",
                                           "strategy.bucket_mb=0.25"};
+const std::vector<std::string> kStage3 = {"strategy.name=zero", "strategy.stage=3",
+                                          "strategy.bucket_mb=0.25"};
+// Stage 3 with a unit per layer: every layer's parameters gathered on their own.
+const std::vector<std::string> kStage3PerLayer = {"strategy.name=zero", "strategy.stage=3",
+                                                  "strategy.bucket_mb=0.000001"};
 
 std::vector<std::string> with(std::vector<std::string> sets, const std::string& extra) {
   sets.push_back(extra);
@@ -140,10 +145,27 @@ TEST(SimZero, StageOneEqualsDdpRabenseifnerToRounding) {
   EXPECT_LE(std::sqrt(diff / norm), 1e-6);
 }
 
+// Stage 3 reduce-scatters ddp's buckets as stage 2 does and gathers the same parameters before
+// each unit is used: its weights and losses are ddp ring's bit for bit, with units of several
+// layers (0.25 MiB buckets) and with a unit per layer.
+TEST(SimZero, StageThreeEqualsDdpBitForBit) {
+  for (const auto& [bucket, stage] : {std::pair{"strategy.bucket_mb=0.25", kStage3},
+                                      {"strategy.bucket_mb=0.000001", kStage3PerLayer}}) {
+    const SimRun ddp = simulate(scenario({"strategy.name=ddp", "strategy.algorithm=ring", bucket}));
+    const SimRun zero = simulate(scenario(stage));
+    ASSERT_TRUE(ddp.error.empty() && zero.error.empty()) << ddp.error << zero.error;
+    ASSERT_EQ(zero.params.size(), 3u);
+    for (size_t w = 0; w < 3; ++w) EXPECT_EQ(zero.params[w], ddp.params[w]) << bucket;
+    ASSERT_EQ(zero.epochs.size(), ddp.epochs.size());
+    for (size_t i = 0; i < ddp.epochs.size(); ++i)
+      EXPECT_EQ(zero.epochs[i].train_loss, ddp.epochs[i].train_loss) << bucket << " row " << i;
+  }
+}
+
 // One worker: the reduce-scatter and the allgather are copies, the shard is the whole model.
 TEST(SimZero, OneWorkerEqualsSerial) {
   const WorkerReport reference = serial(scenario({"workers=1", "epochs=1"}));
-  for (const auto& stage : {kStage1, kStage2}) {
+  for (const auto& stage : {kStage1, kStage2, kStage3}) {
     const SimRun run = simulate(scenario(with(with(stage, "workers=1"), "epochs=1")));
     ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
     EXPECT_EQ(run.params.at(0), reference.final_params) << stage[1];
@@ -154,7 +176,7 @@ TEST(SimZero, OneWorkerEqualsSerial) {
 TEST(SimZero, ReplicasAgreeAfterEachStep) {
   for (int steps = 1; steps <= 3; ++steps) {
     const std::string samples = "data.train_samples=" + std::to_string(48 * steps);
-    for (const auto& stage : {kStage1, kStage2}) {
+    for (const auto& stage : {kStage1, kStage2, kStage3}) {
       const SimRun run = simulate(scenario(with(with(stage, samples), "epochs=1")));
       ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
       ASSERT_EQ(run.params.size(), 3u);
@@ -175,6 +197,21 @@ TEST(SimZero, BytesAreAReduceScatterAndAnAllgatherPerStep) {
     for (const EpochMetrics& e : run.epochs) sent += e.bytes_sent;
     const uint64_t params = run.params.at(0).size(), steps = 2 * 16, workers = 3;
     EXPECT_EQ(sent, steps * 2 * (workers - 1) * 4 * params) << stage[1];
+  }
+}
+
+// Stage 3 gathers every unit before its forward and again before its backward, and
+// reduce-scatters its gradients: 3 (W-1) x 4 bytes per parameter per step over the workers
+// (3 (W-1)/W x 4 each), plus the whole model gathered once per epoch (for evaluation and the
+// final model).
+TEST(SimZero, StageThreeBytesAreTwoAllgathersAndAReduceScatterPerStep) {
+  for (const auto& stage : {kStage3, kStage3PerLayer}) {
+    const SimRun run = simulate(scenario(stage));
+    ASSERT_TRUE(run.error.empty()) << stage[2] << ": " << run.error;
+    uint64_t sent = 0;
+    for (const EpochMetrics& e : run.epochs) sent += e.bytes_sent;
+    const uint64_t params = run.params.at(0).size(), steps = 2 * 16, epochs = 2, workers = 3;
+    EXPECT_EQ(sent, (3 * steps + epochs) * (workers - 1) * 4 * params) << stage[2];
   }
 }
 

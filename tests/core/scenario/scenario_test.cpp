@@ -424,9 +424,7 @@ TEST(ScenarioKnobs, ZeroStage) {
   EXPECT_EQ(parse_scenario(strategy_file("zero", "stage = 2\nbucket_mb = 1\n"), "e").strategy.stage,
             2);
   EXPECT_EQ(parse_scenario(strategy_file("zero", ""), "e").strategy.stage, 1);
-  expect_refused(
-      strategy_file("zero", "stage = 3\n"), {}, "exp.toml:4", "strategy.stage",
-      "3 (sharded parameters, gathered per layer) is not implemented yet; allowed: 1, 2");
+  EXPECT_EQ(parse_scenario(strategy_file("zero", "stage = 3\n"), "e").strategy.stage, 3);
   expect_refused(strategy_file("zero", "stage = 4\n"), {}, "exp.toml:4", "strategy.stage", "3");
   expect_refused(strategy_file("ddp", "stage = 2\n"), {}, "exp.toml:4", "strategy.stage",
                  "read only by zero");

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "core/nn/model.hpp"
 #include "core/nn/model_summary.hpp"
+#include "core/train/strategy.hpp"
 #include "tests/common/serial_defaults.hpp"
 
 namespace syncopate {
@@ -54,6 +58,35 @@ TEST(MemoryPerGpu, DdpHoldsEverythingZeroShardsByStage) {
   EXPECT_EQ(z2.activations, activations);
   // local_sgd and epoch_sync keep a full replica, as ddp.
   EXPECT_EQ(memory_per_gpu(gpt2({"strategy.name=local_sgd"})).total(), ddp.total());
+}
+
+// Stage 3 shards the parameters too and holds two whole units (the one computing and the one
+// prefetched): GPT-2 XL's 25 MiB units are its transformer blocks' pieces, far below the model.
+TEST(MemoryPerGpu, StageThreeShardsTheParametersPlusTwoUnits) {
+  const Scenario s = gpt2({"strategy.name=zero", "strategy.stage=3", "strategy.bucket_mb=25"});
+  const uint64_t unit = largest_unit(summarize_model(s.model.spec(), 1), 25);
+  EXPECT_GE(4 * unit, 25u * 1024 * 1024);
+  EXPECT_LT(unit, kParams / 10);
+  const GpuMemory z3 = memory_per_gpu(s);
+  EXPECT_EQ(z3.parameters, 4 * (kShard + 2 * unit));
+  EXPECT_EQ(z3.gradients, 4 * kShard);
+  EXPECT_EQ(z3.optimizer_state, 8 * kShard);
+  EXPECT_LT(
+      z3.total(),
+      memory_per_gpu(gpt2({"strategy.name=zero", "strategy.stage=2", "strategy.bucket_mb=25"}))
+          .total());
+}
+
+// largest_unit follows gradient_buckets' rule: the largest bucket of the built model.
+TEST(MemoryPerGpu, LargestUnitIsTheLargestGradientBucket) {
+  const ModelSpec spec = zoo_spec("mlp");
+  const Model model(spec);
+  for (double mb : {1e-6, 0.25, 0.5, 100.0}) {
+    uint64_t largest = 0;
+    for (const GradientBucket& b : gradient_buckets(model, mb))
+      largest = std::max<uint64_t>(largest, b.count);
+    EXPECT_EQ(largest_unit(summarize_model(spec, 1), mb), largest) << mb << " MiB";
+  }
 }
 
 TEST(MemoryPerGpu, OptimizerStateFollowsTheOptimizer) {
