@@ -39,7 +39,8 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
   result.info.extra = {{"simulated_seconds", stats.simulated_seconds},
                        {"simulation_wall_seconds", stats.wall_seconds},
                        {"simulated_comms", static_cast<double>(stats.comms)},
-                       {"simulated_activities", static_cast<double>(stats.activities)}};
+                       {"simulated_activities", static_cast<double>(stats.activities)},
+                       {"modelled_events", static_cast<double>(stats.modelled_events)}};
   return result;
 }
 

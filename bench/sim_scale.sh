@@ -2,8 +2,12 @@
 # The simulator at scale: one cost-only ResNet-50 DDP epoch (scenarios/sim-resnet50-ddp-1024.toml,
 # 4 GPUs per mn5-acc node) over a grid of GPU counts, fidelities, fast-forward on and off, and
 # per-step noise off and on (lognormal, sigma 0.05). Per point it prints the wall seconds of the
-# whole process (platform build included), its peak RSS and RSS per simulated worker, the
-# simulated activities per second of simulation, and the simulated epoch.
+# whole process (platform build included) and its CPU seconds (user + system: the wall time on a
+# loaded machine overstates the cost), its peak RSS and RSS per simulated worker, the simulated
+# activities per second of simulation (SimGrid activities: at analytic fidelity in cost-only
+# runs the collectives run on the workers' own clocks and cost none, so also the modelled
+# events per second: one per layer pass, optimizer step and collective of every worker), and
+# the simulated epoch. The machine's load average is printed first.
 #   bench/sim_scale.sh        the default grid: 1,024 and 4,096 GPUs, analytic, fast-forward on,
 #                             noise off (a few minutes)
 #   GPUS="1024 4096 16384 65536" FIDELITIES="analytic flow" FAST_FORWARD="true false" \
@@ -20,15 +24,16 @@ FAST_FORWARD=${FAST_FORWARD:-"true"}
 NOISE=${NOISE:-"none"}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-printf '%7s %9s %5s %9s %9s %9s %10s %12s %12s\n' GPUs fidelity ff noise wall_s rss_GB \
-  KB/worker activities/s epoch_s
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%7s %9s %5s %9s %9s %8s %9s %10s %12s %12s %12s\n' GPUs fidelity ff noise wall_s cpu_s \
+  rss_GB KB/worker activities/s events/s epoch_s
 for gpus in $GPUS; do
   for fidelity in $FIDELITIES; do
     for ff in $FAST_FORWARD; do
       for noise in $NOISE; do
         dir="$out/g$gpus-$fidelity-$ff-$noise"
         status=0
-        /usr/bin/time -f '%e %M' -o "$dir.time" build/bin/syncopate run \
+        /usr/bin/time -f '%e %M %U %S' -o "$dir.time" build/bin/syncopate run \
           scenarios/sim-resnet50-ddp-1024.toml --workers "$gpus" \
           --set sim.platform_params.nodes=$((gpus / 4)) --fidelity "$fidelity" \
           --set sim.fast_forward="$ff" --set sim.noise.kind=\""$noise"\" --quiet \
@@ -43,10 +48,13 @@ import json, sys
 summary, timing, gpus, fidelity, ff, noise = sys.argv[1:]
 s = json.load(open(summary))
 b = s["backend_stats"]
-wall, rss_kb = (float(v) for v in open(timing).read().split()[-2:])
-rate = b["simulated_activities"] / max(b["simulation_wall_seconds"], 1e-9)
-print(f"{gpus:>7} {fidelity:>9} {ff:>5} {noise:>9} {wall:9.2f} {rss_kb / 1e6:9.2f}"
-      f" {rss_kb / int(gpus):10.0f} {rate:12.3g} {b['simulated_seconds']:12.6f}")
+wall, rss_kb, user, system = (float(v) for v in open(timing).read().split()[-4:])
+seconds = max(b["simulation_wall_seconds"], 1e-9)
+rate = b["simulated_activities"] / seconds
+events = b.get("modelled_events", 0) / seconds
+print(f"{gpus:>7} {fidelity:>9} {ff:>5} {noise:>9} {wall:9.2f} {user + system:8.2f}"
+      f" {rss_kb / 1e6:9.2f} {rss_kb / int(gpus):10.0f} {rate:12.3g} {events:12.3g}"
+      f" {b['simulated_seconds']:12.6f}")
 PY
       done
     done

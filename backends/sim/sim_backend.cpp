@@ -3,6 +3,7 @@
 
 #include <array>
 #include <chrono>
+#include <fstream>
 #include <numeric>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
@@ -55,6 +56,22 @@ void worker_actor(SimWorld& world, const std::shared_ptr<Group>& everyone, int i
   me.finished = true;
 }
 
+// The most memory mappings a process may hold (Linux's vm.max_map_count; 65,530 by default).
+int64_t max_memory_maps() {
+  std::ifstream limit("/proc/sys/vm/max_map_count");
+  int64_t maps = 0;
+  return limit >> maps ? maps : 65530;
+}
+
+// SimGrid puts a guard page below each actor's stack (8 MiB, virtual: only the pages touched
+// are resident), which splits the stacks into up to three memory mappings each: past about
+// 20,000 actors the process runs out of mappings ("Failed to protect stack"). Such runs go
+// without the guard pages. Thread contexts (the sanitizer builds) have neither.
+void configure_actor_stacks(int workers) {
+  const int64_t maps_needed = 3 * static_cast<int64_t>(workers) + 4096;  // + the rest
+  if (maps_needed > max_memory_maps()) simgrid::s4u::Engine::set_config("contexts/guard-size:0");
+}
+
 // Refuses a run whose workers need more memory than the host profile's GPU has.
 void check_memory(const Platform& platform, const SimOptions& options) {
   const double has = platform.profile.memory_bytes;
@@ -99,7 +116,10 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
     if (!world.worker(i).finished) throw SimDeadlock(world.describe_blocked());
 
   SimStats stats = world.stats();
-  for (int i = 0; i < options.workers; ++i) stats.activities += world.worker(i).sleeps;
+  for (int i = 0; i < options.workers; ++i) {
+    stats.activities += world.worker(i).sleeps;
+    stats.modelled_events += world.worker(i).events;
+  }
   stats.simulated_seconds = simgrid::s4u::Engine::get_clock();
   stats.wall_seconds = wall.count();
   return stats;
@@ -109,6 +129,7 @@ SimStats run_simulation(const SimOptions& options, const WorkerMain& worker_main
   if (g_simulation_started) claim_process();  // throws
   EngineArgs args("syncopate", "warning");
   simgrid::s4u::Engine engine(args.argc(), args.argv());
+  configure_actor_stacks(options.workers);
   configure_engine(engine, options.simgrid_config);
   const Platform platform =
       load_platform(engine, options.platform, options.platform_overrides, options.workers);

@@ -61,6 +61,8 @@ struct SimStats {
   uint64_t activities = 0;       // every SimGrid activity started: comms + sleeps
   uint64_t messages = 0;         // point-to-point messages the collectives stand for, at any
                                  // fidelity (== the comms they cost at kMessage)
+  uint64_t modelled_events = 0;  // what the workers had modelled: computes accounted and
+                                 // collectives issued, summed over workers
 };
 
 // A simulated deadlock: every remaining worker is blocked forever. The message names each

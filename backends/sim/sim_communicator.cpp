@@ -86,11 +86,7 @@ class MessageWork final : public Work {
 class JobWork final : public Work {
  public:
   JobWork(SimWorld& world, WorkerState& me, std::shared_ptr<Job> job, BlockedOn what)
-      : world_(world),
-        me_(me),
-        job_(std::move(job)),
-        what_(what),
-        launched_(simgrid::s4u::Engine::get_clock()) {
+      : world_(world), me_(me), job_(std::move(job)), what_(what), launched_(me.now()) {
     what_.arrived = &job_->arrived;
   }
   ~JobWork() override {
@@ -99,13 +95,17 @@ class JobWork final : public Work {
   void wait() override {
     if (!job_) return;
     const std::shared_ptr<Job> job = std::move(job_);
-    me_.flush();
+    const bool own_clock = world_.collectives_on_own_clocks();
+    if (!own_clock) me_.flush();
+    const double before = me_.now();
     {
       BlockedScope scope(me_, what_);
       job->done.wait();
     }
     if (job->error) std::rethrow_exception(job->error);
-    if (job->end_time > simgrid::s4u::Engine::get_clock()) {
+    if (own_clock) {  // the clock reads the later of its own date and the collective's end
+      me_.lag = std::max(before, job->end_time) - simgrid::s4u::Engine::get_clock();
+    } else if (job->end_time > simgrid::s4u::Engine::get_clock()) {
       sleep_until(job->end_time);
       ++world_.stats().activities;
     }
@@ -167,7 +167,8 @@ SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
       me_(world_.worker(group_->worker(rank))) {}
 
 WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool async) {
-  me_.flush();
+  if (!world_.collectives_on_own_clocks()) me_.flush();
+  ++me_.events;
   const CachedSchedule& entry = group_->entry(call);
   const bool through_master = runs_through_master(world_, entry);
   if (through_master && call.wire != WireFormat::kFp32)

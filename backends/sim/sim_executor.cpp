@@ -49,6 +49,7 @@ SimExecutor::SimExecutor(SimWorld& world, int worker)
 
 void SimExecutor::compute(const Cost& cost, FunctionRef<void()> math) {
   if (!world_.options().cost_only) math();
+  ++me_.events;
   const double work =
       compute_seconds(world_.platform().profile, cost) * me_.slowdown * noise_factor();
   me_.lag += stragglers_.empty() ? work : stretched_seconds(me_.now(), work, stragglers_);

@@ -50,6 +50,52 @@ void pay_overhead(SimStats& stats, double seconds) {
   ++stats.activities;
 }
 
+// Analytic fidelity, cost-only: nothing runs a schedule, so only its traffic is kept.
+CacheScope cache_scope(const SimWorld& world) {
+  return world.fidelity() == Fidelity::kAnalytic && !world.emulate() ? CacheScope::kTrafficOnly
+                                                                     : CacheScope::kAllRanks;
+}
+
+// The analytic duration of a schedule from its messages: per round, the longest message
+// (message_seconds: latency and bandwidth with the [network] terms) over its routes, no
+// contention; the rounds one after the other. On a platform whose routes are all alike this is
+// each algorithm's closed form (ring: 2(p-1) alpha + 2(p-1)/p n beta).
+class RoundMaxima {
+ public:
+  RoundMaxima(Group& group, WireFormat wire)
+      : group_(group),
+        network_(group.world().platform().network),
+        wire_(wire),
+        last_to_(static_cast<size_t>(group.size()), -1),
+        last_link_(static_cast<size_t>(group.size()), nullptr) {}
+  void add(const ScheduledMessage& m) {
+    if (longest_.size() <= m.round) longest_.resize(m.round + 1, 0.0);
+    const size_t from = static_cast<size_t>(m.from);
+    if (last_to_[from] != m.to) {  // a rank mostly sends to one peer: its ring neighbour
+      last_to_[from] = m.to;
+      last_link_[from] = &group_.link(m.from, m.to);
+    }
+    const LinkModel& link = *last_link_[from];
+    double& longest = longest_[m.round];
+    longest = std::max(longest,
+                       message_seconds(network_, link.latency_s, link.bandwidth_Bps,
+                                       static_cast<double>(payload_bytes(m.segment.count, wire_))));
+  }
+  double total() const {
+    double total = 0;
+    for (double round : longest_) total += round;
+    return total;
+  }
+
+ private:
+  Group& group_;
+  const NetworkFactors& network_;
+  WireFormat wire_;
+  std::vector<double> longest_;  // per round
+  std::vector<int> last_to_;     // per sender: the peer of its latest message
+  std::vector<const LinkModel*> last_link_;
+};
+
 std::string describe(const CollCall& call) {
   return std::string(to_string(call.kind)) + "(" + std::string(to_string(call.algorithm)) + ", " +
          std::to_string(call.count) + " floats, root " + std::to_string(call.root) + ", " +
@@ -63,7 +109,7 @@ Group::Group(SimWorld& world, std::vector<int> members)
       id_(world.next_group_id()),
       members_(std::move(members)),
       node_of_rank_(nodes_of(world.platform(), members_)),
-      schedules_(node_of_rank_, CacheScope::kAllRanks) {
+      schedules_(node_of_rank_, cache_scope(world)) {
   for (int w : members_) hosts_.push_back(world.worker(w).host);
   next_seq_.assign(members_.size(), 0);
   next_control_.assign(members_.size(), 0);
@@ -76,13 +122,23 @@ const LinkModel& Group::link(int from, int to) {
 }
 
 const CachedSchedule& Group::entry(const CollCall& call) {
-  return schedules_.entry(
-      schedules_.key(call.kind, call.algorithm, call.count, call.root, call.wire));
+  const ScheduleKey key =
+      schedules_.key(call.kind, call.algorithm, call.count, call.root, call.wire);
+  if (world_.fidelity() != Fidelity::kAnalytic || analytic_seconds_.contains(key))
+    return schedules_.entry(key);
+  // Analytic: the duration is worked out from the messages as the entry is made.
+  RoundMaxima rounds(*this, key.wire);
+  auto add = [&](const ScheduledMessage& m) { rounds.add(m); };
+  const MessageSink sink = add;
+  const CachedSchedule& e = schedules_.entry(key, &sink);
+  analytic_seconds_.emplace(key, rounds.total());
+  return e;
 }
 
 double Group::analytic_seconds(const CachedSchedule& e) {
-  const auto [it, inserted] = analytic_seconds_.try_emplace(e.key, 0.0);
-  if (inserted) it->second = sim::analytic_seconds(*this, *schedule(e), e.key.wire);
+  const auto it = analytic_seconds_.find(e.key);
+  SYNC_CHECK(it != analytic_seconds_.end(),
+             "no analytic duration for a schedule of " << e.key.count << " floats");
   return it->second;
 }
 
@@ -119,6 +175,7 @@ std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<flo
   }
   job->buffers[r] = buffer;
   job->arrived[r] = 1;
+  job->last_arrival = std::max(job->last_arrival, world_.worker(worker(rank)).now());
   if (++job->num_arrived == size()) {
     open_jobs_.erase(seq);
     launch(job);
@@ -142,7 +199,8 @@ void Group::launch(const std::shared_ptr<Job>& job) {
   if (world_.fidelity() == Fidelity::kAnalytic) {
     const double seconds =
         master ? through_master_seconds(*this, job->call.count) : analytic_seconds(*job->entry);
-    const double start = std::max(simgrid::s4u::Engine::get_clock(), stream_free_at_);
+    // Flushed members arrive in date order: the last one's date is the engine clock.
+    const double start = std::max(job->last_arrival, stream_free_at_);
     job->end_time = stream_free_at_ = start + seconds;
     if (emulate) job->schedule = schedule(*job->entry);
     compute(*job);
@@ -281,24 +339,6 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire
     wait_or_cancel(flows);
     pay_overhead(stats, overheads.recv_overhead_s);  // every receiver at once
   }
-}
-
-double analytic_seconds(Group& group, const Schedule& schedule, WireFormat wire) {
-  const NetworkFactors& network = group.world().platform().network;
-  double total = 0;
-  for (const std::vector<Step>& round : schedule.rounds) {
-    double longest = 0;
-    for (size_t r = 0; r < round.size(); ++r) {
-      const Step& step = round[r];
-      if (step.send_to < 0) continue;
-      const LinkModel& link = group.link(static_cast<int>(r), step.send_to);
-      longest = std::max(
-          longest, message_seconds(network, link.latency_s, link.bandwidth_Bps,
-                                   static_cast<double>(payload_bytes(step.send.count, wire))));
-    }
-    total += longest;
-  }
-  return total;
 }
 
 }  // namespace syncopate::sim

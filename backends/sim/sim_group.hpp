@@ -41,7 +41,8 @@ struct Job {
   std::vector<char> arrived;
   int num_arrived = 0;
   SimEvent done;
-  double end_time = 0;  // simulated date at which every member completes
+  double last_arrival = 0;  // the latest of the members' clocks when they arrived
+  double end_time = 0;      // simulated date at which every member completes
   std::exception_ptr error;
 };
 
@@ -85,18 +86,20 @@ class Group : public std::enable_shared_from_this<Group> {
   const LinkModel& link(int from, int to);
 
   // The cached schedule of `call` (algorithm resolved), and its whole schedule (rebuilt if
-  // dropped). Entries stay valid as long as the group.
+  // dropped; never kept at analytic fidelity in cost-only runs, which need the traffic and
+  // the duration only). Entries stay valid as long as the group.
   const CachedSchedule& entry(const CollCall& call);
   std::shared_ptr<const Schedule> schedule(const CachedSchedule& entry) {
     return schedules_.schedule(entry);
   }
-  // Analytic fidelity: the modelled duration of a schedule (computed on first use).
+  // Analytic fidelity: the modelled duration of a schedule (worked out when entry() made it).
   double analytic_seconds(const CachedSchedule& entry);
 
   simgrid::s4u::Mailbox* mailbox(int src, int dst, Channel channel);
 
-  // Coarse fidelities: rank arrives (its clock flushed) with its buffer; the last arriver
-  // launches the job. The caller then waits job->done (and, analytic, until job->end_time).
+  // Coarse fidelities: rank arrives (its clock flushed, unless on its own clock) with its
+  // buffer; the last arriver launches the job. The caller then waits job->done (and, analytic,
+  // until job->end_time).
   // A call that differs from another member's throws UserError there and fails the job, so
   // that every member of it gets the error.
   std::shared_ptr<Job> arrive(int rank, const CollCall& call, std::span<float> buffer);
@@ -142,12 +145,5 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
 // Flow fidelity: runs every round of `schedule` as concurrent host-to-host flows, in the calling
 // actor, one round after the other.
 void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire);
-
-// Analytic fidelity: sum over rounds of max over the round's messages of latency + bytes / B of
-// the route between the two ranks (alpha-beta per message, no contention). On a platform whose
-// routes are all alike this is the closed form of each algorithm (e.g. ring:
-// 2(p-1) alpha + 2(p-1)/p n beta); on two-level platforms the intra- and inter-node rounds of the
-// hierarchical algorithm get their own alpha and beta.
-double analytic_seconds(Group& group, const Schedule& schedule, WireFormat wire);
 
 }  // namespace syncopate::sim

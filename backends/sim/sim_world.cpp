@@ -1,6 +1,7 @@
 // SimWorld: state shared by every actor (workers and their clocks, fast-forward votes, failures).
 #include "backends/sim/sim_world.hpp"
 
+#include <algorithm>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
@@ -44,6 +45,11 @@ SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
                     " GPUs; allowed: at most one worker per GPU");
   SYNC_CHECK(platform.node_of_gpu.size() == platform.gpus.size(),
              "node_of_gpu " << platform.node_of_gpu.size() << " gpus " << platform.gpus.size());
+  own_clocks_ = options.fidelity == Fidelity::kAnalytic && options.cost_only &&
+                options.noise.kind != NoiseKind::kNone &&
+                std::ranges::all_of(options.faults, [](const SimFault& f) {
+                  return f.kind == FaultKind::kStraggler;
+                });
   workers_.resize(static_cast<size_t>(options.workers));
   for (int i = 0; i < options.workers; ++i) {
     WorkerState& w = workers_[static_cast<size_t>(i)];

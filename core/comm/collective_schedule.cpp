@@ -24,18 +24,30 @@ int floor_power_of_two(int p) {
   return q;
 }
 
-Schedule empty_schedule(Algorithm algorithm, int p, size_t count) {
+// A schedule being built: its rounds are filled, or (with a sink) its messages only emitted.
+struct Builder : Schedule {
+  const MessageSink* sink = nullptr;
+  size_t num_rounds = 0;  // with a sink: 1 + the largest round emitted
+};
+
+Builder empty_schedule(Algorithm algorithm, int p, size_t count, const MessageSink* sink) {
   SYNC_CHECK(p >= 1, "p=" << p);
-  Schedule s;
+  Builder s;
   s.ranks = p;
   s.count = count;
   s.algorithm = algorithm;
+  s.sink = sink;
   return s;
 }
 
 // One message in `round`: `from` sends data[seg] to `to`, which applies `action` to its own
 // data[seg] (every algorithm here sends and receives the same range).
-void add_message(Schedule& s, size_t round, int from, int to, Segment seg, RecvAction action) {
+void add_message(Builder& s, size_t round, int from, int to, Segment seg, RecvAction action) {
+  if (s.sink != nullptr) {
+    (*s.sink)(ScheduledMessage{round, from, to, seg, action});
+    s.num_rounds = std::max(s.num_rounds, round + 1);
+    return;
+  }
   while (s.rounds.size() <= round) s.rounds.emplace_back(static_cast<size_t>(s.ranks));
   Step& out = s.rounds[round][static_cast<size_t>(from)];
   Step& in = s.rounds[round][static_cast<size_t>(to)];
@@ -59,7 +71,7 @@ int mod(int a, int m) { return ((a % m) + m) % m; }
 // Ring reduce-scatter over the ranks `ring` (in ring order) on segment `seg`, starting at round
 // `round0`: in round k, ring[i] sends block (i-k-1) mod m to ring[i+1], which reduces it; after
 // m-1 rounds ring[i] holds block i of seg fully reduced. Returns the first round after it.
-size_t append_ring_reduce_scatter(Schedule& s, size_t round0, std::span<const int> ring,
+size_t append_ring_reduce_scatter(Builder& s, size_t round0, std::span<const int> ring,
                                   Segment seg) {
   const int m = static_cast<int>(ring.size());
   for (int k = 0; k < m - 1; ++k)
@@ -71,7 +83,7 @@ size_t append_ring_reduce_scatter(Schedule& s, size_t round0, std::span<const in
 }
 
 // Ring allgather: ring[i] starts with block i of seg; in round k it forwards block (i-k) mod m.
-size_t append_ring_allgather(Schedule& s, size_t round0, std::span<const int> ring, Segment seg) {
+size_t append_ring_allgather(Builder& s, size_t round0, std::span<const int> ring, Segment seg) {
   const int m = static_cast<int>(ring.size());
   for (int k = 0; k < m - 1; ++k)
     for (int i = 0; i < m; ++i)
@@ -99,22 +111,22 @@ struct Fold {
   }
 };
 
-size_t append_fold_in(Schedule& s, size_t round, const Fold& fold) {
+size_t append_fold_in(Builder& s, size_t round, const Fold& fold) {
   if (fold.extra() == 0) return round;
   for (int i = 0; i < fold.extra(); ++i)
     add_message(s, round, 2 * i, 2 * i + 1, {0, s.count}, RecvAction::kReduce);
   return round + 1;
 }
 
-size_t append_fold_out(Schedule& s, size_t round, const Fold& fold) {
+size_t append_fold_out(Builder& s, size_t round, const Fold& fold) {
   if (fold.extra() == 0) return round;
   for (int i = 0; i < fold.extra(); ++i)
     add_message(s, round, 2 * i + 1, 2 * i, {0, s.count}, RecvAction::kCopy);
   return round + 1;
 }
 
-Schedule make_ring(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kRing, p, count);
+Builder make_ring(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
   const std::vector<int> ring = identity_ring(p);
   const size_t next = append_ring_reduce_scatter(s, 0, ring, {0, count});
   append_ring_allgather(s, next, ring, {0, count});
@@ -124,8 +136,8 @@ Schedule make_ring(int p, size_t count) {
 // Full-buffer exchange and reduce with partner i ^ mask. Rank a computes a (op) b and rank b
 // computes b (op) a; both ops are commutative bit for bit (see apply_action), so the partners
 // hold identical bits after every round, and by induction all ranks do at the end.
-Schedule make_recursive_doubling(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kRecursiveDoubling, p, count);
+Builder make_recursive_doubling(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kRecursiveDoubling, p, count, sink);
   const Fold fold{p, floor_power_of_two(p)};
   size_t round = append_fold_in(s, 0, fold);
   for (int mask = 1; mask < fold.p2; mask *= 2, ++round)
@@ -139,8 +151,8 @@ Schedule make_recursive_doubling(int p, size_t count) {
 // Reduce-scatter by recursive halving (distance p2/2 down to 1, new rank i keeps the half of its
 // current range that holds block i, so it ends with block i of p2), then allgather by recursive
 // doubling (distance 1 up to p2/2). Ranges are always contiguous runs of blocks.
-Schedule make_rabenseifner(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kRabenseifner, p, count);
+Builder make_rabenseifner(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kRabenseifner, p, count, sink);
   const Fold fold{p, floor_power_of_two(p)};
   const auto blocks = [&](int lo, int hi) {  // blocks [lo, hi) of p2 as one segment
     const size_t begin = block_of(count, fold.p2, lo).offset;
@@ -166,7 +178,7 @@ Schedule make_rabenseifner(int p, size_t count) {
 
 // Binomial tree over virtual ranks v = (r - root) mod p. Reduce: in round k (mask 2^k), every v
 // whose lowest set bit is mask sends to v - mask. Returns the first round after it.
-size_t append_binomial_reduce(Schedule& s, size_t round, int root) {
+size_t append_binomial_reduce(Builder& s, size_t round, int root) {
   const int p = s.ranks;
   for (int mask = 1; mask < p; mask *= 2, ++round)
     for (int v = mask; v < p; v += 2 * mask)
@@ -176,7 +188,7 @@ size_t append_binomial_reduce(Schedule& s, size_t round, int root) {
 }
 
 // Broadcast: the reduce tree run backwards, largest distance first.
-size_t append_binomial_broadcast(Schedule& s, size_t round, int root) {
+size_t append_binomial_broadcast(Builder& s, size_t round, int root) {
   const int p = s.ranks;
   int top = 1;
   while (top < p) top *= 2;
@@ -186,14 +198,14 @@ size_t append_binomial_broadcast(Schedule& s, size_t round, int root) {
   return round;
 }
 
-Schedule make_binomial(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kBinomialTree, p, count);
+Builder make_binomial(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kBinomialTree, p, count, sink);
   append_binomial_broadcast(s, append_binomial_reduce(s, 0, 0), 0);
   return s;
 }
 
-Schedule make_master(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kMaster, p, count);
+Builder make_master(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kMaster, p, count, sink);
   for (int k = 1; k < p; ++k)
     add_message(s, static_cast<size_t>(k - 1), k, 0, {0, count}, RecvAction::kReduce);
   for (int k = 1; k < p; ++k)
@@ -205,7 +217,8 @@ Schedule make_master(int p, size_t count) {
 // of shard j across nodes among the ranks of local index j, ring allgather inside every node.
 // Ranks of a node are ordered by global rank; nodes by their id. Needs the same number L of
 // ranks in every node; otherwise this falls back to a flat ring (schedule.algorithm = kRing).
-Schedule make_hierarchical(int p, size_t count, std::span<const int> node_of_rank) {
+Builder make_hierarchical(int p, size_t count, std::span<const int> node_of_rank,
+                          const MessageSink* sink) {
   if (node_of_rank.size() != static_cast<size_t>(p))
     throw UserError("collective_schedule.cpp: node_of_rank: has " +
                     std::to_string(node_of_rank.size()) + " entries for " + std::to_string(p) +
@@ -216,9 +229,9 @@ Schedule make_hierarchical(int p, size_t count, std::span<const int> node_of_ran
   for (auto& [id, ranks] : by_node) nodes.push_back(std::move(ranks));
   const size_t local = nodes.front().size();
   for (const auto& n : nodes)
-    if (n.size() != local) return make_ring(p, count);
+    if (n.size() != local) return make_ring(p, count, sink);
 
-  Schedule s = empty_schedule(Algorithm::kHierarchical, p, count);
+  Builder s = empty_schedule(Algorithm::kHierarchical, p, count, sink);
   const int num_local = static_cast<int>(local);
   const size_t cross_start = static_cast<size_t>(num_local - 1);
   for (const auto& n : nodes) append_ring_reduce_scatter(s, 0, n, {0, count});
@@ -260,22 +273,24 @@ Algorithm resolve_algorithm(Algorithm requested, int p, size_t bytes,
   return Algorithm::kRing;
 }
 
-Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
-                                 std::span<const int> node_of_rank) {
+namespace {
+
+Builder build_allreduce(Algorithm algorithm, int p, size_t count, std::span<const int> node_of_rank,
+                        const MessageSink* sink) {
   SYNC_CHECK(p >= 1, "p=" << p);
   switch (resolve_algorithm(algorithm, p, count * sizeof(float), node_of_rank)) {
     case Algorithm::kRing:
-      return make_ring(p, count);
+      return make_ring(p, count, sink);
     case Algorithm::kRabenseifner:
-      return make_rabenseifner(p, count);
+      return make_rabenseifner(p, count, sink);
     case Algorithm::kRecursiveDoubling:
-      return make_recursive_doubling(p, count);
+      return make_recursive_doubling(p, count, sink);
     case Algorithm::kBinomialTree:
-      return make_binomial(p, count);
+      return make_binomial(p, count, sink);
     case Algorithm::kHierarchical:
-      return make_hierarchical(p, count, node_of_rank);
+      return make_hierarchical(p, count, node_of_rank, sink);
     case Algorithm::kMaster:
-      return make_master(p, count);
+      return make_master(p, count, sink);
     case Algorithm::kAuto:
       break;
   }
@@ -283,63 +298,98 @@ Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
   return {};
 }
 
-Schedule make_reduce_scatter_schedule(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kRing, p, count);
+Builder build_reduce_scatter(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
   append_ring_reduce_scatter(s, 0, identity_ring(p), {0, count});
   return s;
 }
 
-Schedule make_allgather_schedule(int p, size_t count) {
-  Schedule s = empty_schedule(Algorithm::kRing, p, count);
+Builder build_allgather(int p, size_t count, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
   append_ring_allgather(s, 0, identity_ring(p), {0, count});
   return s;
 }
 
-Schedule make_broadcast_schedule(int p, size_t count, int root) {
-  Schedule s = empty_schedule(Algorithm::kBinomialTree, p, count);
+Builder build_broadcast(int p, size_t count, int root, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kBinomialTree, p, count, sink);
   SYNC_CHECK(root >= 0 && root < p, "root=" << root << " p=" << p);
   append_binomial_broadcast(s, 0, root);
   return s;
 }
 
-Schedule make_reduce_schedule(int p, size_t count, int root) {
-  Schedule s = empty_schedule(Algorithm::kBinomialTree, p, count);
+Builder build_reduce(int p, size_t count, int root, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kBinomialTree, p, count, sink);
   SYNC_CHECK(root >= 0 && root < p, "root=" << root << " p=" << p);
   append_binomial_reduce(s, 0, root);
   return s;
 }
 
-Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
-                       std::span<const int> node_of_rank) {
+// Dissemination: in round k every rank r sends zero floats to r + 2^k and receives from r - 2^k.
+Builder build_barrier(int p, const MessageSink* sink) {
+  Builder s = empty_schedule(Algorithm::kRecursiveDoubling, p, 0, sink);
+  size_t round = 0;
+  for (int d = 1; d < p; d *= 2, ++round)
+    for (int r = 0; r < p; ++r) add_message(s, round, r, (r + d) % p, {0, 0}, RecvAction::kCopy);
+  return s;
+}
+
+Builder build(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
+              std::span<const int> node_of_rank, const MessageSink* sink) {
   switch (kind) {
     case CollectiveKind::kAllreduce:
-      return make_allreduce_schedule(algorithm, p, count, node_of_rank);
+      return build_allreduce(algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kReduceScatter:
-      return make_reduce_scatter_schedule(p, count);
+      return build_reduce_scatter(p, count, sink);
     case CollectiveKind::kAllgather:
-      return make_allgather_schedule(p, count);
+      return build_allgather(p, count, sink);
     case CollectiveKind::kBroadcast:
-      return make_broadcast_schedule(p, count, root);
+      return build_broadcast(p, count, root, sink);
     case CollectiveKind::kReduce:
-      return make_reduce_schedule(p, count, root);
+      return build_reduce(p, count, root, sink);
     case CollectiveKind::kBarrier:
       SYNC_CHECK(count == 0, "barrier of " << count << " floats");
-      return make_barrier_schedule(p);
+      return build_barrier(p, sink);
   }
   SYNC_CHECK(false, "unknown collective kind " << static_cast<int>(kind));
   return {};
 }
 
-Schedule make_barrier_schedule(int p) {
-  Schedule s = empty_schedule(Algorithm::kRecursiveDoubling, p, 0);
-  for (int d = 1; d < p; d *= 2) {
-    std::vector<Step>& round = s.rounds.emplace_back(static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r) {
-      round[static_cast<size_t>(r)].send_to = (r + d) % p;
-      round[static_cast<size_t>(r)].recv_from = (r - d + p) % p;
-    }
-  }
-  return s;
+Schedule built(Builder&& s) { return std::move(static_cast<Schedule&>(s)); }
+
+}  // namespace
+
+Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
+                                 std::span<const int> node_of_rank) {
+  return built(build_allreduce(algorithm, p, count, node_of_rank, nullptr));
+}
+
+Schedule make_reduce_scatter_schedule(int p, size_t count) {
+  return built(build_reduce_scatter(p, count, nullptr));
+}
+
+Schedule make_allgather_schedule(int p, size_t count) {
+  return built(build_allgather(p, count, nullptr));
+}
+
+Schedule make_broadcast_schedule(int p, size_t count, int root) {
+  return built(build_broadcast(p, count, root, nullptr));
+}
+
+Schedule make_reduce_schedule(int p, size_t count, int root) {
+  return built(build_reduce(p, count, root, nullptr));
+}
+
+Schedule make_barrier_schedule(int p) { return built(build_barrier(p, nullptr)); }
+
+Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
+                       std::span<const int> node_of_rank) {
+  return built(build(kind, algorithm, p, count, root, node_of_rank, nullptr));
+}
+
+ScheduleOutline stream_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count,
+                                int root, std::span<const int> node_of_rank, MessageSink sink) {
+  const Builder s = build(kind, algorithm, p, count, root, node_of_rank, &sink);
+  return {.algorithm = s.algorithm, .rounds = s.num_rounds};
 }
 
 std::string_view to_string(CollectiveKind kind) {

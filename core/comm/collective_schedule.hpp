@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/function_ref.hpp"
 #include "core/comm/comm.hpp"
 
 namespace syncopate {
@@ -73,6 +74,28 @@ Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t c
 // What one rank of a distributed run executes: its steps that send or receive, in round order
 // (a schedule holds every rank's: O(p^2) for a ring). Checks each segment against the count.
 std::vector<Step> steps_of_rank(const Schedule& schedule, int rank);
+
+// One message of a schedule: in `round`, `from` sends data[segment] to `to`, which applies
+// `action` to its own data[segment].
+struct ScheduledMessage {
+  size_t round = 0;
+  int from = -1;
+  int to = -1;
+  Segment segment;
+  RecvAction action = RecvAction::kCopy;
+};
+using MessageSink = FunctionRef<void(const ScheduledMessage&)>;
+struct ScheduleOutline {
+  Algorithm algorithm = Algorithm::kRing;  // as Schedule::algorithm
+  size_t rounds = 0;                       // as Schedule::rounds.size()
+};
+// The messages of make_schedule(kind, algorithm, p, count, root, node_of_rank), given to `sink`
+// one by one instead of being stored: O(p) memory where the schedule holds rounds x p steps
+// (a hierarchical allreduce over n nodes of L ranks has 2(n - 1) + 2(L - 1) rounds). Rounds may
+// interleave (the hierarchical one emits each node's rounds in turn); within a round each message
+// comes once.
+ScheduleOutline stream_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count,
+                                int root, std::span<const int> node_of_rank, MessageSink sink);
 
 // dst = dst (op) src, or dst = src for kCopy. In a 16-bit wire format each reduced element is
 // rounded to it (src is already representable: see core/comm/compression.hpp).

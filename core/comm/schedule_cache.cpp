@@ -36,6 +36,26 @@ void summarise(const Schedule& s, CachedSchedule& e) {
   }
 }
 
+void add_traffic(const ScheduledMessage& m, CachedSchedule& e) {
+  const uint64_t bytes = payload_bytes(m.segment.count, e.key.wire);
+  RankTraffic& from = e.traffic[static_cast<size_t>(m.from)];
+  from.bytes_sent += bytes;
+  from.sends += 1;
+  e.traffic[static_cast<size_t>(m.to)].bytes_recv += bytes;
+  e.messages += 1;
+}
+
+// Every message of a whole schedule, round by round, in rank order.
+void for_each_message(const Schedule& s, MessageSink sink) {
+  for (size_t k = 0; k < s.rounds.size(); ++k)
+    for (size_t r = 0; r < s.rounds[k].size(); ++r) {
+      const Step& step = s.rounds[k][r];
+      if (step.send_to < 0) continue;
+      const Step& peer = s.rounds[k][static_cast<size_t>(step.send_to)];
+      sink(ScheduledMessage{k, static_cast<int>(r), step.send_to, step.send, peer.action});
+    }
+}
+
 }  // namespace
 
 ScheduleCache::ScheduleCache(std::vector<int> node_of_rank, CacheScope scope, int rank)
@@ -63,6 +83,21 @@ Schedule ScheduleCache::build(const ScheduleKey& key) const {
   return s;
 }
 
+CachedSchedule ScheduleCache::stream(const ScheduleKey& key, const MessageSink* also) const {
+  CachedSchedule e;
+  e.key = key;
+  e.traffic.assign(static_cast<size_t>(ranks()), {});
+  const ScheduleOutline outline =
+      stream_schedule(key.kind, key.algorithm, ranks(), key.count, key.root, node_of_rank_,
+                      [&](const ScheduledMessage& m) {
+                        add_traffic(m, e);
+                        if (also != nullptr) (*also)(m);
+                      });
+  e.algorithm = outline.algorithm;
+  e.rounds = outline.rounds;
+  return e;
+}
+
 void ScheduleCache::account_steps(size_t steps) {
   if (cached_steps_ + steps > kMaxSteps) {
     for (auto& [k, e] : entries_) e.schedule.reset();
@@ -71,14 +106,27 @@ void ScheduleCache::account_steps(size_t steps) {
   cached_steps_ += steps;
 }
 
-const CachedSchedule& ScheduleCache::entry(const ScheduleKey& key) {
-  if (auto it = entries_.find(key); it != entries_.end()) return it->second;
+const CachedSchedule& ScheduleCache::entry(const ScheduleKey& key, const MessageSink* also) {
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    if (also == nullptr) return it->second;
+    if (scope_ == CacheScope::kTrafficOnly)
+      stream(key, also);
+    else if (scope_ == CacheScope::kAllRanks)
+      for_each_message(*schedule(it->second), *also);
+    else
+      for_each_message(build(key), *also);
+    return it->second;
+  }
   if (scope_ == CacheScope::kOneRank && entries_.size() >= kMaxEntries) entries_.clear();
+  if (scope_ == CacheScope::kTrafficOnly)
+    return entries_.emplace(key, stream(key, also)).first->second;
   Schedule s = build(key);
   CachedSchedule e;
   e.key = key;
   e.algorithm = s.algorithm;
+  e.rounds = s.rounds.size();
   summarise(s, e);
+  if (also != nullptr) for_each_message(s, *also);
   if (scope_ == CacheScope::kOneRank) {
     e.steps = steps_of_rank(s, rank_);
     for (const Step& step : e.steps)

@@ -2,7 +2,8 @@
 // ScheduleCache: the collective schedules a group has run, built once per (kind, algorithm,
 // count, root) and kept with their per-rank traffic. Every backend runs its schedules from one:
 // MPI and NCCL keep one per communicator in each process (this rank's steps only), the
-// simulator one per group for all its ranks (one address space runs them all).
+// simulator one per group for all its ranks (one address space runs them all), or only their
+// traffic when it times them without running them (analytic fidelity, cost-only).
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -42,11 +43,16 @@ struct CachedSchedule {
   std::vector<Step> steps;                   // CacheScope::kOneRank: the rank's steps
   size_t max_recv = 0;                       // kOneRank: the largest recv.count among them
   std::shared_ptr<const Schedule> schedule;  // kAllRanks: null once dropped (see schedule())
+  size_t rounds = 0;                         // the schedule's
 };
 
 enum class CacheScope {
   kOneRank,   // one process of a distributed run: keeps that rank's steps only
   kAllRanks,  // one address space runs every rank: keeps whole schedules
+  // One address space times every rank's schedule without running it: keeps the traffic only;
+  // the messages are streamed (stream_schedule), never stored, so the memory is O(ranks) per
+  // entry where a whole schedule is O(rounds x ranks).
+  kTrafficOnly,
 };
 
 class ScheduleCache {
@@ -63,7 +69,9 @@ class ScheduleCache {
   // The schedule for `key`, built on first use. kOneRank keeps at most kMaxEntries schedules
   // (then starts afresh: references from earlier calls become invalid); kAllRanks keeps every
   // entry (references stay valid) but drops whole schedules beyond kMaxSteps steps in all.
-  const CachedSchedule& entry(const ScheduleKey& key);
+  // `also` (may be null) is given every message of the schedule: as it is built or streamed
+  // for a new entry, else from the kept schedule (kAllRanks) or streamed again.
+  const CachedSchedule& entry(const ScheduleKey& key, const MessageSink* also = nullptr);
   // kAllRanks: the whole schedule of an entry, rebuilt if it was dropped.
   std::shared_ptr<const Schedule> schedule(const CachedSchedule& entry);
 
@@ -74,6 +82,7 @@ class ScheduleCache {
 
  private:
   Schedule build(const ScheduleKey& key) const;
+  CachedSchedule stream(const ScheduleKey& key, const MessageSink* also) const;
   void account_steps(size_t steps);
 
   std::vector<int> node_of_rank_;

@@ -93,6 +93,8 @@ void Model::set_batch(int64_t batch) {
   const size_t n = layers_.size();
   activations_.resize(n + 1);
   grads_of_activations_.resize(n + 1);
+  forward_costs_.assign(n, std::nullopt);
+  backward_costs_.assign(n, std::nullopt);
   Shape shape{batch};
   shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
   for (size_t i = 0; i <= n; ++i) {
@@ -129,24 +131,34 @@ void Model::backward_layer(int i) {
 }
 
 Cost Model::forward_cost(int i) const {
-  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  SYNC_CHECK(i >= 0 && i < num_layers() && batch_ > 0,
+             "layer " << i << " of " << num_layers() << ", batch " << batch_);
   const size_t u = static_cast<size_t>(i);
+  std::optional<Cost>& known = forward_costs_[u];
+  if (known) return *known;
+  const bool keep = storage_ == Storage::kShapeOnly;
   Cost cost = layers_[u]->forward_cost(activations_[u].shape());
   cost.layer = {Pass::kForward, layers_[u]->kind(), activations_[u].shape(),
                 activations_[u + 1].shape()};
+  if (keep) known = cost;
   return cost;
 }
 
 Cost Model::backward_cost(int i) const {
-  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  SYNC_CHECK(i >= 0 && i < num_layers() && batch_ > 0,
+             "layer " << i << " of " << num_layers() << ", batch " << batch_);
   const size_t u = static_cast<size_t>(i);
+  std::optional<Cost>& known = backward_costs_[u];
+  if (known) return *known;
+  const bool keep = storage_ == Storage::kShapeOnly;
   Cost cost = layers_[u]->backward_cost(activations_[u].shape(), needs_input_grad(i));
   if (i < first_param_layer_) {
     cost.flops = cost.bytes = 0;  // backward_layer skips it
-    return cost;
+  } else {
+    cost.layer = {Pass::kBackward, layers_[u]->kind(), activations_[u].shape(),
+                  activations_[u + 1].shape()};
   }
-  cost.layer = {Pass::kBackward, layers_[u]->kind(), activations_[u].shape(),
-                activations_[u + 1].shape()};
+  if (keep) known = cost;
   return cost;
 }
 

@@ -67,6 +67,7 @@ class Model {
   // compute its input gradient (so neither does layer 0), and layers before it skip backward.
   void backward_layer(int i);
   bool needs_input_grad(int i) const;
+  // Layer i's cost at the current batch (a shape-only model computes it once per batch size).
   Cost forward_cost(int i) const;
   Cost backward_cost(int i) const;
 
@@ -89,6 +90,10 @@ class Model {
   int64_t batch_ = 0;
   std::vector<Tensor> activations_;           // activations_[i] is layer i's input
   std::vector<Tensor> grads_of_activations_;  // same shapes
+  // Shape-only: per layer at the current batch, filled on first use (a cost walks every
+  // sub-layer's shapes, which a cost-only step would otherwise repeat for every layer of every
+  // step). Its shapes view activations_, whose shapes only set_batch changes in that mode.
+  mutable std::vector<std::optional<Cost>> forward_costs_, backward_costs_;
 };
 
 // A model built from its description (real parameters, or shape-only for cost-only runs).

@@ -86,6 +86,12 @@ class Ddp final : public Strategy {
     std::iota(all_.begin(), all_.end(), 0);
   }
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
+    // Strided over every worker, the shares add up to the batch: no O(workers) sum per step.
+    if (batch.counts.empty() && batch.workers == static_cast<int>(all_.size()))
+      return batch.size == 0
+                 ? 0.0f
+                 : static_cast<float>(static_cast<double>(batch.count_of(ctx.comm.rank())) /
+                                      static_cast<double>(batch.size));
     return share(batch, ctx.comm.rank(), all_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {

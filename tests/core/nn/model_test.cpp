@@ -142,6 +142,29 @@ TEST(Model, ShapeOnlyGivesTheSameShapesAndCostsAsReal) {
   }
 }
 
+// A shape-only model keeps its layer costs per batch size: each batch change gives the costs
+// a fresh model computes at that batch, with layer keys of the current shapes.
+TEST(Model, ShapeOnlyCostsFollowTheBatch) {
+  auto kept = make_model("resnet50", Storage::kShapeOnly);
+  for (int64_t batch : {int64_t{1}, int64_t{3}, int64_t{3}, int64_t{1}}) {
+    kept->set_batch(batch);
+    auto fresh = make_model("resnet50", Storage::kShapeOnly);
+    fresh->set_batch(batch);
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      for (int i = 0; i < kept->num_layers(); ++i) {
+        const Cost a = kept->forward_cost(i), b = fresh->forward_cost(i);
+        EXPECT_EQ(a.flops, b.flops) << batch << " layer " << i;
+        EXPECT_EQ(a.bytes, b.bytes);
+        ASSERT_FALSE(a.layer.input.empty());
+        EXPECT_EQ(a.layer.input[0], batch);
+        const Cost c = kept->backward_cost(i), d = fresh->backward_cost(i);
+        EXPECT_EQ(c.flops, d.flops) << batch << " layer " << i;
+        EXPECT_EQ(c.bytes, d.bytes);
+      }
+    }
+  }
+}
+
 TEST(Model, InitIsDeterministicPerSeedWithHeAndXavierScales) {
   auto a = make_model("cnn"), b = make_model("cnn");
   a->init(5);
