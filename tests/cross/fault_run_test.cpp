@@ -36,7 +36,8 @@ std::string scenario_file(const std::string& name, int worker, double at_s) {
 
 int run(const std::string& file, const std::string& strategy, const std::string& extra,
         const fs::path& out, std::string* log) {
-  return syncopate::run_command(kBin + " run " + file + " --quiet --strategy " + strategy +
+  return syncopate::run_command(kBin + " run " + file + " --quiet --backend sim --strategy " +
+                                    strategy +
                                     " --workers 4 --epochs 3 --platform ethernet-cluster "
                                     "--fidelity flow --out " +
                                     out.string() + extra,
