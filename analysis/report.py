@@ -59,6 +59,13 @@ def fault_rows(summary):
     return rows
 
 
+def lost_worker_rows(summary):
+    """The workers an elastic run lost (summary.json's lost_workers): (worker, kind, when,
+    lost work) each, the lost work being the seconds since the worker's last finished epoch."""
+    return [(w.get("worker"), w.get("kind"), f"at {fmt(w.get('at_s'))} s",
+             f"{fmt(w.get('lost_seconds'))} s") for w in summary.get("lost_workers") or []]
+
+
 def run_report(run, out_dir):
     s = run.summary
     kind = run.time_kind
@@ -83,6 +90,14 @@ def run_report(run, out_dir):
                "The run completed under these faults; the time and accuracy they cost are the "
                "difference to the same scenario without them (`syncopate compare`).", "",
                table(["kind", "target", "when", "factor"], faults)]
+    lost = lost_worker_rows(s)
+    if lost:
+        md += ["", "## Lost workers", "",
+               "epoch_sync and epoch_async went on without them, averaging over the survivors; "
+               "a lost worker's metrics end at its failure, and its work since its last finished "
+               "epoch is lost. The accuracy this cost is the difference to the same scenario "
+               "without the faults (`syncopate compare`).", "",
+               table(["worker", "fault", "when", "work lost"], lost)]
     tta = run.time_to_accuracy()
     if tta:
         md += ["", "## Time to accuracy", "",

@@ -1,13 +1,60 @@
 // The simulator's entry point: every worker as an actor on the modelled platform.
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "app/commands.hpp"
 #include "backends/sim/sim_backend.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/fault_abort.hpp"
 #include "core/train/memory.hpp"
 #include "core/train/trainer.hpp"
 
 namespace syncopate::app {
+namespace {
+
+// epoch_sync and epoch_async go on without a worker that a host_failure or a failure of its NIC
+// takes away (at flow and analytic fidelity; at message fidelity the job aborts).
+bool elastic(const Scenario& s) {
+  const StrategyKind kind = s.strategy.kind;
+  if (kind != StrategyKind::kEpochSync && kind != StrategyKind::kEpochAsync) return false;
+  if (s.sim.fidelity == Fidelity::kMessage) return false;
+  return std::any_of(s.sim.faults.begin(), s.sim.faults.end(), [](const SimFault& f) {
+    return f.kind == FaultKind::kHostFailure ||
+           (f.kind == FaultKind::kLinkFailure && f.link.empty());
+  });
+}
+
+// The date of the last checkpoint set that every worker wrote before the abort (checkpoint.every
+// = N: after every N-th epoch but the last), from the epochs each worker finished; 0: none.
+double last_checkpoint_s(const Scenario& s, int every, const std::vector<WorkerReport>& reports) {
+  if (every <= 0) return 0;
+  size_t finished = SIZE_MAX;
+  for (const WorkerReport& r : reports) finished = std::min(finished, r.epochs.size());
+  const size_t done = finished - finished % static_cast<size_t>(every);
+  if (done == 0 || done >= static_cast<size_t>(s.epochs)) return 0;
+  double at = 0;
+  for (const WorkerReport& r : reports) at = std::max(at, r.epochs[done - 1].end_s);
+  return at;
+}
+
+// The abort with the last checkpoint's date in its record and message (the time lost is then
+// the time since that checkpoint).
+FaultAbort with_last_checkpoint(const FaultAbort& e, double checkpoint_s) {
+  FaultRecord record = e.record();
+  std::string what = e.what();
+  if (checkpoint_s <= 0) return e;
+  record.last_checkpoint_s = checkpoint_s;
+  const size_t losing = what.rfind("losing ");
+  if (losing != std::string::npos) what.resize(losing);
+  what += "losing " + std::to_string(record.lost_seconds()) +
+          " s since the last checkpoint (t=" + std::to_string(checkpoint_s) + " s)";
+  return FaultAbort(what, record);
+}
+
+}  // namespace
 
 RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarget& target) {
   sim::SimOptions options;
@@ -19,6 +66,7 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
   options.slowdown = scenario.sim.slowdown;
   options.noise = scenario.sim.noise;
   options.faults = scenario.sim.faults;
+  options.elastic = elastic(scenario);
   const GpuMemory memory = memory_per_gpu(scenario);
   options.memory_per_gpu_bytes = static_cast<double>(memory.total());
   options.memory_detail = describe(memory, scenario.batch_size);
@@ -28,14 +76,24 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
   const TrainData data = prepare_data(scenario, options.cost_only);
   RunResult result;
   result.reports.resize(static_cast<size_t>(scenario.workers));
-  const sim::SimStats stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
-    result.reports[static_cast<size_t>(comm.rank())] =
-        train_worker(scenario, data, comm, exec, {}, progress, target.plan);
-  });
+  sim::SimStats stats;
+  try {
+    stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
+      WorkerReport& report = result.reports[static_cast<size_t>(comm.rank())];
+      report = train_worker(scenario, data, comm, exec, {}, progress, target.plan, &report);
+    });
+  } catch (const FaultAbort& e) {
+    throw with_last_checkpoint(e, last_checkpoint_s(scenario, target.plan.every, result.reports));
+  }
   result.interrupted = result.reports.front().interrupted;
   result.info.platform = scenario.sim.platform;
   result.info.partitions_csv = data.partitions_csv;
   result.info.wall_seconds = stats.wall_seconds;
+  for (const sim::WorkerLoss& lost : stats.losses) {
+    const auto& epochs = result.reports[static_cast<size_t>(lost.worker)].epochs;
+    const double since = epochs.empty() ? 0 : epochs.back().end_s;
+    result.info.lost_workers.push_back({lost.worker, lost.at_s, lost.kind, lost.at_s - since});
+  }
   result.info.extra = {{"simulated_seconds", stats.simulated_seconds},
                        {"simulation_wall_seconds", stats.wall_seconds},
                        {"simulated_comms", static_cast<double>(stats.comms)},

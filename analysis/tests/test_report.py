@@ -241,3 +241,22 @@ def test_run_report_lists_the_faults_of_the_scenario(tmp_path):
 def test_run_report_without_faults_has_no_fault_section(run_dir):
     assert report.main([run_dir]) == 0
     assert "## Faults" not in open(os.path.join(run_dir, "report.md")).read()
+
+
+def test_run_report_lists_the_lost_workers(tmp_path):
+    path = str(tmp_path / "elastic")
+    make_run(path)
+    summary_path = os.path.join(path, "summary.json")
+    summary = json.load(open(summary_path))
+    summary["lost_workers"] = [
+        {"worker": 2, "at_s": 3.25, "kind": "host_failure", "lost_seconds": 0.75}]
+    json.dump(summary, open(summary_path, "w"))
+    assert report.main([path]) == 0
+    text = open(os.path.join(path, "report.md")).read()
+    assert "## Lost workers" in text
+    assert md_table(text, "worker") == [["2", "host_failure", "at 3.25 s", "0.75 s"]]
+
+
+def test_run_report_without_losses_has_no_lost_workers_section(run_dir):
+    assert report.main([run_dir]) == 0
+    assert "## Lost workers" not in open(os.path.join(run_dir, "report.md")).read()

@@ -60,7 +60,7 @@ void run_through_master_as_flows(Group& group, size_t count) {
     }
     world.stats().comms += flows.size();
     world.stats().activities += flows.size();
-    for (const auto& flow : flows) flow->wait();
+    wait_or_cancel(flows);  // a failed flow (a fault) cancels the others and rethrows
   };
   all_at_once(true);
   const double reduce = reduction_seconds(group, world, count);

@@ -34,6 +34,7 @@ void worker_actor(SimWorld& world, const std::shared_ptr<Group>& everyone, int i
                   const WorkerMain& worker_main) {
   WorkerState& me = world.worker(id);
   me.started = true;
+  me.actor = simgrid::s4u::Actor::self();
   try {
     SimCommunicator comm(everyone, id);
     SimExecutor exec(world, id);
@@ -96,7 +97,7 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
   SimWorld world(platform, options);
   std::vector<int> members(static_cast<size_t>(options.workers));
   std::iota(members.begin(), members.end(), 0);
-  auto everyone = std::make_shared<Group>(world, std::move(members));
+  auto everyone = Group::create(world, std::move(members));
 
   start_faults(world);
   std::string deadlock;
@@ -113,7 +114,8 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
   if (world.failed()) std::rethrow_exception(world.failure());
   if (!deadlock.empty()) throw SimDeadlock(deadlock);
   for (int i = 0; i < options.workers; ++i)
-    if (!world.worker(i).finished) throw SimDeadlock(world.describe_blocked());
+    if (!world.worker(i).finished && !world.worker(i).lost)
+      throw SimDeadlock(world.describe_blocked());
 
   SimStats stats = world.stats();
   for (int i = 0; i < options.workers; ++i) {
@@ -121,6 +123,7 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
     stats.modelled_events += world.worker(i).events;
   }
   stats.simulated_seconds = simgrid::s4u::Engine::get_clock();
+  stats.losses = world.losses();
   stats.wall_seconds = wall.count();
   return stats;
 }

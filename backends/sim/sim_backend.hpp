@@ -52,6 +52,16 @@ struct SimOptions {
   double memory_per_gpu_bytes = 0;
   std::string memory_detail;
   std::string scenario_source;  // names the scenario in that refusal
+  // epoch_sync and epoch_async: a worker lost to a host_failure (or to a link_failure of its
+  // NIC) leaves the job and the survivors go on (sim_faults.hpp); otherwise the job aborts.
+  bool elastic = false;
+};
+
+// A worker that an elastic job lost: who, when (simulated seconds) and by which fault kind.
+struct WorkerLoss {
+  int worker = -1;
+  double at_s = 0;
+  std::string kind;  // "host_failure" or "link_failure"
 };
 
 struct SimStats {
@@ -63,6 +73,8 @@ struct SimStats {
                                  // fidelity (== the comms they cost at kMessage)
   uint64_t modelled_events = 0;  // what the workers had modelled: computes accounted and
                                  // collectives issued, summed over workers
+
+  std::vector<WorkerLoss> losses;  // elastic runs: the workers lost, in order
 };
 
 // A simulated deadlock: every remaining worker is blocked forever. The message names each

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
@@ -12,6 +13,8 @@
 
 #include "backends/sim/master_collective.hpp"
 #include "backends/sim/sim_executor.hpp"
+#include "backends/sim/sim_faults.hpp"
+#include "core/comm/fault_abort.hpp"
 
 namespace syncopate::sim {
 
@@ -156,7 +159,28 @@ class ScatterWork final : public Work {
   ReduceOp op_;
   int size_;
   bool done_ = false;
-};
+
+  // Elastic runs: a collective that lost a member (MemberLost) is issued again on the live members
+  // of the communicator, until it completes.
+  class ElasticWork final : public Work {
+   public:
+    ElasticWork(std::function<WorkPtr()> issue) : issue_(std::move(issue)), work_(issue_()) {}
+    void wait() override {
+      for (;;) {
+        try {
+          work_->wait();
+          return;
+        } catch (const MemberLost&) {
+          work_ = issue_();  // on the survivors: the buffers were not touched
+        }
+      }
+    }
+    Completion completion() const override { return work_->completion(); }
+
+   private:
+    std::function<WorkPtr()> issue_;
+    WorkPtr work_;
+  };
 
 }  // namespace
 
@@ -164,11 +188,34 @@ SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
     : group_(std::move(group)),
       rank_(rank),
       world_(group_->world()),
-      me_(world_.worker(group_->worker(rank))) {}
+      me_(world_.worker(group_->worker(rank))) {
+}
+
+void SimCommunicator::rejoin() {
+  while (group_->broken()) {
+    group_ = group_->survivors();
+    rank_ = group_->rank_of(me_.id);
+  }
+}
+
+WorkPtr SimCommunicator::start_elastic(const CollCall& call, std::span<float> data) {
+  if (!world_.options().elastic) return start(call, data, true);
+  return std::make_unique<ElasticWork>([this, call, data] {
+    me_.flush();
+    rejoin();
+    return start(call, data, true);
+  });
+}
 
 WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool async) {
   if (!world_.collectives_on_own_clocks()) me_.flush();
   ++me_.events;
+  if (world_.options().elastic && group_->broken())
+    throw MemberLost("sim: worker " + std::to_string(me_.id) + ": " +
+                     std::string(to_string(call.kind)) + " on communicator " +
+                     std::to_string(group_->id()) +
+                     " after a member was lost; allowed: allreduce and barrier, which the "
+                     "survivors retry among themselves");
   const CachedSchedule& entry = group_->entry(call);
   const bool through_master = runs_through_master(world_, entry);
   if (through_master && call.wire != WireFormat::kFp32)
@@ -238,12 +285,12 @@ void SimCommunicator::drain() {
 }
 
 WorkPtr SimCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return start({.kind = CollectiveKind::kAllreduce,
-                .algorithm = options.algorithm,
-                .count = data.size(),
-                .op = options.op,
-                .wire = options.wire},
-               data, true);
+  return start_elastic({.kind = CollectiveKind::kAllreduce,
+                        .algorithm = options.algorithm,
+                        .count = data.size(),
+                        .op = options.op,
+                        .wire = options.wire},
+                       data);
 }
 
 void SimCommunicator::broadcast(std::span<float> data, int root) {
@@ -307,8 +354,8 @@ WorkPtr SimCommunicator::start_reduce_scatter(std::span<const float> in, std::sp
 }
 
 void SimCommunicator::barrier() {
-  start({.kind = CollectiveKind::kBarrier, .algorithm = Algorithm::kRecursiveDoubling}, {}, false)
-      ->wait();
+  const CollCall call{.kind = CollectiveKind::kBarrier, .algorithm = Algorithm::kRecursiveDoubling};
+  (world_.options().elastic ? start_elastic(call, {}) : start(call, {}, false))->wait();
 }
 
 void SimCommunicator::check_peer(int peer, const char* operation) const {
@@ -381,7 +428,7 @@ std::unique_ptr<Communicator> SimCommunicator::split(int color, int key) {
       });
       std::vector<int> workers;
       for (int r : ranks) workers.push_back(group_->worker(r));
-      auto group = std::make_shared<Group>(world_, std::move(workers));
+      auto group = Group::create(world_, std::move(workers));
       for (size_t i = 0; i < ranks.size(); ++i) {
         s.groups[static_cast<size_t>(ranks[i])] = group;
         s.new_rank[static_cast<size_t>(ranks[i])] = static_cast<int>(i);
@@ -442,6 +489,7 @@ void SimCommunicator::transfer(simgrid::s4u::Host* from, simgrid::s4u::Host* to,
 void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const MergeRule& rule) {
   check_merge_size(local.size(), global->count, "sim", rank_);
   me_.flush();
+  if (world_.options().elastic) rejoin();  // the survivors learn of a loss at their next merge
   const Platform& platform = world_.platform();
   const uint64_t bytes = local.size() * sizeof(float);
   {
@@ -450,6 +498,18 @@ void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const M
                                       .count = local.size()});
     global->mutex->lock();
   }
+  me_.in_merge = true;
+  if (global->placement == GlobalModelPlacement::kMigrating && !global->owner->is_on())
+    throw FaultAbort("sim: worker " + std::to_string(me_.id) +
+                         ": epoch_async's global model was lost with the host of the worker "
+                         "that merged last (" +
+                         global->owner->get_name() +
+                         "; strategy.global_model = \"migrating\" keeps it there); the job "
+                         "aborts",
+                     {.kind = "host_failure",
+                      .worker = -1,
+                      .link = {},
+                      .at_s = simgrid::s4u::Engine::get_clock()});
   const LinkModel link = route_model(me_.host, global->owner);  // kAnalytic's alpha and B
   const bool migrating = global->placement == GlobalModelPlacement::kMigrating;
   if (migrating)
@@ -469,13 +529,14 @@ void SimCommunicator::merge(GlobalModel* global, std::span<float> local, const M
   }
   if (migrating) {
     global->owner = me_.host;  // the merged model stays where it was made
-    global->mutex->unlock();
-    return;
+  } else {
+    transfer(global->owner, me_.host, link, bytes);
+    counters_.bytes_sent += bytes;
+    counters_.bytes_recv += bytes;
   }
-  transfer(global->owner, me_.host, link, bytes);
   global->mutex->unlock();
-  counters_.bytes_sent += bytes;
-  counters_.bytes_recv += bytes;
+  me_.in_merge = false;
+  if (me_.doomed != nullptr) lose_worker_now(world_, me_.id, me_.doomed);  // ends this actor
 }
 
 // kMigrating: the model comes from the worker that merged last (over Ethernet across nodes when

@@ -72,6 +72,11 @@ class SimCommunicator final : public Communicator {
   WorkPtr start_allgather(std::span<const float> mine, std::span<float> all, bool async);
   WorkPtr start_reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
                                bool async);
+  // Elastic runs (SimOptions::elastic): an allreduce or barrier that loses a member is issued
+  // again on the live members (rejoin: this communicator's group becomes their group, its rank
+  // and size theirs), so that averages are over the live replicas. Otherwise start(async).
+  WorkPtr start_elastic(const CollCall& call, std::span<float> data);
+  void rejoin();
   void drain();  // kMessage: waits for this rank's asynchronous collectives
   void check_peer(int peer, const char* operation) const;
   void check_root(int root, const char* operation) const;

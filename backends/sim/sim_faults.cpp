@@ -86,8 +86,21 @@ void degrade_link(const LinkFault& lf) {
   for (size_t i = 0; i < lf.links.size(); ++i) lf.links[i]->set_bandwidth(bandwidths[i]);
 }
 
+// Elastic runs: the worker is lost at the current date, or at the end of the merge it is in.
+void lose_worker_at_fault(SimWorld& world, int worker, const char* kind) {
+  WorkerState& w = world.worker(worker);
+  if (w.finished || w.lost) return;  // a worker that finished its training loses nothing
+  if (w.in_merge) {
+    w.doomed = kind;
+    return;
+  }
+  lose_worker_now(world, worker, kind);
+}
+
 void fail_link(SimWorld& world, const LinkFault& lf) {
   sg4::this_actor::sleep_until(lf.fault.from_s);
+  if (world.options().elastic && lf.fault.link.empty())  // the worker's NIC: it is cut off
+    lose_worker_at_fault(world, lf.fault.worker, "link_failure");
   world.links_down().push_back(lf.name);
   for (sg4::Link* link : lf.links) link->turn_off();
   sg4::this_actor::sleep_until(lf.fault.until_s);
@@ -98,6 +111,10 @@ void fail_link(SimWorld& world, const LinkFault& lf) {
 // The job aborts at the failure: NCCL's watchdog tears the communicator down on every rank.
 void fail_host(SimWorld& world, const SimFault& f) {
   sg4::this_actor::sleep_until(f.at_s);
+  if (world.options().elastic) {
+    lose_worker_at_fault(world, f.worker, "host_failure");
+    return;
+  }
   FaultRecord record{
       .kind = "host_failure", .worker = f.worker, .link = {}, .at_s = sg4::Engine::get_clock()};
   sg4::Host* host = world.worker(f.worker).host;
@@ -172,6 +189,25 @@ void start_faults(SimWorld& world) {
     else
       sg4::Actor::create("fault-link", host, [lf] { degrade_link(lf); })->daemonize();
   }
+}
+
+void lose_worker_now(SimWorld& world, int worker, const char* kind) {
+  WorkerState& w = world.worker(worker);
+  w.doomed = nullptr;
+  const auto stop = [&w, kind] {
+    if (std::string(kind) == "host_failure")
+      w.host->turn_off();  // kills the actors there
+    else if (w.actor != nullptr)
+      w.actor->kill();
+  };
+  // The failed collectives are marked first, so that a transfer the stop makes fail is not
+  // taken for a network failure; the worker is stopped before anyone wakes (a worker stopping
+  // itself at the end of its merge waits in no collective: it wakes the others first).
+  const bool self = simgrid::s4u::Actor::self() == w.actor;
+  const std::vector<std::shared_ptr<Job>> failed = world.lose_worker(worker, kind);
+  if (!self) stop();
+  world.release(failed);
+  if (self) stop();
 }
 
 std::exception_ptr fault_abort(SimWorld& world, int worker, const std::exception& cause) {

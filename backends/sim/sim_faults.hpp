@@ -15,10 +15,13 @@
 //     executor accounts compute lazily (no SimGrid Exec activities: sim_executor.hpp), so the
 //     speed profile is applied by stretched_seconds() below, exactly as a host speed profile
 //     would stretch an execution that crosses the interval.
-// Every strategy aborts on a host or link failure for now, epoch_sync and epoch_async included:
-// continuing elastically with the survivors (a live sub-group for the averaging, the dead
-// worker's blocks re-dealt or dropped) is not built yet. Restart from a checkpoint is not either:
-// FaultRecord::last_checkpoint_s is where a checkpointer's date goes.
+// Elastic runs (SimOptions::elastic: epoch_sync and epoch_async) do not abort on a
+// host_failure, nor on a link_failure of a worker's NIC (`worker`, no `link`): the job loses the
+// worker (SimWorld::lose_worker): its host is turned off (a NIC failure kills its actor, which
+// can no longer reach anyone), every collective waiting for it fails with MemberLost, and the
+// survivors retry their allreduce on the live members (SimCommunicator). A worker inside its
+// epoch_async merge holds the shared model's lock: it is lost when the merge ends. A
+// link_failure of a named link still aborts. Every other strategy aborts.
 // Link faults name a link of the platform (`link`, a split-duplex name meaning both directions)
 // or a worker's NIC: the first link named "*nic*" on its route to a GPU of another node. They
 // need the message or flow fidelity (the analytic one crosses no links): refused otherwise.
@@ -43,6 +46,11 @@ double stretched_seconds(double start, double work, std::span<const SpeedWindow>
 // Checks the link faults against the platform (UserError naming the fault's file:line) and
 // starts one daemon actor per host or link fault. Called before the engine runs.
 void start_faults(SimWorld& world);
+
+// Elastic runs: the job loses `worker` now, by a fault of `kind` ("host_failure" turns its
+// host off, "link_failure" kills its actor). Called by the fault actors, or by the worker itself
+// at the end of a merge during which the fault came.
+void lose_worker_now(SimWorld& world, int worker, const char* kind);
 
 // The FaultAbort that a SimGrid network or host failure seen by `worker` becomes.
 std::exception_ptr fault_abort(SimWorld& world, int worker, const std::exception& cause);

@@ -28,20 +28,6 @@ std::vector<int> nodes_of(const Platform& platform, const std::vector<int>& work
   return nodes;
 }
 
-// Waits each comm; when one fails (a link or host of [[sim.faults]]), cancels the others, so
-// that none is freed unfinished, and rethrows SimGrid's exception.
-void wait_or_cancel(std::span<const simgrid::s4u::CommPtr> comms) {
-  for (size_t i = 0; i < comms.size(); ++i) {
-    try {
-      if (comms[i]) comms[i]->wait();
-    } catch (const simgrid::Exception&) {
-      for (size_t j = i + 1; j < comms.size(); ++j)
-        if (comms[j]) comms[j]->cancel();
-      throw;
-    }
-  }
-}
-
 // A message's software overhead ([network] send_overhead / recv_overhead) on the calling actor;
 // nothing when it is 0 (the plain model).
 void pay_overhead(SimStats& stats, double seconds) {
@@ -104,6 +90,18 @@ std::string describe(const CollCall& call) {
 
 }  // namespace
 
+void wait_or_cancel(std::span<const simgrid::s4u::CommPtr> comms) {
+  for (size_t i = 0; i < comms.size(); ++i) {
+    try {
+      if (comms[i]) comms[i]->wait();
+    } catch (const simgrid::Exception&) {
+      for (size_t j = i + 1; j < comms.size(); ++j)
+        if (comms[j]) comms[j]->cancel();
+      throw;
+    }
+  }
+}
+
 Group::Group(SimWorld& world, std::vector<int> members)
     : world_(world),
       id_(world.next_group_id()),
@@ -150,6 +148,50 @@ simgrid::s4u::Mailbox* Group::mailbox(int src, int dst, Channel channel) {
     return simgrid::s4u::Mailbox::by_name(
         concat('g', id_, channel == Channel::kCollective ? 'c' : 'p', src, '>', dst));
   });
+}
+
+std::shared_ptr<Group> Group::create(SimWorld& world, std::vector<int> members) {
+  auto group = std::make_shared<Group>(world, std::move(members));
+  world.groups().push_back(group);
+  return group;
+}
+
+bool Group::broken() const {
+  return std::any_of(members_.begin(), members_.end(), [&](int w) { return !world_.alive(w); });
+}
+
+std::shared_ptr<Group> Group::survivors() {
+  if (!survivors_) {
+    std::vector<int> live;
+    for (int w : members_)
+      if (world_.alive(w)) live.push_back(w);
+    survivors_ = create(world_, std::move(live));
+  }
+  return survivors_;
+}
+
+int Group::rank_of(int w) const {
+  const auto it = std::find(members_.begin(), members_.end(), w);
+  SYNC_CHECK(it != members_.end(), "worker " << w << " is not in communicator " << id_);
+  return static_cast<int>(it - members_.begin());
+}
+
+std::vector<std::shared_ptr<Job>> Group::lose_member(int w) {
+  if (std::find(members_.begin(), members_.end(), w) == members_.end()) return {};
+  const auto lost =
+      std::make_exception_ptr(MemberLost("sim: worker " + std::to_string(w) + " of communicator " +
+                                         std::to_string(id_) + " was lost"));
+  std::vector<std::shared_ptr<Job>> failed;
+  for (auto& [seq, job] : open_jobs_) failed.push_back(job);
+  open_jobs_.clear();
+  for (const std::shared_ptr<Job>& job : in_flight_)
+    if (!job->done.fired()) failed.push_back(job);
+  in_flight_.clear();
+  for (const std::shared_ptr<Job>& job : failed) {
+    job->abandoned = true;
+    job->error = lost;
+  }
+  return failed;
 }
 
 std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<float> buffer) {
@@ -214,6 +256,10 @@ void Group::launch(const std::shared_ptr<Job>& job) {
   job->schedule = schedule(*job->entry);
   std::shared_ptr<Job> previous = std::move(last_job_);
   last_job_ = job;
+  if (world_.options().elastic) {
+    std::erase_if(in_flight_, [](const std::shared_ptr<Job>& j) { return j->done.fired(); });
+    in_flight_.push_back(job);
+  }
   const std::string name = concat('g', id_, '/', to_string(job->call.kind), '#', job->seq + 1);
   simgrid::s4u::Actor::create(
       name, host(0), [self = shared_from_this(), job, previous, compute, master] {
@@ -223,11 +269,11 @@ void Group::launch(const std::shared_ptr<Job>& job) {
             run_through_master_as_flows(*self, job->call.count);
           else
             run_rounds_as_flows(*self, *job->schedule, job->call.wire);
-          compute(*job);
+          if (!job->abandoned) compute(*job);
         } catch (const simgrid::ForcefulKillException&) {
           throw;
         } catch (...) {
-          job->error = std::current_exception();
+          if (!job->abandoned) job->error = std::current_exception();
         }
         job->end_time = simgrid::s4u::Engine::get_clock();
         job->schedule.reset();

@@ -5,6 +5,7 @@
 // collectives, control rendezvous (split, create_shared_model) and the shared models.
 #include <map>
 #include <memory>
+#include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 #include <simgrid/s4u/Mutex.hpp>
 #include <span>
@@ -31,6 +32,13 @@ struct CollCall {
   bool operator==(const CollCall&) const = default;
 };
 
+// A collective that lost a member (elastic runs: SimWorld::lose_worker): the survivors retry
+// it on the live members (Group::survivors).
+class MemberLost : public PeerFailure {
+ public:
+  using PeerFailure::PeerFailure;
+};
+
 // A coarse-fidelity (flow or analytic) collective: members arrive, the last one launches it.
 struct Job {
   CollCall call;
@@ -44,6 +52,7 @@ struct Job {
   double last_arrival = 0;  // the latest of the members' clocks when they arrived
   double end_time = 0;      // simulated date at which every member completes
   std::exception_ptr error;
+  bool abandoned = false;  // a member was lost in flight: the buffers are no longer touched
 };
 
 // The shared model of epoch_async (one per create_shared_model call).
@@ -74,6 +83,9 @@ enum class Channel { kCollective, kPointToPoint };
 class Group : public std::enable_shared_from_this<Group> {
  public:
   Group(SimWorld& world, std::vector<int> members);
+  // A group registered with the world (SimWorld::groups), so that a lost worker's collectives
+  // can be failed.
+  static std::shared_ptr<Group> create(SimWorld& world, std::vector<int> members);
 
   SimWorld& world() { return world_; }
   int id() const { return id_; }
@@ -104,6 +116,16 @@ class Group : public std::enable_shared_from_this<Group> {
   // that every member of it gets the error.
   std::shared_ptr<Job> arrive(int rank, const CollCall& call, std::span<float> buffer);
 
+  // Elastic runs. A group is broken once one of its members is lost; survivors() is the group
+  // of its live members (made once, shared by them; it may itself be broken by a later loss).
+  // lose_member fails the collectives that wait for `worker` (not launched yet, or in flight at
+  // kFlow) with MemberLost, and returns them for the caller to release (Job::done) once the
+  // worker is stopped; an analytic collective launched before the loss completes.
+  bool broken() const;
+  std::shared_ptr<Group> survivors();
+  int rank_of(int worker) const;
+  std::vector<std::shared_ptr<Job>> lose_member(int worker);
+
   // Control rendezvous; on_last runs in the last arriver before everyone is released.
   std::shared_ptr<ControlSlot> control(int rank, int a, int b, std::span<const float> span,
                                        FunctionRef<void(ControlSlot&)> on_last);
@@ -125,8 +147,10 @@ class Group : public std::enable_shared_from_this<Group> {
 
   std::vector<uint64_t> next_seq_;  // per rank
   std::map<uint64_t, std::shared_ptr<Job>> open_jobs_;
-  std::shared_ptr<Job> last_job_;  // the latest launched: the next starts after it
-  double stream_free_at_ = 0;      // analytic: when the latest launched job completes
+  std::shared_ptr<Job> last_job_;                // the latest launched: the next starts after it
+  std::vector<std::shared_ptr<Job>> in_flight_;  // kFlow, elastic runs: launched, not done
+  std::shared_ptr<Group> survivors_;
+  double stream_free_at_ = 0;  // analytic: when the latest launched job completes
 
   std::vector<uint64_t> next_control_;  // per rank
   std::map<uint64_t, std::shared_ptr<ControlSlot>> open_controls_;
@@ -145,5 +169,9 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
 // Flow fidelity: runs every round of `schedule` as concurrent host-to-host flows, in the calling
 // actor, one round after the other.
 void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire);
+
+// Waits each comm; when one fails (a link or host of [[sim.faults]]), cancels the others, so
+// that none is freed unfinished, and rethrows SimGrid's exception.
+void wait_or_cancel(std::span<const simgrid::s4u::CommPtr> comms);
 
 }  // namespace syncopate::sim

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "backends/sim/platform/platform.hpp"
+#include "backends/sim/sim_group.hpp"
 
 namespace syncopate::sim {
 
@@ -75,20 +76,56 @@ bool SimWorld::all_agree(int id, bool vote) {
   if (!agreement_) {
     auto created = std::make_shared<Agreement>();
     created->done = std::make_shared<SimEvent>();  // may let other actors run
+    created->voted.assign(workers_.size(), 0);
     if (!agreement_) agreement_ = std::move(created);
   }
   const std::shared_ptr<Agreement> agreement = agreement_;
   agreement->all_yes = agreement->all_yes && vote;
-  if (++agreement->arrived == num_workers()) {
-    agreement->result = agreement->all_yes;
-    agreement_.reset();
-    agreement->done->fire();
-  } else {
+  agreement->voted[static_cast<size_t>(id)] = 1;
+  ++agreement->arrived;
+  resolve_agreement();
+  if (!agreement->done->fired()) {
     BlockedScope scope(me, BlockedOn{.operation = "all_agree"});
     agreement->done->wait();
   }
   me.lag = arrival - simgrid::s4u::Engine::get_clock();
   return agreement->result;
+}
+
+// Releases the open agreement once every live worker voted.
+void SimWorld::resolve_agreement() {
+  if (!agreement_) return;
+  int live_votes = 0;
+  for (size_t w = 0; w < workers_.size(); ++w)
+    if (agreement_->voted[w] && !workers_[w].lost) ++live_votes;
+  if (live_votes < live_workers()) return;
+  const std::shared_ptr<Agreement> agreement = std::move(agreement_);
+  agreement->result = agreement->all_yes;
+  agreement->done->fire();
+}
+
+int SimWorld::live_workers() const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
+                                        [](const WorkerState& w) { return !w.lost; }));
+}
+
+std::vector<std::shared_ptr<Job>> SimWorld::lose_worker(int id, const std::string& kind) {
+  WorkerState& lost = worker(id);
+  if (lost.lost) return {};
+  lost.lost = true;
+  losses_.push_back({.worker = id, .at_s = simgrid::s4u::Engine::get_clock(), .kind = kind});
+  std::vector<std::shared_ptr<Job>> failed;
+  std::erase_if(groups_, [](const std::weak_ptr<Group>& g) { return g.expired(); });
+  for (const std::weak_ptr<Group>& weak : groups_) {
+    const std::vector<std::shared_ptr<Job>> jobs = weak.lock()->lose_member(id);
+    failed.insert(failed.end(), jobs.begin(), jobs.end());
+  }
+  return failed;
+}
+
+void SimWorld::release(std::span<const std::shared_ptr<Job>> failed) {
+  for (const std::shared_ptr<Job>& job : failed) job->done.fire();
+  resolve_agreement();
 }
 
 void SimWorld::record_failure(int worker, std::exception_ptr error) {
@@ -117,7 +154,7 @@ std::string SimWorld::describe_blocked() const {
   std::ostringstream out;
   out << "simulated deadlock at t=" << simgrid::s4u::Engine::get_clock() << " s:";
   for (const WorkerState& w : workers_) {
-    if (w.finished || !w.started) continue;
+    if (w.finished || !w.started || w.lost) continue;
     out << "\n  worker " << w.id << " (" << w.host->get_name() << "): ";
     if (w.blocked.operation == nullptr) {
       out << "blocked outside the communicator";

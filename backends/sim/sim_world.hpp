@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <simgrid/s4u/Semaphore.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,8 +15,9 @@
 #include "backends/sim/sim_backend.hpp"
 
 namespace simgrid::s4u {
+class Actor;
 class Host;
-}
+}  // namespace simgrid::s4u
 
 namespace syncopate::sim {
 
@@ -78,6 +80,10 @@ struct WorkerState {
   uint64_t events = 0;  // computes and collectives (added to SimStats::modelled_events)
   bool started = false;
   bool finished = false;
+  bool lost = false;             // elastic: the job lost this worker (its host or NIC failed)
+  bool in_merge = false;         // holds the shared model's lock (a failure waits for it)
+  const char* doomed = nullptr;  // the fault kind that came during the merge: lost at its end
+  simgrid::s4u::Actor* actor = nullptr;
   BlockedOn blocked;
   BlockedOn in_flight;  // message fidelity: the step an asynchronous collective's helper waits on
 
@@ -101,6 +107,9 @@ class BlockedScope {
   WorkerState& worker_;
 };
 
+class Group;
+struct Job;
+
 class SimWorld {
  public:
   SimWorld(const Platform& platform, const SimOptions& options);
@@ -123,8 +132,20 @@ class SimWorld {
   SimStats& stats() { return stats_; }
   int next_group_id() { return next_group_id_++; }
 
-  // Zero-simulated-time consensus of all workers (Executor::all_agree).
+  // Zero-simulated-time consensus of all live workers (Executor::all_agree).
   bool all_agree(int worker, bool vote);
+
+  // Elastic runs: marks `worker` lost at the current date by a fault of `kind`, and fails the
+  // collectives of every group holding it (Group::lose_member; no SimGrid call). The caller
+  // stops the worker's actor and then calls release(): the survivors waiting on those
+  // collectives, or in all_agree, go on (and retry on the live members).
+  std::vector<std::shared_ptr<Job>> lose_worker(int worker, const std::string& kind);
+  void release(std::span<const std::shared_ptr<Job>> failed);
+  bool alive(int worker) const { return !workers_[static_cast<size_t>(worker)].lost; }
+  int live_workers() const;
+  const std::vector<WorkerLoss>& losses() const { return losses_; }
+  // Every group of the simulation (Group::create).
+  std::vector<std::weak_ptr<Group>>& groups() { return groups_; }
 
   // The first failure is kept and rethrown by run_on_platform.
   void record_failure(int worker, std::exception_ptr error);
@@ -139,6 +160,7 @@ class SimWorld {
 
  private:
   struct Agreement {
+    std::vector<char> voted;  // per worker
     int arrived = 0;
     bool all_yes = true;
     bool result = false;
@@ -155,6 +177,10 @@ class SimWorld {
   std::exception_ptr failure_;
   int failed_worker_ = -1;
   std::vector<std::string> links_down_;
+  std::vector<WorkerLoss> losses_;
+  std::vector<std::weak_ptr<Group>> groups_;
+
+  void resolve_agreement();
 };
 
 }  // namespace syncopate::sim

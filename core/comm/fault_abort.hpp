@@ -1,8 +1,10 @@
 #pragma once
 // A job that a fault ended, as a real NCCL job ends when a peer dies or a link fails: the
 // communicator is gone and every survivor stops. The simulator throws it for the faults of
-// [[sim.faults]] (backends/sim/sim_faults.hpp); `syncopate run` then exits with code 4 and
-// leaves DIR.partial/ERROR and DIR.partial/fault.json (what failed, when, the time lost).
+// [[sim.faults]] (backends/sim/sim_faults.hpp) where the job cannot go on without the lost worker
+// (every strategy but the elastic epoch_sync and epoch_async); `syncopate run` then exits with
+// code 4 and leaves DIR.partial/ERROR and DIR.partial/fault.json (what failed, when, the time
+// lost).
 #include <string>
 
 #include "core/comm/comm.hpp"
@@ -14,8 +16,8 @@ struct FaultRecord {
   int worker = -1;   // the failed worker, or -1 (a link)
   std::string link;  // the failed link, or empty
   double at_s = 0;   // simulated date of the abort
-  // The run restarts from its last checkpoint (none yet: the start, 0 s); the work since is
-  // lost. Seam for checkpoint/restart: set last_checkpoint_s from the checkpointer.
+  // The date of the last checkpoint set every worker wrote (0: none, the start); the work
+  // since is lost. The simulator's caller fills it in (app/run_sim.cpp).
   double last_checkpoint_s = 0;
   double lost_seconds() const { return at_s - last_checkpoint_s; }
 };

@@ -131,6 +131,13 @@ struct SimFault {
   std::string where;  // "file:line: sim.faults[i]", for errors found once the platform exists
 };
 
+// sim.fault_blocks: after a worker fails under epoch_sync or epoch_async, its ds-tensor blocks
+// are dealt again over the survivors (an epoch keeps its samples) or dropped (the survivors keep
+// their own deal; the epoch loses the dead worker's share).
+enum class FaultBlocks { kRedeal, kDrop };
+inline constexpr NameTable<FaultBlocks, 2> kFaultBlocksNames{
+    {{FaultBlocks::kRedeal, "redeal"}, {FaultBlocks::kDrop, "drop"}}};
+
 enum class SimMode { kEmulation, kCostOnly };  // real tensors, or shape-only (time only)
 inline constexpr NameTable<SimMode, 2> kSimModeNames{
     {{SimMode::kEmulation, "emulation"}, {SimMode::kCostOnly, "cost_only"}}};

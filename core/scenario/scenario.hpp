@@ -85,6 +85,7 @@ struct SimSection {
   ComputeNoise noise;
   int64_t cost_only_train_samples = 0;  // cost-only: samples per epoch (0: the dataset's)
   std::vector<SimFault> faults;         // [[sim.faults]]
+  FaultBlocks fault_blocks = FaultBlocks::kRedeal;  // a failed worker's blocks (choices.hpp)
 };
 
 // The real backend (backend = "mpi").

@@ -2,6 +2,7 @@
 // settings it is read at all.
 #include "core/scenario/scenario_keys.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
@@ -541,6 +542,19 @@ std::string unless_noise(const Scenario& s) {
   return "read only with per-step noise; sim.noise.kind is \"none\"";
 }
 
+// sim.fault_blocks: only where a worker can be lost and the run go on.
+std::string unless_elastic(const Scenario& s) {
+  const bool elastic =
+      s.strategy.kind == StrategyKind::kEpochSync || s.strategy.kind == StrategyKind::kEpochAsync;
+  const bool loses_a_worker = std::any_of(s.sim.faults.begin(), s.sim.faults.end(), [](auto& f) {
+    return f.kind == FaultKind::kHostFailure ||
+           (f.kind == FaultKind::kLinkFailure && f.link.empty());
+  });
+  if (elastic && loses_a_worker) return "";
+  return "read only by strategy.name = \"epoch_sync\" or \"epoch_async\" with a host_failure or a "
+         "worker's link_failure in [[sim.faults]]";
+}
+
 // [sim] and [mpi] hold one backend's settings: a scenario may carry them to any backend (one
 // file for a simulated and a measured run), but they must be consistent among themselves.
 std::vector<ScenarioKey> backend_keys() {
@@ -557,6 +571,7 @@ std::vector<ScenarioKey> backend_keys() {
       integer("sim.cost_only_train_samples", FIELD(sim.cost_only_train_samples), 0, INT64_MAX,
               unless_cost_only),
       sim_faults_key(),
+      choice("sim.fault_blocks", FIELD(sim.fault_blocks), kFaultBlocksNames, unless_elastic),
       choice("mpi.transport", FIELD(mpi.transport), kTransportNames),
   };
 }

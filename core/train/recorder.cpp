@@ -169,6 +169,14 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   j["backend_stats"] = Json::object();
   for (const auto& [name, value] : info.extra) j["backend_stats"][name] = figure(value);
   j["wall_seconds"] = info.wall_seconds;
+  if (!info.lost_workers.empty()) {
+    j["lost_workers"] = Json::array();
+    for (const LostWorker& lost : info.lost_workers)
+      j["lost_workers"].push_back({{"worker", lost.worker},
+                                   {"at_s", lost.at_s},
+                                   {"kind", lost.kind},
+                                   {"lost_seconds", lost.lost_seconds}});
+  }
   j["scenario"] =
       scenario.resolved_json.empty() ? Json::object() : Json::parse(scenario.resolved_json);
   return j.dump(2) + "\n";

@@ -47,6 +47,15 @@ struct WorkerReport {
   bool interrupted = false;         // stopped before the last epoch, a checkpoint written
 };
 
+// A worker that an elastic run lost (the simulator's epoch_sync and epoch_async after a
+// host_failure or a failure of the worker's NIC): its metrics end at at_s.
+struct LostWorker {
+  int worker = -1;
+  double at_s = 0;
+  std::string kind;         // the [[sim.faults]] kind
+  double lost_seconds = 0;  // its work since its last finished epoch (or the start), thrown away
+};
+
 // Backend-specific figures for the summary (simulator statistics, MPI details).
 struct RunInfo {
   std::string platform;  // "" for real backends
@@ -54,6 +63,7 @@ struct RunInfo {
   std::vector<std::pair<std::string, double>>
       extra;                   // name -> value, written under "backend_stats"
   std::string partitions_csv;  // data.partition's class histogram; "" writes no partitions.csv
+  std::vector<LostWorker> lost_workers;  // written as summary.json's lost_workers if any
 };
 
 struct RunSummary {

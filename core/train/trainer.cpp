@@ -206,19 +206,40 @@ bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const
   const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w.ctx.comm.size());
   if (!end.checkpoint) return false;
   w.loop.first_epoch = epoch + 1;
-  write_worker_checkpoint(
-      plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  // After a lost worker (the simulator's elastic runs) the survivors' ranks no longer name the
+  // scenario's workers: no checkpoint set is written from then on.
+  if (w.ctx.comm.size() == s.workers)
+    write_worker_checkpoint(
+        plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
   if (!end.stop) return false;
   w.report.interrupted = true;
   w.report.steps = static_cast<uint64_t>(w.loop.global_step);
   return true;
 }
 
+// The epoch's steps. Once a worker failed (the communicator holds fewer members than the
+// scenario's workers: the simulator's elastic epoch_sync and epoch_async), sim.fault_blocks =
+// "redeal" deals the data over the survivors by their rank among them; "drop", and partitions
+// other than iid or fixed blocks, keep each survivor's own share.
+std::vector<PlannedStep> epoch_steps(const Scenario& s, const TrainData& data,
+                                     const Communicator& comm, int worker, int epoch,
+                                     bool cost_only) {
+  const bool dealt =
+      s.data.partition == DataPartition::kIid ||
+      (s.data.partition == DataPartition::kFixed && s.data_order() == DataOrder::kBlocks);
+  if (comm.size() >= s.workers || s.sim.fault_blocks != FaultBlocks::kRedeal || !dealt)
+    return plan_epoch(s, data, worker, epoch, cost_only);
+  Scenario survivors = s;
+  survivors.workers = comm.size();
+  return plan_epoch(survivors, data, comm.rank(), epoch, cost_only);
+}
+
 }  // namespace
 
 WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator& raw_comm,
                           Executor& exec, const AcceleratorFactory& accelerator_factory,
-                          const ProgressFn& progress, const CheckpointPlan& plan) {
+                          const ProgressFn& progress, const CheckpointPlan& plan,
+                          WorkerReport* so_far) {
   const bool cost_only = exec.cost_only();
   const bool classify = s.loss == LossKind::kCrossEntropy;
   WorkerModel worker = make_worker_model(s, cost_only, accelerator_factory);
@@ -226,6 +247,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   PhaseTimes phases;
   WorkerReport report;
   report.worker = raw_comm.rank();
+  if (so_far != nullptr) so_far->worker = report.worker;
   Tracer tracer(report.trace, report.worker, s.trace);
   TimedCommunicator comm(raw_comm, exec, phases, &tracer);
   const int rank = comm.rank();
@@ -251,7 +273,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   int64_t& global_step = loop.global_step;
   for (int epoch = loop.first_epoch; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
-    const std::vector<PlannedStep> steps = plan_epoch(s, data, rank, epoch, cost_only);
+    const std::vector<PlannedStep> steps = epoch_steps(s, data, comm, rank, epoch, cost_only);
     strategy->on_epoch_begin(ctx);
     EpochMeter meter(read_meters(exec, phases, comm));
     LossTally tally;
@@ -290,6 +312,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       report.epochs.back().test_accuracy = eval.accuracy;
       report.epochs.back().test_errors = eval.errors;
     }
+    if (so_far != nullptr) so_far->epochs.push_back(report.epochs.back());
     if (!plan.dir.empty() && after_epoch(plan, s, epoch, state)) return report;
   }
   report.steps = static_cast<uint64_t>(global_step);

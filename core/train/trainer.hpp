@@ -15,8 +15,11 @@ namespace syncopate {
 // With an accelerator factory, forward and backward run on the device it makes. Worker 0 calls
 // `progress`, if given, after every step. With a checkpoint plan it writes checkpoints at
 // epoch boundaries, resumes from them, and may stop early (the report is then `interrupted`).
+// `so_far`, if given, receives the worker's id and each epoch's row as it finishes, so that a
+// worker whose simulated host fails keeps the epochs it finished.
 WorkerReport train_worker(const Scenario& scenario, const TrainData& data, Communicator& comm,
                           Executor& exec, const AcceleratorFactory& accelerator = {},
-                          const ProgressFn& progress = {}, const CheckpointPlan& plan = {});
+                          const ProgressFn& progress = {}, const CheckpointPlan& plan = {},
+                          WorkerReport* so_far = nullptr);
 
 }  // namespace syncopate

@@ -124,3 +124,38 @@ TEST(SimFaults, RefusedOutsideTheSimulator) {
 
 }  // namespace
 }  // namespace syncopate
+
+namespace syncopate {
+namespace {
+
+const char* kLoss = "[[sim.faults]]\nkind = \"host_failure\"\nworker = 3\nat_s = 2\n";
+
+TEST(SimFaultBlocks, ReadWhereAWorkerCanBeLostUnderEpochSyncOrAsync) {
+  const Scenario redeal = parse("strategy.name = \"epoch_sync\"\n" + std::string(kLoss));
+  EXPECT_EQ(redeal.sim.fault_blocks, FaultBlocks::kRedeal) << "the default";
+  EXPECT_NE(redeal.resolved_toml.find("fault_blocks = 'redeal'"), std::string::npos)
+      << redeal.resolved_toml;
+  const Scenario drop =
+      parse("strategy.name = \"epoch_async\"\nsim.fault_blocks = \"drop\"\n" + std::string(kLoss));
+  EXPECT_EQ(drop.sim.fault_blocks, FaultBlocks::kDrop);
+  EXPECT_EQ(parse_scenario(drop.resolved_toml, "resolved.toml").sim.fault_blocks,
+            FaultBlocks::kDrop);
+}
+
+TEST(SimFaultBlocks, RefusalsNameFileLineAndKey) {
+  const std::string bad = error_of("strategy.name = \"epoch_sync\"\nsim.fault_blocks = \"keep\"\n" +
+                                   std::string(kLoss));
+  EXPECT_NE(bad.find("exp.toml:4"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("sim.fault_blocks"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("redeal"), std::string::npos) << bad;
+  const std::string ddp =
+      error_of("strategy.name = \"ddp\"\nsim.fault_blocks = \"drop\"\n" + std::string(kLoss));
+  EXPECT_NE(ddp.find("sim.fault_blocks"), std::string::npos) << ddp;
+  EXPECT_NE(ddp.find("epoch_sync"), std::string::npos) << ddp;
+  const std::string no_loss =
+      error_of("strategy.name = \"epoch_sync\"\nsim.fault_blocks = \"drop\"\n");
+  EXPECT_NE(no_loss.find("host_failure"), std::string::npos) << no_loss;
+}
+
+}  // namespace
+}  // namespace syncopate

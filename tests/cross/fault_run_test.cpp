@@ -1,0 +1,101 @@
+// Simulated faults through the syncopate binary: epoch_sync goes on without a worker whose host
+// failed and summary.json says who was lost when; ddp aborts with exit code 4 and fault.json
+// counts the time lost since the last checkpoint.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/train/run_files.hpp"
+#include "tests/common/run_command.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
+const std::string kBin = SYNCOPATE_BIN;
+
+fs::path scratch() { return syncopate::scratch_folder("fault-run"); }
+
+// small.toml with [[sim.faults]] appended (a host_failure of `worker` at `at_s`, if at_s > 0).
+std::string scenario_file(const std::string& name, int worker, double at_s) {
+  const fs::path path = scratch() / (name + ".toml");
+  std::ofstream out(path);
+  out.precision(17);
+  out << syncopate::read_text(kScenario);
+  if (at_s > 0)
+    out << "\n[[sim.faults]]\nkind = \"host_failure\"\nworker = " << worker << "\nat_s = " << at_s
+        << "\n";
+  return path.string();
+}
+
+int run(const std::string& file, const std::string& strategy, const std::string& extra,
+        const fs::path& out, std::string* log) {
+  return syncopate::run_command(kBin + " run " + file + " --quiet --backend sim --strategy " +
+                                    strategy +
+                                    " --workers 4 --epochs 3 --platform ethernet-cluster "
+                                    "--fidelity flow --out " +
+                                    out.string() + extra,
+                                log);
+}
+
+// The number after `"key": ` in a JSON text (NaN if absent).
+double json_number(const std::string& text, const std::string& key) {
+  const size_t at = text.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(text.c_str() + at + key.size() + 4, nullptr);
+}
+
+std::vector<syncopate::EpochMetrics> rows_of(const fs::path& run, int worker) {
+  std::vector<syncopate::EpochMetrics> rows;
+  for (const auto& row : syncopate::read_metrics_csv((run / "metrics.csv").string()))
+    if (row.worker == worker) rows.push_back(row);
+  return rows;
+}
+
+TEST(FaultRun, EpochSyncGoesOnWithoutALostWorkerAndSaysSoInTheSummary) {
+  const std::string knobs = " --set data.blocks=8";
+  std::string log;
+  const fs::path clean = scratch() / "sync-clean";
+  ASSERT_EQ(run(scenario_file("sync-clean", 0, 0), "epoch_sync", knobs, clean, &log), 0) << log;
+  const auto before = rows_of(clean, 2);
+  ASSERT_EQ(before.size(), 3u);
+  const double at = (before[1].start_s + before[1].end_s) / 2;
+  const fs::path faulty = scratch() / "sync-faulty";
+  ASSERT_EQ(run(scenario_file("sync-faulty", 2, at), "epoch_sync", knobs, faulty, &log), 0) << log;
+  EXPECT_EQ(rows_of(faulty, 2).size(), 1u) << "worker 2's metrics end at its failure";
+  for (int w : {0, 1, 3}) EXPECT_EQ(rows_of(faulty, w).size(), 3u) << w;
+  const std::string summary = syncopate::read_text(faulty / "summary.json");
+  ASSERT_NE(summary.find("\"lost_workers\""), std::string::npos) << summary;
+  EXPECT_EQ(json_number(summary.substr(summary.find("\"lost_workers\"")), "worker"), 2);
+  EXPECT_NEAR(json_number(summary, "at_s"), at, 1e-6 * at);
+  EXPECT_NEAR(json_number(summary, "lost_seconds"), at - rows_of(faulty, 2)[0].end_s, 1e-6 * at);
+  EXPECT_EQ(syncopate::read_text(clean / "summary.json").find("lost_workers"), std::string::npos);
+}
+
+TEST(FaultRun, DdpAbortsAndCountsTheTimeSinceTheLastCheckpoint) {
+  const std::string knobs = " --set checkpoint.every=1";
+  std::string log;
+  const fs::path clean = scratch() / "ddp-clean";
+  ASSERT_EQ(run(scenario_file("ddp-clean", 0, 0), "ddp", knobs, clean, &log), 0) << log;
+  const auto before = rows_of(clean, 1);
+  ASSERT_EQ(before.size(), 3u);
+  const double at = (before[1].start_s + before[1].end_s) / 2;
+  double checkpoint = 0;  // the latest end of epoch 0: every worker's checkpoint is written
+  for (int w = 0; w < 4; ++w) checkpoint = std::max(checkpoint, rows_of(clean, w)[0].end_s);
+  const fs::path faulty = scratch() / "ddp-faulty";
+  EXPECT_EQ(run(scenario_file("ddp-faulty", 1, at), "ddp", knobs, faulty, &log), 4) << log;
+  const std::string record =
+      syncopate::read_text(fs::path(faulty.string() + ".partial") / "fault.json");
+  EXPECT_NEAR(json_number(record, "at_s"), at, 1e-6 * at) << record;
+  EXPECT_DOUBLE_EQ(json_number(record, "last_checkpoint_s"), checkpoint) << record;
+  EXPECT_NEAR(json_number(record, "lost_seconds"), at - checkpoint, 1e-6 * at) << record;
+  EXPECT_NE(log.find("since the last checkpoint (t="), std::string::npos) << log;
+}
+
+}  // namespace
