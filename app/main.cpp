@@ -83,14 +83,15 @@ RunResult train(const Scenario& scenario, int* argc, char*** argv, const Progres
   throw InternalError("unknown backend");
 }
 
-// `--resume DIR`: the scenario of DIR.partial, which takes no other scenario or override.
+// `--resume DIR`: the scenario of DIR.partial, which takes no other scenario or override than
+// --workers (resuming at another worker count, rescale.hpp).
 Scenario resumed(const RunOptions& o, RunTarget& target) {
-  if (!o.scenario_path.empty() || !o.sets.empty() || !o.out.empty() || o.workers || o.epochs ||
-      o.seed || o.strategy || o.backend || o.platform || o.fidelity)
+  if (!o.scenario_path.empty() || !o.sets.empty() || !o.out.empty() || o.epochs || o.seed ||
+      o.strategy || o.backend || o.platform || o.fidelity)
     throw UsageError("--resume " + o.resume +
                      ": the run continues its own scenario (DIR.partial/scenario.toml); give no "
-                     "scenario, --set, --out or scenario flag with it");
-  return open_resumed_run(o.resume, target);
+                     "scenario, --set, --out or scenario flag with it but --workers");
+  return open_resumed_run(o.resume, target, o.workers);
 }
 
 // For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run;
@@ -229,7 +230,8 @@ void declare_run(CLI::App& cli, RunOptions& o) {
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
   run->add_flag("--quiet", o.quiet, "no progress line");
   run->add_option("--resume", o.resume,
-                  "continue the checkpointed run in DIR.partial (DIR or DIR.partial)");
+                  "continue the checkpointed run in DIR.partial (DIR or DIR.partial); with "
+                  "--workers at another worker count (epoch_sync, epoch_async, local_sgd)");
 }
 
 CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {

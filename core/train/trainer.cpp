@@ -16,6 +16,7 @@
 #include "core/train/epoch_plan.hpp"
 #include "core/train/evaluate.hpp"
 #include "core/train/fast_forward.hpp"
+#include "core/train/rescale.hpp"
 #include "core/train/run_files.hpp"
 #include "core/train/strategy.hpp"
 #include "core/train/train_step.hpp"
@@ -135,25 +136,29 @@ WorkerCheckpoint checkpoint_of(const WorkerContext& ctx, const Strategy& strateg
   strategy.save_state(ctx, strategy_state);
   c.strategy_state = strategy_state.bytes();
   c.report = serialize_report(report);
+  c.resizes = report.resizes;
   return c;
 }
 
-// Puts a worker back where its checkpoint left it (after on_train_begin).
+// Puts a worker back where its checkpoint left it (after on_train_begin). A resized run's
+// strategy starts afresh (rescale.hpp): its state is not restored.
 void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& strategy,
-                    PhaseTimes& phases, WorkerReport& report, LoopState& loop, bool cost_only) {
+                    PhaseTimes& phases, WorkerReport& report, LoopState& loop, bool cost_only,
+                    bool resized) {
   const std::string what = "checkpoint of worker " + std::to_string(c.worker);
   if (!cost_only) {
     copy_checked(c.params, ctx.params, what + ": parameters");
     copy_checked(c.optimizer_state, ctx.optimizer.state(), what + ": optimizer state");
   }
   ByteReader strategy_state(c.strategy_state, what + ": strategy state");
-  strategy.restore_state(ctx, strategy_state);
+  if (!resized) strategy.restore_state(ctx, strategy_state);
   if (!strategy_state.done()) throw UserError(what + ": strategy state longer than expected");
   ctx.optimizer_steps = c.optimizer_steps;
   loop = {.first_epoch = c.next_epoch, .global_step = c.global_step};
   WorkerReport saved = deserialize_report(c.report);
   report.epochs = std::move(saved.epochs);
   report.trace = std::move(saved.trace);
+  report.resizes = c.resizes;
   phases = c.phases;
   ctx.exec.restore_clock(c.clock);
 }
@@ -180,17 +185,35 @@ struct Resumable {
   bool cost_only;
 };
 
+// This worker's checkpoint from the resume set: its own, or at another worker count the one
+// rescale.hpp makes (rank 0 then also rewrites the run's scenario.toml and drops the epoch files
+// of workers that are gone, whose rows it carries).
+WorkerCheckpoint my_checkpoint(std::vector<WorkerCheckpoint> set, const CheckpointPlan& plan,
+                               const Scenario& s, int rank) {
+  const auto from = static_cast<int>(set.size());
+  if (from == s.workers) return std::move(set[static_cast<size_t>(rank)]);
+  WorkerCheckpoint mine = resized_checkpoint(set, s, rank);
+  if (rank == 0) {
+    write_run_scenario(plan.dir, s);
+    for (int w = s.workers; w < from; ++w)
+      std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                              ("worker-" + std::to_string(w) + ".csv"));
+  }
+  return mine;
+}
+
 // Continues from the run's checkpoints: on_train_begin sees the start parameters, then the
 // worker's own state comes back.
 void resume(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
   std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
-  const std::vector<float> start = resume_start_params(set);
-  const WorkerCheckpoint mine = std::move(set[static_cast<size_t>(w.ctx.comm.rank())]);
-  set.clear();
-  if (!w.cost_only) copy_checked(start, w.ctx.params, "checkpointed parameters");
+  const bool resized = set.size() != static_cast<size_t>(s.workers);
+  const std::vector<float> start = resized ? std::vector<float>{} : resume_start_params(set);
+  const WorkerCheckpoint mine = my_checkpoint(std::move(set), plan, s, w.ctx.comm.rank());
+  if (!w.cost_only)
+    copy_checked(resized ? mine.params : start, w.ctx.params, "checkpointed parameters");
   w.ctx.comm.barrier();  // every worker has read the checkpoints before any writes the next ones
   w.strategy.on_train_begin(w.ctx);
-  restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only);
+  restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only, resized);
   // The epochs kept while it ran are those of the checkpoint: later ones run again.
   std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
                           ("worker-" + std::to_string(w.ctx.comm.rank()) + ".csv"));

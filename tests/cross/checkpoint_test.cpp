@@ -180,9 +180,9 @@ TEST(CheckpointRefusal, CorruptTruncatedForeignAndFutureFiles) {
   expect_refused(run.partial, "truncated checkpoint");
 
   std::vector<char> future = run.bytes;
-  future[8] = 2;  // the format version, little-endian u32 after the magic
+  future[8] = 3;  // the format version, little-endian u32 after the magic
   write_bytes(run.checkpoint, future);
-  expect_refused(run.partial, "checkpoint format version 2 is newer than this program's (1)");
+  expect_refused(run.partial, "checkpoint format version 3 is newer than this program's (2)");
 
   write_bytes(run.checkpoint, std::vector<char>{'n', 'o', 'p', 'e'});
   expect_refused(run.partial, "not a syncopate checkpoint");
