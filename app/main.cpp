@@ -94,7 +94,8 @@ Scenario resumed(const RunOptions& o, RunTarget& target) {
   return open_resumed_run(o.resume, target, o.workers);
 }
 
-// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run;
+// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run
+// (SYNCOPATE_STOP_AFTER_STEPS=N at its first mid-epoch checkpoint after N steps);
 // SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then.
 int env_int(const char* name, int otherwise) {
   const char* value = std::getenv(name);
@@ -114,8 +115,10 @@ int run(RunOptions& o, int* argc, char*** argv) {
     target.requested = o.out.empty() ? "runs/" + scenario.name : o.out;
     check_run_dir(target.requested, o.out.empty() ? "the run directory" : "--out");
     target.plan.every = scenario.checkpoint.every;
+    target.plan.every_steps = scenario.checkpoint.every_steps;
   }
   target.plan.stop_after_epochs = env_int("SYNCOPATE_STOP_AFTER_EPOCHS", 0);
+  target.plan.stop_after_steps = env_int("SYNCOPATE_STOP_AFTER_STEPS", 0);
   target.plan.kill_after_epochs = env_int("SYNCOPATE_KILL_AFTER_EPOCHS", 0);
   target.plan.kill_worker = env_int("SYNCOPATE_KILL_WORKER", -1);
   check_model_and_data(scenario);

@@ -61,6 +61,7 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target, std::opti
   target.requested = dir;
   target.plan.dir = partial.string();
   target.plan.every = scenario.checkpoint.every;
+  target.plan.every_steps = scenario.checkpoint.every_steps;
   target.plan.resume = true;
   return scenario;
 }

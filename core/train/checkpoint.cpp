@@ -55,6 +55,8 @@ std::string payload_of(const WorkerCheckpoint& c) {
   w.put<uint64_t>(c.resizes.size());
   for (const Resize& r : c.resizes)
     for (const int v : {r.from, r.to, r.at_epoch}) w.put<int32_t>(v);
+  w.put<int64_t>(c.next_step);
+  w.put_string(c.epoch_state);
   return w.bytes();
 }
 
@@ -84,6 +86,8 @@ WorkerCheckpoint parse_payload(std::string_view payload, const std::string& path
       for (int* v : {&resize.from, &resize.to, &resize.at_epoch}) *v = r.get<int32_t>();
       c.resizes.push_back(resize);
     }
+    c.next_step = r.get<int64_t>();
+    c.epoch_state = r.get_string();
   }
   if (!r.done()) throw UserError(path + ": corrupt checkpoint (bytes after the payload)");
   return c;
@@ -135,25 +139,27 @@ uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-// The resolved TOML without its top-level `workers = N` line (top-level keys come before the
-// first table).
-std::string without_worker_count(std::string_view toml) {
+// The resolved TOML without the lines of table `table` ("" for the top-level keys, which come
+// before the first table) that start with `start`.
+std::string without_lines(std::string_view toml, std::string_view table, std::string_view start) {
   std::string out;
-  bool top_level = true;
+  bool in_table = table.empty();
   for (size_t at = 0; at < toml.size();) {
     const size_t end = std::min(toml.find('\n', at), toml.size());
     const std::string_view line = toml.substr(at, end + 1 - at);
-    if (line.starts_with('[')) top_level = false;
-    if (!(top_level && line.starts_with("workers = "))) out += line;
+    if (line.starts_with('['))
+      in_table = line.substr(1, table.size()) == table && line.substr(1 + table.size()) == "]\n";
+    if (!(in_table && line.starts_with(start))) out += line;
     at = end + 1;
   }
   return out;
 }
 
-// Version 1 hashed the whole resolved scenario.
+// Version 1 hashed the whole resolved scenario of its time, which had no checkpoint.every_steps.
 uint64_t scenario_hash_of_version(const Scenario& scenario, uint32_t version) {
-  return version == 1 ? fnv1a(scenario.resolved_toml)
-                      : fnv1a(without_worker_count(scenario.resolved_toml));
+  if (version == 1)
+    return fnv1a(without_lines(scenario.resolved_toml, "checkpoint", "every_steps = 0\n"));
+  return fnv1a(without_lines(scenario.resolved_toml, "", "workers = "));
 }
 
 }  // namespace
@@ -240,9 +246,10 @@ std::vector<WorkerCheckpoint> checkpoints_of(const std::string& run_dir, const S
   return found;
 }
 
-// Whether checkpoint c belongs to the set of `workers` workers before `epoch`.
-bool in_set(const WorkerCheckpoint& c, int workers, int epoch) {
-  return c.workers == workers && c.next_epoch == epoch;
+// Whether checkpoint c belongs to the set of `head`: as many workers, at the same point.
+bool in_set(const WorkerCheckpoint& c, const WorkerCheckpoint& head) {
+  return c.workers == head.workers && c.next_epoch == head.next_epoch &&
+         c.next_step == head.next_step;
 }
 
 // The set of every worker's checkpoint of worker 0's candidate `head`, if complete.
@@ -251,7 +258,7 @@ std::vector<WorkerCheckpoint> set_of(const WorkerCheckpoint& head,
   std::vector<WorkerCheckpoint> set;
   for (int w = 0; w < head.workers; ++w)
     for (const WorkerCheckpoint& c : all[static_cast<size_t>(w)])
-      if (in_set(c, head.workers, head.next_epoch)) {
+      if (in_set(c, head)) {
         set.push_back(c);
         break;
       }
@@ -294,8 +301,9 @@ std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
   for (int w = 1; w < most; ++w) all.push_back(checkpoints_of(run_dir, scenario, w));
   std::vector<const WorkerCheckpoint*> heads;  // worker 0's, the latest epoch first
   for (const WorkerCheckpoint& c : all[0]) heads.push_back(&c);
-  std::stable_sort(heads.begin(), heads.end(),
-                   [](const auto* a, const auto* b) { return a->next_epoch > b->next_epoch; });
+  std::stable_sort(heads.begin(), heads.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->next_epoch, a->next_step) > std::pair(b->next_epoch, b->next_step);
+  });
   for (const WorkerCheckpoint* head : heads)
     if (std::vector<WorkerCheckpoint> set = set_of(*head, all); !set.empty()) return set;
   no_resume_set(run_dir, all);

@@ -25,10 +25,12 @@ namespace syncopate {
 
 // What the worker loop writes and reads.
 struct CheckpointPlan {
-  std::string dir;            // the run directory being written; "" writes no checkpoint
-  int every = 0;              // epochs between checkpoints (checkpoint.every); 0: none
-  bool resume = false;        // continue from dir's checkpoints
-  int stop_after_epochs = 0;  // > 0: stop, as an interrupted run does, after so many epochs
+  std::string dir;               // the run directory being written; "" writes no checkpoint
+  int every = 0;                 // epochs between checkpoints (checkpoint.every); 0: none
+  int every_steps = 0;           // steps between checkpoints inside an epoch; 0: none
+  int64_t stop_after_steps = 0;  // > 0: stop at the first mid-epoch checkpoint after so many
+  bool resume = false;           // continue from dir's checkpoints
+  int stop_after_epochs = 0;     // > 0: stop, as an interrupted run does, after so many epochs
   // Fault injection (tests): worker kill_worker kills its process with SIGKILL after
   // kill_after_epochs epochs (0: never).
   int kill_after_epochs = 0, kill_worker = -1;
@@ -36,7 +38,9 @@ struct CheckpointPlan {
 
 struct WorkerCheckpoint {
   int worker = 0, workers = 0;
-  int next_epoch = 0;  // the first epoch still to run
+  int next_epoch = 0;       // the first epoch still to run
+  int64_t next_step = 0;    // its first step still to run (> 0: a mid-epoch checkpoint)
+  std::string epoch_state;  // mid-epoch: the epoch's meters so far (the worker loop's format)
   int64_t global_step = 0, optimizer_steps = 0;
   std::vector<double> clock;  // Executor::clock_state()
   PhaseTimes phases;

@@ -108,6 +108,13 @@ WorkerCheckpoint resized_checkpoint(const std::vector<WorkerCheckpoint>& set, co
                                     int worker) {
   check_resizable(s, static_cast<int>(set.size()));
   const WorkerCheckpoint& first = set.front();
+  if (first.next_step != 0)
+    throw UserError(s.source +
+                    ": workers: resuming at another worker count needs a checkpoint at "
+                    "an epoch boundary; the latest one is inside epoch " +
+                    std::to_string(first.next_epoch) + " (after step " +
+                    std::to_string(first.next_step) + "): resume it at " +
+                    std::to_string(set.size()) + " workers first");
   WorkerCheckpoint c;
   c.worker = worker;
   c.workers = s.workers;

@@ -97,7 +97,52 @@ Progress step_progress(const LossTally& tally, bool classify, int epoch, int epo
 struct LoopState {
   int first_epoch = 0;
   int64_t global_step = 0;
+  int64_t first_step = 0;   // > 0: first_epoch continues there (a mid-epoch checkpoint)
+  std::string epoch_state;  // then: its meters so far (epoch_state_of)
 };
+
+// The meters of an epoch cut by a mid-epoch checkpoint: its start reading, whose byte counters
+// are kept as an offset from their values `now` (a resumed communicator counts from 0), and the
+// loss tally so far.
+std::string epoch_state_of(const EpochMeter& meter, const LossTally& tally,
+                           const MeterReading& now) {
+  const MeterReading& start = meter.start_reading();
+  ByteWriter w;
+  for (const double v : {start.time, start.phases.compute_s, start.phases.comm_s,
+                         start.phases.idle_s, start.phases.comm_total_s})
+    w.put<double>(v);
+  w.put<uint64_t>(start.counters.bytes_sent - now.counters.bytes_sent);  // modulo 2^64
+  w.put<uint64_t>(start.counters.bytes_recv - now.counters.bytes_recv);
+  w.put<double>(tally.loss_sum);
+  w.put<int64_t>(tally.correct);
+  w.put<int64_t>(tally.seen);
+  w.put<double>(tally.lr);
+  return w.bytes();
+}
+
+// An epoch's start reading and loss tally: fresh, or as a mid-epoch checkpoint left them.
+struct EpochStart {
+  MeterReading start;
+  LossTally tally;
+};
+EpochStart begin_epoch(const LoopState& loop, int epoch, const MeterReading& now) {
+  if (epoch != loop.first_epoch || loop.first_step == 0) return {now, {}};
+  ByteReader r(loop.epoch_state, "checkpoint: the meters of epoch " + std::to_string(epoch));
+  EpochStart e;
+  for (double* v : {&e.start.time, &e.start.phases.compute_s, &e.start.phases.comm_s,
+                    &e.start.phases.idle_s, &e.start.phases.comm_total_s})
+    *v = r.get<double>();
+  e.start.counters.bytes_sent = r.get<uint64_t>() + now.counters.bytes_sent;
+  e.start.counters.bytes_recv = r.get<uint64_t>() + now.counters.bytes_recv;
+  e.tally.loss_sum = r.get<double>();
+  e.tally.correct = r.get<int64_t>();
+  e.tally.seen = r.get<int64_t>();
+  e.tally.lr = r.get<double>();
+  if (!r.done())
+    throw UserError("checkpoint: the meters of epoch " + std::to_string(epoch) +
+                    " are longer than expected");
+  return e;
+}
 
 // On resume: the parameters of the worker checkpointed last (the latest clock), which every
 // worker's on_train_begin then sees (epoch_async: the global model after the last merge).
@@ -123,6 +168,8 @@ WorkerCheckpoint checkpoint_of(const WorkerContext& ctx, const Strategy& strateg
   c.worker = ctx.comm.rank();
   c.workers = ctx.comm.size();
   c.next_epoch = loop.first_epoch;
+  c.next_step = loop.first_step;
+  c.epoch_state = loop.epoch_state;
   c.global_step = loop.global_step;
   c.optimizer_steps = ctx.optimizer_steps;
   c.clock = ctx.exec.clock_state();
@@ -154,7 +201,10 @@ void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& str
   if (!resized) strategy.restore_state(ctx, strategy_state);
   if (!strategy_state.done()) throw UserError(what + ": strategy state longer than expected");
   ctx.optimizer_steps = c.optimizer_steps;
-  loop = {.first_epoch = c.next_epoch, .global_step = c.global_step};
+  loop = {.first_epoch = c.next_epoch,
+          .global_step = c.global_step,
+          .first_step = c.next_step,
+          .epoch_state = c.epoch_state};
   WorkerReport saved = deserialize_report(c.report);
   report.epochs = std::move(saved.epochs);
   report.trace = std::move(saved.trace);
@@ -229,9 +279,28 @@ bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const
   const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w.ctx.comm.size());
   if (!end.checkpoint) return false;
   w.loop.first_epoch = epoch + 1;
+  w.loop.first_step = 0;
+  w.loop.epoch_state.clear();
   write_worker_checkpoint(
       plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
   if (!end.stop) return false;
+  w.report.interrupted = true;
+  w.report.steps = static_cast<uint64_t>(w.loop.global_step);
+  return true;
+}
+
+// With `done` steps of the epoch run (of `steps`): a mid-epoch checkpoint when one is due
+// (checkpoint.every_steps). True when the run stops there (SYNCOPATE_STOP_AFTER_STEPS).
+bool after_step(const CheckpointPlan& plan, const Scenario& s, size_t done, size_t steps,
+                const EpochMeter& meter, const LossTally& tally, const Resumable& w) {
+  const auto every = static_cast<size_t>(plan.every_steps);
+  if (plan.dir.empty() || every == 0 || done >= steps || done % every != 0) return false;
+  w.loop.first_epoch = w.ctx.epoch;
+  w.loop.first_step = static_cast<int64_t>(done);
+  w.loop.epoch_state = epoch_state_of(meter, tally, read_meters(w.ctx.exec, w.phases, w.ctx.comm));
+  write_worker_checkpoint(
+      plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (plan.stop_after_steps <= 0 || w.loop.global_step < plan.stop_after_steps) return false;
   w.report.interrupted = true;
   w.report.steps = static_cast<uint64_t>(w.loop.global_step);
   return true;
@@ -275,12 +344,18 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   for (int epoch = loop.first_epoch; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
     const std::vector<Step> steps = plan_epoch(s, data, rank, epoch, cost_only);
-    strategy->on_epoch_begin(ctx);
-    EpochMeter meter(read_meters(exec, phases, comm));
-    LossTally tally;
+    const size_t first = epoch == loop.first_epoch ? static_cast<size_t>(loop.first_step) : 0;
+    if (first >= steps.size() && first > 0)
+      throw UserError("checkpoint of worker " + std::to_string(rank) + ": step " +
+                      std::to_string(first) + " of epoch " + std::to_string(epoch) +
+                      ", which has " + std::to_string(steps.size()));
+    if (first == 0) strategy->on_epoch_begin(ctx);
+    EpochStart begun = begin_epoch(loop, epoch, read_meters(exec, phases, comm));
+    EpochMeter meter(begun.start);
+    LossTally& tally = begun.tally;
     FastForward fast_forward(cost_only && s.sim.fast_forward ? FastForward::Use::kOn
                                                              : FastForward::Use::kOff);
-    for (size_t k = 0; k < steps.size();) {  // the cursor moves at the end of the body only
+    for (size_t k = first; k < steps.size();) {  // the cursor moves at the end of the body only
       const MeterReading before = read_meters(exec, phases, comm);
       const double lr = learning_rate(
           s.schedule, epoch + static_cast<double>(k) / static_cast<double>(steps.size()));
@@ -300,6 +375,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       ctx.optimizer_steps += static_cast<int64_t>(skip.steps);
       if (progress && rank == 0)
         progress(step_progress(tally, classify, epoch, s.epochs, k, steps, exec));
+      if (after_step(plan, s, k, steps.size(), meter, tally, state)) return report;
     }
     tracer.end_steps();
     strategy->on_epoch_end(ctx);
