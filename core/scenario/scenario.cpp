@@ -112,8 +112,6 @@ void validate_checkpoint(const Scenario& s, const TomlReader& reader) {
         "in the block order (data.order = \"blocks\", epoch_sync's default) the workers' "
         "epochs hold different step counts, so a step is no common point of the epoch; use "
         "data.order = \"global\" or checkpoint.every");
-  if (s.strategy.compression == Compression::kPowerSgd)
-    refuse("PowerSGD's error feedback is not checkpointed; use checkpoint.every");
   if (s.sim.mode == SimMode::kCostOnly && s.sim.fast_forward)
     refuse("cost-only fast-forward skips steps; set sim.fast_forward = false with it");
 }

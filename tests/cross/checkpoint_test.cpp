@@ -137,6 +137,12 @@ TEST(MpiResume, EndsAsTheUninterruptedRun) {
     expect_resume_equivalent("mpi-" + strategy, run_args(strategy, "mpi", 2), mpirun(2), 2, -1);
 }
 
+// PowerSGD's error feedback and Q carry from step to step: checkpoints hold them.
+TEST(PowerSgdResume, EndsAsTheUninterruptedRunOnSim) {
+  const std::string args = run_args("ddp", "sim", 4) + " --set strategy.compression=powersgd";
+  expect_resume_equivalent("sim-powersgd", args, "", 2, 1e-12);
+}
+
 // A stopped two-worker run's DIR.partial, its worker-0 checkpoint and its bytes.
 struct StoppedRun {
   fs::path partial, checkpoint;
@@ -355,6 +361,11 @@ TEST_P(SimMidEpochResume, EndsAsTheUninterruptedRun) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SimMidEpochResume,
                          ::testing::Values("ddp", "local_sgd", "hierarchical", "diloco", "zero"));
+
+TEST(PowerSgdMidEpochResume, EndsAsTheUninterruptedRunOnSim) {
+  const std::string args = run_args("ddp", "sim", 4) + " --set strategy.compression=powersgd";
+  expect_mid_epoch_resume_equivalent("mid-sim-powersgd", args, "", 14, 1e-12);
+}
 
 // 38 steps an epoch at one worker: stopped at epoch 0's step 16.
 TEST(LocalMidEpochResume, EndsAsTheUninterruptedRun) {
