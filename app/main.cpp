@@ -83,17 +83,19 @@ RunResult train(const Scenario& scenario, int* argc, char*** argv, const Progres
   throw InternalError("unknown backend");
 }
 
-// `--resume DIR`: the scenario of DIR.partial, which takes no other scenario or override.
+// `--resume DIR`: the scenario of DIR.partial, which takes no other scenario or override than
+// --workers (resuming at another worker count, rescale.hpp).
 Scenario resumed(const RunOptions& o, RunTarget& target) {
-  if (!o.scenario_path.empty() || !o.sets.empty() || !o.out.empty() || o.workers || o.epochs ||
-      o.seed || o.strategy || o.backend || o.platform || o.fidelity)
+  if (!o.scenario_path.empty() || !o.sets.empty() || !o.out.empty() || o.epochs || o.seed ||
+      o.strategy || o.backend || o.platform || o.fidelity)
     throw UsageError("--resume " + o.resume +
                      ": the run continues its own scenario (DIR.partial/scenario.toml); give no "
-                     "scenario, --set, --out or scenario flag with it");
-  return open_resumed_run(o.resume, target);
+                     "scenario, --set, --out or scenario flag with it but --workers");
+  return open_resumed_run(o.resume, target, o.workers);
 }
 
-// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run;
+// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run
+// (SYNCOPATE_STOP_AFTER_STEPS=N at its first mid-epoch checkpoint after N steps);
 // SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then.
 int env_int(const char* name, int otherwise) {
   const char* value = std::getenv(name);
@@ -113,8 +115,10 @@ int run(RunOptions& o, int* argc, char*** argv) {
     target.requested = o.out.empty() ? "runs/" + scenario.name : o.out;
     check_run_dir(target.requested, o.out.empty() ? "the run directory" : "--out");
     target.plan.every = scenario.checkpoint.every;
+    target.plan.every_steps = scenario.checkpoint.every_steps;
   }
   target.plan.stop_after_epochs = env_int("SYNCOPATE_STOP_AFTER_EPOCHS", 0);
+  target.plan.stop_after_steps = env_int("SYNCOPATE_STOP_AFTER_STEPS", 0);
   target.plan.kill_after_epochs = env_int("SYNCOPATE_KILL_AFTER_EPOCHS", 0);
   target.plan.kill_worker = env_int("SYNCOPATE_KILL_WORKER", -1);
   check_model_and_data(scenario);
@@ -229,7 +233,8 @@ void declare_run(CLI::App& cli, RunOptions& o) {
   run->add_flag("--print-scenario", o.print_scenario, "print the resolved scenario and exit");
   run->add_flag("--quiet", o.quiet, "no progress line");
   run->add_option("--resume", o.resume,
-                  "continue the checkpointed run in DIR.partial (DIR or DIR.partial)");
+                  "continue the checkpointed run in DIR.partial (DIR or DIR.partial); with "
+                  "--workers at another worker count (epoch_sync, epoch_async, local_sgd)");
 }
 
 CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {

@@ -1,10 +1,12 @@
 // Run directories chosen before training: checkpointed runs, resumes and interrupted runs.
 #include "app/run_dir.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "core/base/check.hpp"
+#include "core/train/rescale.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -33,7 +35,7 @@ void open_run_dir(RunTarget& target, const Scenario& scenario) {
                  target.plan.dir + "\n");
 }
 
-Scenario open_resumed_run(const std::string& given, RunTarget& target) {
+Scenario open_resumed_run(const std::string& given, RunTarget& target, std::optional<int> workers) {
   std::string dir = given;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (dir.ends_with(kPartial)) dir.resize(dir.size() - kPartial.size());
@@ -48,11 +50,18 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target) {
                     " holds no checkpoint/ (the run stopped before its first checkpoint)");
   if (fs::exists(dir))
     throw UserError("--resume " + given + ": " + dir + " exists; not overwriting it");
-  Scenario scenario = load_scenario((partial / "scenario.toml").string());
+  const std::string saved = (partial / "scenario.toml").string();
+  Scenario scenario = load_scenario(saved);
+  if (workers && *workers != scenario.workers) {
+    const int from = scenario.workers;
+    scenario = load_scenario(saved, {"workers=" + std::to_string(*workers)});
+    check_resizable(scenario, from);
+  }
   target.dir = dir;
   target.requested = dir;
   target.plan.dir = partial.string();
   target.plan.every = scenario.checkpoint.every;
+  target.plan.every_steps = scenario.checkpoint.every_steps;
   target.plan.resume = true;
   return scenario;
 }
@@ -60,8 +69,9 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target) {
 std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports) {
   const fs::path partial(target.plan.dir);
   write_text(partial / "metrics.csv", metrics_csv(reports));
-  int epochs = 0;
-  for (const WorkerReport& r : reports) epochs = static_cast<int>(r.epochs.size());
+  int epochs = 0;  // a resized run's worker 0 holds the rows of workers that are gone
+  for (const WorkerReport& r : reports)
+    for (const EpochMetrics& e : r.epochs) epochs = std::max(epochs, e.epoch + 1);
   const std::string message = "interrupted after " + std::to_string(epochs) +
                               " epoch(s); continue with: syncopate run --resume " +
                               partial.string();

@@ -1,6 +1,7 @@
 #pragma once
 // The run directory of a checkpointed or resumed run: chosen before training (DIR.partial holds
 // scenario.toml and checkpoint/ while it runs), and what an interrupted run leaves there.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,11 @@ struct RunTarget {
 // A fresh run: picks DIR (unique_run_dir of the requested one), creates DIR.partial, its
 // scenario.toml and INCOMPLETE (what to do if the run stops).
 void open_run_dir(RunTarget& target, const Scenario& scenario);
-// `syncopate run --resume DIR` (or DIR.partial): the scenario that DIR.partial/scenario.toml holds.
-// Throws UserError when there is nothing to resume there.
-Scenario open_resumed_run(const std::string& given, RunTarget& target);
+// `syncopate run --resume DIR` (or DIR.partial): the scenario that DIR.partial/scenario.toml holds,
+// at `workers` workers if given. Throws UserError when there is nothing to resume there, or when
+// the scenario's strategy cannot change its worker count (check_resizable).
+Scenario open_resumed_run(const std::string& given, RunTarget& target,
+                          std::optional<int> workers = std::nullopt);
 // An interrupted run: DIR.partial/metrics.csv with every finished epoch, and the message that
 // says how to resume it.
 std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports);

@@ -93,7 +93,10 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
       train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress, target.plan);
   result.interrupted = mine.interrupted;
   result.reports = gather_reports(*comm, mine);
-  if (comm->rank() == 0) result.reports[0].final_params = mine.final_params;
+  if (comm->rank() == 0) {
+    result.reports[0].final_params = mine.final_params;
+    result.reports[0].resizes = mine.resizes;
+  }
   result.info.wall_seconds = MPI_Wtime() - start;
   result.info.partitions_csv = data.partitions_csv;
   result.info.extra = {{"ranks", static_cast<double>(comm->size())},

@@ -94,8 +94,31 @@ void validate_compression(const Scenario& s, const TomlReader& reader) {
 }
 
 // Checks across keys; each error names the key it is about (and its file:line or --set).
+// checkpoint.every_steps: a mid-epoch checkpoint needs a step that is the same point of the
+// epoch on every worker, and a state that the checkpoint holds whole.
+void validate_checkpoint(const Scenario& s, const TomlReader& reader) {
+  if (s.checkpoint.every_steps == 0) return;
+  const auto refuse = [&](const std::string& why) { reader.fail("checkpoint.every_steps", why); };
+  if (s.checkpoint.every > 1)
+    refuse("checkpoint.every = " + std::to_string(s.checkpoint.every) +
+           " asks for a checkpoint every so many epochs, every_steps for some in every epoch; "
+           "set checkpoint.every to 0 or 1 with it");
+  if (s.strategy.kind == StrategyKind::kEpochAsync)
+    refuse(
+        "epoch_async's global model between merges is in no worker's checkpoint; use "
+        "checkpoint.every");
+  if (s.data_order() == DataOrder::kBlocks)
+    refuse(
+        "in the block order (data.order = \"blocks\", epoch_sync's default) the workers' "
+        "epochs hold different step counts, so a step is no common point of the epoch; use "
+        "data.order = \"global\" or checkpoint.every");
+  if (s.sim.mode == SimMode::kCostOnly && s.sim.fast_forward)
+    refuse("cost-only fast-forward skips steps; set sim.fast_forward = false with it");
+}
+
 void validate(const Scenario& s, const TomlReader& reader) {
   validate_compression(s, reader);
+  validate_checkpoint(s, reader);
   if (s.data.dataset == DatasetKind::kCsv && s.data.path.empty())
     reader.fail("data.path", "the csv dataset needs data.path");
   if (s.data.dataset == DatasetKind::kCsv && s.data.targets.empty())

@@ -95,7 +95,8 @@ struct MpiSection {
 
 // Checkpoints of the run (core/train/checkpoint.hpp).
 struct CheckpointSection {
-  int every = 0;  // epochs between checkpoints; 0: none
+  int every = 0;        // epochs between checkpoints; 0: none
+  int every_steps = 0;  // steps between checkpoints inside an epoch; 0: none
 };
 
 struct Scenario {

@@ -586,7 +586,8 @@ std::vector<ScenarioKey> trace_keys() {
 
 // Checkpoints (core/train/checkpoint.hpp).
 std::vector<ScenarioKey> checkpoint_keys() {
-  return {integer("checkpoint.every", FIELD(checkpoint.every), 0, 1 << 30)};
+  return {integer("checkpoint.every", FIELD(checkpoint.every), 0, 1 << 30),
+          integer("checkpoint.every_steps", FIELD(checkpoint.every_steps), 0, 1 << 30)};
 }
 
 #undef FIELD

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "core/base/bytes.hpp"
 #include "core/base/check.hpp"
@@ -50,10 +52,17 @@ std::string payload_of(const WorkerCheckpoint& c) {
   w.put_span<float>(c.optimizer_state);
   w.put_string(c.strategy_state);
   w.put_string(c.report);
+  w.put<uint64_t>(c.resizes.size());
+  for (const Resize& r : c.resizes)
+    for (const int v : {r.from, r.to, r.at_epoch}) w.put<int32_t>(v);
+  w.put<int64_t>(c.next_step);
+  w.put_string(c.epoch_state);
   return w.bytes();
 }
 
-WorkerCheckpoint parse_payload(std::string_view payload, const std::string& path) {
+// `version` 1 ends after the report.
+WorkerCheckpoint parse_payload(std::string_view payload, const std::string& path,
+                               uint32_t version) {
   ByteReader r(payload, path);
   WorkerCheckpoint c;
   c.worker = r.get<int32_t>();
@@ -69,6 +78,17 @@ WorkerCheckpoint parse_payload(std::string_view payload, const std::string& path
   c.optimizer_state = r.get_vector<float>();
   c.strategy_state = r.get_string();
   c.report = r.get_string();
+  if (version >= 2) {
+    const auto n = r.get<uint64_t>();
+    if (n > payload.size()) throw UserError(path + ": corrupt checkpoint (resize count)");
+    for (uint64_t i = 0; i < n; ++i) {
+      Resize resize;
+      for (int* v : {&resize.from, &resize.to, &resize.at_epoch}) *v = r.get<int32_t>();
+      c.resizes.push_back(resize);
+    }
+    c.next_step = r.get<int64_t>();
+    c.epoch_state = r.get_string();
+  }
   if (!r.done()) throw UserError(path + ": corrupt checkpoint (bytes after the payload)");
   return c;
 }
@@ -110,20 +130,51 @@ T field_at(std::string_view bytes, size_t offset) {
   return value;
 }
 
-}  // namespace
-
-uint64_t scenario_hash(const Scenario& scenario) {
+uint64_t fnv1a(std::string_view text) {
   uint64_t h = 1469598103934665603ull;
-  for (const char c : scenario.resolved_toml) {
+  for (const char c : text) {
     h ^= static_cast<unsigned char>(c);
     h *= 1099511628211ull;
   }
   return h;
 }
 
+// The resolved TOML without the lines of table `table` ("" for the top-level keys, which come
+// before the first table) that start with `start`.
+std::string without_lines(std::string_view toml, std::string_view table, std::string_view start) {
+  std::string out;
+  bool in_table = table.empty();
+  for (size_t at = 0; at < toml.size();) {
+    const size_t end = std::min(toml.find('\n', at), toml.size());
+    const std::string_view line = toml.substr(at, end + 1 - at);
+    if (line.starts_with('['))
+      in_table = line.substr(1, table.size()) == table && line.substr(1 + table.size()) == "]\n";
+    if (!(in_table && line.starts_with(start))) out += line;
+    at = end + 1;
+  }
+  return out;
+}
+
+// Version 1 hashed the whole resolved scenario of its time, which had no checkpoint.every_steps.
+uint64_t scenario_hash_of_version(const Scenario& scenario, uint32_t version) {
+  if (version == 1)
+    return fnv1a(without_lines(scenario.resolved_toml, "checkpoint", "every_steps = 0\n"));
+  return fnv1a(without_lines(scenario.resolved_toml, "", "workers = "));
+}
+
+}  // namespace
+
+uint64_t scenario_hash(const Scenario& scenario) {
+  return scenario_hash_of_version(scenario, kCheckpointVersion);
+}
+
 std::string checkpoint_path(const std::string& run_dir, int worker) {
   return (fs::path(run_dir) / "checkpoint" / ("worker-" + std::to_string(worker) + ".ckpt"))
       .string();
+}
+
+void write_run_scenario(const std::string& run_dir, const Scenario& scenario) {
+  write_atomically(fs::path(run_dir) / "scenario.toml", scenario.resolved_toml);
 }
 
 void write_checkpoint(const std::string& path, const Scenario& scenario,
@@ -156,9 +207,9 @@ WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenar
     throw UserError(path + ": checkpoint format version " + std::to_string(version) +
                     " is newer than this program's (" + std::to_string(kCheckpointVersion) +
                     "); resume it with the syncopate that wrote it");
-  if (version != kCheckpointVersion)
+  if (version < 1)
     throw UserError(path + ": checkpoint format version " + std::to_string(version) +
-                    " is not supported (this program reads version " +
+                    " is not supported (this program reads versions 1 to " +
                     std::to_string(kCheckpointVersion) + ")");
   const auto length = field_at<uint64_t>(bytes, 20);
   if (bytes.size() != kHeader + length + 4)
@@ -167,10 +218,10 @@ WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenar
   const std::string_view body = std::string_view(bytes).substr(0, kHeader + length);
   if (crc32_of(body) != field_at<uint32_t>(bytes, kHeader + length))
     throw UserError(path + ": corrupt checkpoint (CRC-32 mismatch)");
-  if (field_at<uint64_t>(bytes, 12) != scenario_hash(scenario))
+  if (field_at<uint64_t>(bytes, 12) != scenario_hash_of_version(scenario, version))
     throw UserError(path + ": checkpoint of another scenario (its resolved scenario differs " +
                     "from this run's " + scenario.source + ")");
-  return parse_payload(body.substr(kHeader), path);
+  return parse_payload(body.substr(kHeader), path, version);
 }
 
 namespace {
@@ -181,20 +232,55 @@ std::string previous_path(const std::string& run_dir, int worker) {
       .string();
 }
 
-// Worker w's checkpoints (the latest first), checked to be worker w's of `workers`.
+// Worker w's checkpoints (the latest first; none when it has no file), checked to be worker w's.
 std::vector<WorkerCheckpoint> checkpoints_of(const std::string& run_dir, const Scenario& s, int w) {
   std::vector<WorkerCheckpoint> found;
   for (const std::string& path : {checkpoint_path(run_dir, w), previous_path(run_dir, w)}) {
     if (!fs::exists(path)) continue;
     WorkerCheckpoint c = read_checkpoint(path, s);
-    if (c.worker != w || c.workers != s.workers)
+    if (c.worker != w || c.worker >= c.workers)
       throw UserError(path + ": checkpoint of worker " + std::to_string(c.worker) + " of " +
-                      std::to_string(c.workers) + ", expected worker " + std::to_string(w) +
-                      " of " + std::to_string(s.workers));
+                      std::to_string(c.workers) + ", expected worker " + std::to_string(w));
     found.push_back(std::move(c));
   }
-  if (found.empty()) throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint there");
   return found;
+}
+
+// Whether checkpoint c belongs to the set of `head`: as many workers, at the same point.
+bool in_set(const WorkerCheckpoint& c, const WorkerCheckpoint& head) {
+  return c.workers == head.workers && c.next_epoch == head.next_epoch &&
+         c.next_step == head.next_step;
+}
+
+// The set of every worker's checkpoint of worker 0's candidate `head`, if complete.
+std::vector<WorkerCheckpoint> set_of(const WorkerCheckpoint& head,
+                                     std::vector<std::vector<WorkerCheckpoint>>& all) {
+  std::vector<WorkerCheckpoint> set;
+  for (int w = 0; w < head.workers; ++w)
+    for (const WorkerCheckpoint& c : all[static_cast<size_t>(w)])
+      if (in_set(c, head)) {
+        set.push_back(c);
+        break;
+      }
+  if (set.size() != static_cast<size_t>(head.workers)) set.clear();
+  return set;
+}
+
+// No complete set: name the worker that lags (as many workers as worker 0's latest checkpoint).
+[[noreturn]] void no_resume_set(const std::string& run_dir,
+                                const std::vector<std::vector<WorkerCheckpoint>>& all) {
+  const int workers = all[0].front().workers;
+  int epoch = INT32_MAX, lagging = 0;
+  for (int w = 0; w < workers; ++w) {
+    const auto& mine = all[static_cast<size_t>(w)];
+    if (mine.empty()) throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint there");
+    int latest = 0;
+    for (const WorkerCheckpoint& c : mine) latest = std::max(latest, c.next_epoch);
+    if (latest < epoch) std::tie(epoch, lagging) = std::pair(latest, w);
+  }
+  throw UserError(checkpoint_path(run_dir, lagging) + ": no checkpoint after epoch " +
+                  std::to_string(epoch) +
+                  " (the workers' checkpoints are more than one epoch apart)");
 }
 
 }  // namespace
@@ -208,27 +294,19 @@ void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenari
 
 std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
                                               const Scenario& scenario) {
-  std::vector<std::vector<WorkerCheckpoint>> all;
-  int epoch = INT32_MAX;
-  for (int w = 0; w < scenario.workers; ++w) {
-    all.push_back(checkpoints_of(run_dir, scenario, w));
-    int latest = 0;
-    for (const WorkerCheckpoint& c : all.back()) latest = std::max(latest, c.next_epoch);
-    epoch = std::min(epoch, latest);
-  }
-  std::vector<WorkerCheckpoint> set;
-  for (int w = 0; w < scenario.workers; ++w) {
-    for (WorkerCheckpoint& c : all[static_cast<size_t>(w)])
-      if (c.next_epoch == epoch) {
-        set.push_back(std::move(c));
-        break;
-      }
-    if (set.size() != static_cast<size_t>(w + 1))
-      throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint after epoch " +
-                      std::to_string(epoch) +
-                      " (the workers' checkpoints are more than one epoch apart)");
-  }
-  return set;
+  std::vector<std::vector<WorkerCheckpoint>> all{checkpoints_of(run_dir, scenario, 0)};
+  if (all[0].empty()) throw UserError(checkpoint_path(run_dir, 0) + ": no checkpoint there");
+  int most = 0;  // the largest worker count among worker 0's checkpoints
+  for (const WorkerCheckpoint& c : all[0]) most = std::max(most, c.workers);
+  for (int w = 1; w < most; ++w) all.push_back(checkpoints_of(run_dir, scenario, w));
+  std::vector<const WorkerCheckpoint*> heads;  // worker 0's, the latest epoch first
+  for (const WorkerCheckpoint& c : all[0]) heads.push_back(&c);
+  std::stable_sort(heads.begin(), heads.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->next_epoch, a->next_step) > std::pair(b->next_epoch, b->next_step);
+  });
+  for (const WorkerCheckpoint* head : heads)
+    if (std::vector<WorkerCheckpoint> set = set_of(*head, all); !set.empty()) return set;
+  no_resume_set(run_dir, all);
 }
 
 namespace {

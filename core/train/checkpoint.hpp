@@ -10,21 +10,27 @@
 // far (metrics of every finished epoch, trace events). The data order and dropout masks are
 // counter-based (rng.hpp: keyed by epoch and step), so the epoch and step numbers are their
 // whole state.
+// Format version 2 (this one) hashes the resolved scenario without its top-level worker count,
+// so that a run may resume at another count (rescale.hpp), and records the run's resizes;
+// version 1 files (hash of the whole scenario, no resizes) are still read.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/comm/timed_comm.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/recorder.hpp"
 
 namespace syncopate {
 
 // What the worker loop writes and reads.
 struct CheckpointPlan {
-  std::string dir;            // the run directory being written; "" writes no checkpoint
-  int every = 0;              // epochs between checkpoints (checkpoint.every); 0: none
-  bool resume = false;        // continue from dir's checkpoints
-  int stop_after_epochs = 0;  // > 0: stop, as an interrupted run does, after so many epochs
+  std::string dir;               // the run directory being written; "" writes no checkpoint
+  int every = 0;                 // epochs between checkpoints (checkpoint.every); 0: none
+  int every_steps = 0;           // steps between checkpoints inside an epoch; 0: none
+  int64_t stop_after_steps = 0;  // > 0: stop at the first mid-epoch checkpoint after so many
+  bool resume = false;           // continue from dir's checkpoints
+  int stop_after_epochs = 0;     // > 0: stop, as an interrupted run does, after so many epochs
   // Fault injection (tests): worker kill_worker kills its process with SIGKILL after
   // kill_after_epochs epochs (0: never).
   int kill_after_epochs = 0, kill_worker = -1;
@@ -32,16 +38,19 @@ struct CheckpointPlan {
 
 struct WorkerCheckpoint {
   int worker = 0, workers = 0;
-  int next_epoch = 0;  // the first epoch still to run
+  int next_epoch = 0;       // the first epoch still to run
+  int64_t next_step = 0;    // its first step still to run (> 0: a mid-epoch checkpoint)
+  std::string epoch_state;  // mid-epoch: the epoch's meters so far (the worker loop's format)
   int64_t global_step = 0, optimizer_steps = 0;
   std::vector<double> clock;  // Executor::clock_state()
   PhaseTimes phases;
   std::vector<float> params, optimizer_state;
-  std::string strategy_state;  // Strategy::save_state
-  std::string report;          // serialize_report of the report so far
+  std::string strategy_state;   // Strategy::save_state
+  std::string report;           // serialize_report of the report so far
+  std::vector<Resize> resizes;  // the run's resizes so far, oldest first (version 2)
 };
 
-inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointVersion = 2;
 
 // SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop: each
 // worker finishes its epoch, writes a checkpoint and stops at the epoch boundary latched by the
@@ -52,16 +61,21 @@ bool stop_signalled();
 // The boundary (epochs done) where workers stop: the first caller's `proposed`, latched.
 int latch_stop_boundary(int proposed);
 
-// FNV-1a of the resolved scenario: a checkpoint of another scenario is refused.
+// FNV-1a of the resolved scenario without its top-level `workers = N` line: a checkpoint of
+// another scenario is refused, one of another worker count is not (rescale.hpp decides).
 uint64_t scenario_hash(const Scenario& scenario);
 std::string checkpoint_path(const std::string& run_dir, int worker);
+// Rewrites run_dir/scenario.toml (atomically) with the scenario a resized run continues.
+void write_run_scenario(const std::string& run_dir, const Scenario& scenario);
 
 // Worker `checkpoint.worker`'s checkpoint under run_dir, keeping the one before it as
 // worker-<w>.previous.ckpt: a run killed while its workers write theirs still has a complete set.
 void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenario,
                              const WorkerCheckpoint& checkpoint);
-// Every worker's checkpoint at the latest epoch that all of them reached. Throws UserError
-// naming the file when one is damaged or foreign, or when there is no such epoch.
+// Every worker's checkpoint at the latest epoch that all of them reached: the latest epoch E
+// and worker count n for which workers 0..n-1 all hold a checkpoint of n workers before epoch E
+// (n may differ from the scenario's after a resize). Throws UserError naming the file when one
+// is damaged or foreign, or when there is no such epoch.
 std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir, const Scenario& scenario);
 
 // Writes atomically; throws UserError when the file cannot be written.

@@ -35,6 +35,7 @@ class EpochMeter {
  public:
   explicit EpochMeter(const MeterReading& start) : start_(start) {}
   double start() const { return start_.time; }
+  const MeterReading& start_reading() const { return start_; }
   void add_skipped(const StepDelta& delta) { skipped_ += delta; }
   // The epoch's row, the epoch having ended at `end` (test_accuracy left unevaluated);
   // classify: the tally counts correct predictions.

@@ -115,6 +115,22 @@ void PowerSgd::allocate() {
   }
 }
 
+void PowerSgd::save_state(ByteWriter& out) const {
+  out.put_span<float>(error_);
+  out.put_span<float>(q_);
+}
+
+void PowerSgd::restore_state(ByteReader& in) {
+  error_ = in.get_vector<float>();
+  std::vector<float> q = in.get_vector<float>();
+  if (q.empty()) return;  // no step yet: the first one draws Q
+  allocate();
+  if (q.size() != q_.size())
+    throw UserError("checkpoint: PowerSGD state of " + std::to_string(q.size()) +
+                    " Q values where the model has " + std::to_string(q_.size()));
+  q_ = std::move(q);
+}
+
 Cost PowerSgd::matrix_cost(double passes) const {
   double flops = 0, bytes = 0;
   for (const Matrix& mat : matrices_) {

@@ -16,6 +16,7 @@
 #include <span>
 #include <vector>
 
+#include "core/base/bytes.hpp"
 #include "core/comm/comm.hpp"
 #include "core/nn/model.hpp"
 #include "core/nn/model_spec.hpp"
@@ -52,6 +53,10 @@ class PowerSgd {
               std::span<float> scratch = {});
   // Elements each step allreduces: sum of (n + m) r over the matrices, plus the vectors.
   size_t elements_per_step() const { return p_size_ + q_size_ + vector_count_; }
+  // Checkpoints: what one step hands the next, the error feedback and every Q (both empty
+  // before the first step).
+  void save_state(ByteWriter& out) const;
+  void restore_state(ByteReader& in);
 
  private:
   struct Matrix {

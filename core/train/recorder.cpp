@@ -66,6 +66,7 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
   for (const auto& report : reports) {
     if (report.worker == 0) s.final_test_accuracy = report.final_test_accuracy;
     if (report.worker == 0) s.final_test_errors = report.final_test_errors;
+    if (report.worker == 0) s.resizes = report.resizes;
     for (const auto& e : report.epochs) {
       s.total_time_s = std::max(s.total_time_s, e.end_s);
       s.compute_time_s += e.compute_s;
@@ -81,8 +82,8 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
     double when = -1;
     for (const auto& report : reports) {
       if (report.worker != 0) continue;
-      for (const auto& e : report.epochs) {
-        if (e.test_accuracy >= target) {
+      for (const auto& e : report.epochs) {  // a resized run's worker 0 holds gone workers' rows
+        if (e.worker == 0 && e.test_accuracy >= target) {
           when = e.end_s;
           break;
         }
@@ -177,6 +178,9 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
                                    {"kind", lost.kind},
                                    {"lost_seconds", lost.lost_seconds}});
   }
+  for (const Resize& r : s.resizes)
+    j["resized"].push_back(
+        {{"from_workers", r.from}, {"to_workers", r.to}, {"at_epoch", r.at_epoch}});
   j["scenario"] =
       scenario.resolved_json.empty() ? Json::object() : Json::parse(scenario.resolved_json);
   return j.dump(2) + "\n";

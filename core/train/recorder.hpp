@@ -35,6 +35,12 @@ struct EpochMetrics {
   RegressionMetrics test_errors;  // regression runs evaluated this epoch; NaN otherwise
 };
 
+// A resume at another worker count: from `from` workers to `to`, before epoch `at_epoch`
+// (core/train/rescale.hpp).
+struct Resize {
+  int from = 0, to = 0, at_epoch = 0;
+};
+
 struct WorkerReport {
   int worker = 0;
   std::vector<EpochMetrics> epochs;
@@ -45,6 +51,7 @@ struct WorkerReport {
   uint64_t steps = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
   bool interrupted = false;         // stopped before the last epoch, a checkpoint written
+  std::vector<Resize> resizes;      // the run's resizes (not in serialize_report: checkpoints)
 };
 
 // A worker that an elastic run lost (the simulator's epoch_sync and epoch_async after a
@@ -80,7 +87,8 @@ struct RunSummary {
   uint64_t bytes_sent = 0;
   uint64_t bytes_recv = 0;
   std::vector<std::pair<double, double>>
-      time_to_accuracy;  // (accuracy target, seconds); -1 if never
+      time_to_accuracy;         // (accuracy target, seconds); -1 if never
+  std::vector<Resize> resizes;  // worker 0's: summary.json's "resized" when not empty
 };
 
 RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& reports,

@@ -103,6 +103,13 @@ class Ddp final : public Strategy {
     buckets_.wait_all();
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
+  // PowerSGD's error feedback and Q carry from step to step.
+  void save_state(const WorkerContext&, ByteWriter& out) const override {
+    if (powersgd_) powersgd_->save_state(out);
+  }
+  void restore_state(WorkerContext&, ByteReader& in) override {
+    if (powersgd_) powersgd_->restore_state(in);
+  }
 
  private:
   double bucket_mb_;

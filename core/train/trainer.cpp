@@ -16,6 +16,7 @@
 #include "core/train/epoch_plan.hpp"
 #include "core/train/evaluate.hpp"
 #include "core/train/fast_forward.hpp"
+#include "core/train/rescale.hpp"
 #include "core/train/run_files.hpp"
 #include "core/train/strategy.hpp"
 #include "core/train/train_step.hpp"
@@ -96,7 +97,52 @@ Progress step_progress(const LossTally& tally, bool classify, int epoch, int epo
 struct LoopState {
   int first_epoch = 0;
   int64_t global_step = 0;
+  int64_t first_step = 0;   // > 0: first_epoch continues there (a mid-epoch checkpoint)
+  std::string epoch_state;  // then: its meters so far (epoch_state_of)
 };
+
+// The meters of an epoch cut by a mid-epoch checkpoint: its start reading, whose byte counters
+// are kept as an offset from their values `now` (a resumed communicator counts from 0), and the
+// loss tally so far.
+std::string epoch_state_of(const EpochMeter& meter, const LossTally& tally,
+                           const MeterReading& now) {
+  const MeterReading& start = meter.start_reading();
+  ByteWriter w;
+  for (const double v : {start.time, start.phases.compute_s, start.phases.comm_s,
+                         start.phases.idle_s, start.phases.comm_total_s})
+    w.put<double>(v);
+  w.put<uint64_t>(start.counters.bytes_sent - now.counters.bytes_sent);  // modulo 2^64
+  w.put<uint64_t>(start.counters.bytes_recv - now.counters.bytes_recv);
+  w.put<double>(tally.loss_sum);
+  w.put<int64_t>(tally.correct);
+  w.put<int64_t>(tally.seen);
+  w.put<double>(tally.lr);
+  return w.bytes();
+}
+
+// An epoch's start reading and loss tally: fresh, or as a mid-epoch checkpoint left them.
+struct EpochStart {
+  MeterReading start;
+  LossTally tally;
+};
+EpochStart begin_epoch(const LoopState& loop, int epoch, const MeterReading& now) {
+  if (epoch != loop.first_epoch || loop.first_step == 0) return {now, {}};
+  ByteReader r(loop.epoch_state, "checkpoint: the meters of epoch " + std::to_string(epoch));
+  EpochStart e;
+  for (double* v : {&e.start.time, &e.start.phases.compute_s, &e.start.phases.comm_s,
+                    &e.start.phases.idle_s, &e.start.phases.comm_total_s})
+    *v = r.get<double>();
+  e.start.counters.bytes_sent = r.get<uint64_t>() + now.counters.bytes_sent;
+  e.start.counters.bytes_recv = r.get<uint64_t>() + now.counters.bytes_recv;
+  e.tally.loss_sum = r.get<double>();
+  e.tally.correct = r.get<int64_t>();
+  e.tally.seen = r.get<int64_t>();
+  e.tally.lr = r.get<double>();
+  if (!r.done())
+    throw UserError("checkpoint: the meters of epoch " + std::to_string(epoch) +
+                    " are longer than expected");
+  return e;
+}
 
 // On resume: the parameters of the worker checkpointed last (the latest clock), which every
 // worker's on_train_begin then sees (epoch_async: the global model after the last merge).
@@ -122,6 +168,8 @@ WorkerCheckpoint checkpoint_of(const WorkerContext& ctx, const Strategy& strateg
   c.worker = ctx.comm.rank();
   c.workers = ctx.comm.size();
   c.next_epoch = loop.first_epoch;
+  c.next_step = loop.first_step;
+  c.epoch_state = loop.epoch_state;
   c.global_step = loop.global_step;
   c.optimizer_steps = ctx.optimizer_steps;
   c.clock = ctx.exec.clock_state();
@@ -135,25 +183,32 @@ WorkerCheckpoint checkpoint_of(const WorkerContext& ctx, const Strategy& strateg
   strategy.save_state(ctx, strategy_state);
   c.strategy_state = strategy_state.bytes();
   c.report = serialize_report(report);
+  c.resizes = report.resizes;
   return c;
 }
 
-// Puts a worker back where its checkpoint left it (after on_train_begin).
+// Puts a worker back where its checkpoint left it (after on_train_begin). A resized run's
+// strategy starts afresh (rescale.hpp): its state is not restored.
 void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& strategy,
-                    PhaseTimes& phases, WorkerReport& report, LoopState& loop, bool cost_only) {
+                    PhaseTimes& phases, WorkerReport& report, LoopState& loop, bool cost_only,
+                    bool resized) {
   const std::string what = "checkpoint of worker " + std::to_string(c.worker);
   if (!cost_only) {
     copy_checked(c.params, ctx.params, what + ": parameters");
     copy_checked(c.optimizer_state, ctx.optimizer.state(), what + ": optimizer state");
   }
   ByteReader strategy_state(c.strategy_state, what + ": strategy state");
-  strategy.restore_state(ctx, strategy_state);
+  if (!resized) strategy.restore_state(ctx, strategy_state);
   if (!strategy_state.done()) throw UserError(what + ": strategy state longer than expected");
   ctx.optimizer_steps = c.optimizer_steps;
-  loop = {.first_epoch = c.next_epoch, .global_step = c.global_step};
+  loop = {.first_epoch = c.next_epoch,
+          .global_step = c.global_step,
+          .first_step = c.next_step,
+          .epoch_state = c.epoch_state};
   WorkerReport saved = deserialize_report(c.report);
   report.epochs = std::move(saved.epochs);
   report.trace = std::move(saved.trace);
+  report.resizes = c.resizes;
   phases = c.phases;
   ctx.exec.restore_clock(c.clock);
 }
@@ -180,17 +235,35 @@ struct Resumable {
   bool cost_only;
 };
 
+// This worker's checkpoint from the resume set: its own, or at another worker count the one
+// rescale.hpp makes (rank 0 then also rewrites the run's scenario.toml and drops the epoch files
+// of workers that are gone, whose rows it carries).
+WorkerCheckpoint my_checkpoint(std::vector<WorkerCheckpoint> set, const CheckpointPlan& plan,
+                               const Scenario& s, int rank) {
+  const auto from = static_cast<int>(set.size());
+  if (from == s.workers) return std::move(set[static_cast<size_t>(rank)]);
+  WorkerCheckpoint mine = resized_checkpoint(set, s, rank);
+  if (rank == 0) {
+    write_run_scenario(plan.dir, s);
+    for (int w = s.workers; w < from; ++w)
+      std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                              ("worker-" + std::to_string(w) + ".csv"));
+  }
+  return mine;
+}
+
 // Continues from the run's checkpoints: on_train_begin sees the start parameters, then the
 // worker's own state comes back.
 void resume(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
   std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
-  const std::vector<float> start = resume_start_params(set);
-  const WorkerCheckpoint mine = std::move(set[static_cast<size_t>(w.ctx.comm.rank())]);
-  set.clear();
-  if (!w.cost_only) copy_checked(start, w.ctx.params, "checkpointed parameters");
+  const bool resized = set.size() != static_cast<size_t>(s.workers);
+  const std::vector<float> start = resized ? std::vector<float>{} : resume_start_params(set);
+  const WorkerCheckpoint mine = my_checkpoint(std::move(set), plan, s, w.ctx.comm.rank());
+  if (!w.cost_only)
+    copy_checked(resized ? mine.params : start, w.ctx.params, "checkpointed parameters");
   w.ctx.comm.barrier();  // every worker has read the checkpoints before any writes the next ones
   w.strategy.on_train_begin(w.ctx);
-  restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only);
+  restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only, resized);
   // The epochs kept while it ran are those of the checkpoint: later ones run again.
   std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
                           ("worker-" + std::to_string(w.ctx.comm.rank()) + ".csv"));
@@ -206,6 +279,8 @@ bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const
   const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w.ctx.comm.size());
   if (!end.checkpoint) return false;
   w.loop.first_epoch = epoch + 1;
+  w.loop.first_step = 0;
+  w.loop.epoch_state.clear();
   // After a lost worker (the simulator's elastic runs) the survivors' ranks no longer name the
   // scenario's workers: no checkpoint set is written from then on.
   if (w.ctx.comm.size() == s.workers)
@@ -232,6 +307,23 @@ std::vector<PlannedStep> epoch_steps(const Scenario& s, const TrainData& data,
   Scenario survivors = s;
   survivors.workers = comm.size();
   return plan_epoch(survivors, data, comm.rank(), epoch, cost_only);
+}
+
+// With `done` steps of the epoch run (of `steps`): a mid-epoch checkpoint when one is due
+// (checkpoint.every_steps). True when the run stops there (SYNCOPATE_STOP_AFTER_STEPS).
+bool after_step(const CheckpointPlan& plan, const Scenario& s, size_t done, size_t steps,
+                const EpochMeter& meter, const LossTally& tally, const Resumable& w) {
+  const auto every = static_cast<size_t>(plan.every_steps);
+  if (plan.dir.empty() || every == 0 || done >= steps || done % every != 0) return false;
+  w.loop.first_epoch = w.ctx.epoch;
+  w.loop.first_step = static_cast<int64_t>(done);
+  w.loop.epoch_state = epoch_state_of(meter, tally, read_meters(w.ctx.exec, w.phases, w.ctx.comm));
+  write_worker_checkpoint(
+      plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (plan.stop_after_steps <= 0 || w.loop.global_step < plan.stop_after_steps) return false;
+  w.report.interrupted = true;
+  w.report.steps = static_cast<uint64_t>(w.loop.global_step);
+  return true;
 }
 
 }  // namespace
@@ -274,12 +366,18 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
   for (int epoch = loop.first_epoch; epoch < s.epochs; ++epoch) {
     ctx.epoch = epoch;
     const std::vector<PlannedStep> steps = epoch_steps(s, data, comm, rank, epoch, cost_only);
-    strategy->on_epoch_begin(ctx);
-    EpochMeter meter(read_meters(exec, phases, comm));
-    LossTally tally;
+    const size_t first = epoch == loop.first_epoch ? static_cast<size_t>(loop.first_step) : 0;
+    if (first >= steps.size() && first > 0)
+      throw UserError("checkpoint of worker " + std::to_string(rank) + ": step " +
+                      std::to_string(first) + " of epoch " + std::to_string(epoch) +
+                      ", which has " + std::to_string(steps.size()));
+    if (first == 0) strategy->on_epoch_begin(ctx);
+    EpochStart begun = begin_epoch(loop, epoch, read_meters(exec, phases, comm));
+    EpochMeter meter(begun.start);
+    LossTally& tally = begun.tally;
     FastForward fast_forward(cost_only && s.sim.fast_forward ? FastForward::Use::kOn
                                                              : FastForward::Use::kOff);
-    for (size_t k = 0; k < steps.size();) {  // the cursor moves at the end of the body only
+    for (size_t k = first; k < steps.size();) {  // the cursor moves at the end of the body only
       const MeterReading before = read_meters(exec, phases, comm);
       const double lr = learning_rate(
           s.schedule, epoch + static_cast<double>(k) / static_cast<double>(steps.size()));
@@ -299,6 +397,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       ctx.optimizer_steps += static_cast<int64_t>(skip.steps);
       if (progress && rank == 0)
         progress(step_progress(tally, classify, epoch, s.epochs, k, steps, exec));
+      if (after_step(plan, s, k, steps.size(), meter, tally, state)) return report;
     }
     tracer.end_steps();
     strategy->on_epoch_end(ctx);

@@ -2,6 +2,8 @@
 // with --resume ends with the metrics and the final model of the uninterrupted run, on the
 // simulator for every strategy, on the local backend and under mpirun; damaged, foreign and
 // future-version checkpoints are refused.
+#include "core/train/checkpoint.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -135,6 +137,12 @@ TEST(MpiResume, EndsAsTheUninterruptedRun) {
     expect_resume_equivalent("mpi-" + strategy, run_args(strategy, "mpi", 2), mpirun(2), 2, -1);
 }
 
+// PowerSGD's error feedback and Q carry from step to step: checkpoints hold them.
+TEST(PowerSgdResume, EndsAsTheUninterruptedRunOnSim) {
+  const std::string args = run_args("ddp", "sim", 4) + " --set strategy.compression=powersgd";
+  expect_resume_equivalent("sim-powersgd", args, "", 2, 1e-12);
+}
+
 // A stopped two-worker run's DIR.partial, its worker-0 checkpoint and its bytes.
 struct StoppedRun {
   fs::path partial, checkpoint;
@@ -180,9 +188,9 @@ TEST(CheckpointRefusal, CorruptTruncatedForeignAndFutureFiles) {
   expect_refused(run.partial, "truncated checkpoint");
 
   std::vector<char> future = run.bytes;
-  future[8] = 2;  // the format version, little-endian u32 after the magic
+  future[8] = 3;  // the format version, little-endian u32 after the magic
   write_bytes(run.checkpoint, future);
-  expect_refused(run.partial, "checkpoint format version 2 is newer than this program's (1)");
+  expect_refused(run.partial, "checkpoint format version 3 is newer than this program's (2)");
 
   write_bytes(run.checkpoint, std::vector<char>{'n', 'o', 'p', 'e'});
   expect_refused(run.partial, "not a syncopate checkpoint");
@@ -304,6 +312,89 @@ TEST(StopSignal, SigtermCheckpointsAndResumes) {
       << output;
   expect_same_metrics(full, part, -1);
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+}  // namespace
+
+namespace {
+
+// checkpoint.every_steps: a run stopped at a mid-epoch checkpoint (after `stop_steps` steps, inside
+// an epoch) and resumed ends as the uninterrupted run.
+void expect_mid_epoch_resume_equivalent(const std::string& name, const std::string& args,
+                                        const std::string& launcher, int stop_steps,
+                                        double time_tolerance) {
+  const fs::path full = scratch() / (name + "-full"), part = scratch() / (name + "-part");
+  const fs::path partial = part.string() + ".partial";
+  for (const fs::path& p : {full, part, partial}) fs::remove_all(p);
+  const std::string run =
+      launcher + " " + kBin + " run " + args + " --set checkpoint.every_steps=4";
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(run + " --out " + full.string(), &output), 0) << output;
+  ASSERT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_STEPS=" + std::to_string(stop_steps) +
+                                       " " + run + " --out " + part.string(),
+                                   &output),
+            4)
+      << output;
+  // Stopped inside an epoch: its rows so far are not in the metrics, its checkpoint is.
+  const auto finished = syncopate::read_metrics_csv((partial / "metrics.csv").string());
+  const auto all = syncopate::read_metrics_csv((full / "metrics.csv").string());
+  EXPECT_LT(finished.size(), all.size());
+  const syncopate::Scenario s = syncopate::load_scenario((partial / "scenario.toml").string());
+  const auto set = syncopate::read_resume_set(partial.string(), s);
+  EXPECT_GT(set.at(0).next_step, 0);  // what resumes is the mid-epoch checkpoint
+  ASSERT_EQ(syncopate::run_command(
+                launcher + " " + kBin + " run --quiet --resume " + partial.string(), &output),
+            0)
+      << output;
+  expect_same_metrics(full, part, time_tolerance);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+class SimMidEpochResume : public ::testing::TestWithParam<const char*> {};
+
+// 600 samples, batch 16: 10 steps an epoch at 4 workers; stopped at epoch 1's step 4.
+TEST_P(SimMidEpochResume, EndsAsTheUninterruptedRun) {
+  const std::string strategy = GetParam();
+  expect_mid_epoch_resume_equivalent("mid-sim-" + strategy, run_args(strategy, "sim", 4), "", 14,
+                                     1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, SimMidEpochResume,
+                         ::testing::Values("ddp", "local_sgd", "hierarchical", "diloco", "zero"));
+
+TEST(PowerSgdMidEpochResume, EndsAsTheUninterruptedRunOnSim) {
+  const std::string args = run_args("ddp", "sim", 4) + " --set strategy.compression=powersgd";
+  expect_mid_epoch_resume_equivalent("mid-sim-powersgd", args, "", 14, 1e-12);
+}
+
+// 38 steps an epoch at one worker: stopped at epoch 0's step 16.
+TEST(LocalMidEpochResume, EndsAsTheUninterruptedRun) {
+  expect_mid_epoch_resume_equivalent("mid-local", run_args("serial", "local", 1), "", 14, -1);
+}
+
+// 19 steps an epoch at 2 ranks: stopped at epoch 0's step 16.
+TEST(MpiMidEpochResume, EndsAsTheUninterruptedRun) {
+  expect_mid_epoch_resume_equivalent("mid-mpi-ddp", run_args("ddp", "mpi", 2), mpirun(2), 14, -1);
+}
+
+// A mid-epoch checkpoint does not resume at another worker count.
+TEST(MidEpochResume, RefusesAnotherWorkerCount) {
+  const fs::path out = scratch() / "mid-resize";
+  fs::remove_all(out.string() + ".partial");
+  std::string output;
+  ASSERT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_STEPS=14 " + kBin + " run " +
+                                       run_args("local_sgd", "sim", 4) +
+                                       " --set checkpoint.every_steps=4 --out " + out.string(),
+                                   &output),
+            4)
+      << output;
+  EXPECT_EQ(syncopate::run_command(
+                kBin + " run --quiet --resume " + out.string() + ".partial --workers 2", &output),
+            1);
+  EXPECT_NE(output.find("needs a checkpoint at an epoch boundary; the latest one is inside epoch "
+                        "1 (after step 4)"),
+            std::string::npos)
+      << output;
 }
 
 }  // namespace
