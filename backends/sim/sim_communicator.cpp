@@ -159,28 +159,30 @@ class ScatterWork final : public Work {
   ReduceOp op_;
   int size_;
   bool done_ = false;
+};
 
-  // Elastic runs: a collective that lost a member (MemberLost) is issued again on the live members
-  // of the communicator, until it completes.
-  class ElasticWork final : public Work {
-   public:
-    ElasticWork(std::function<WorkPtr()> issue) : issue_(std::move(issue)), work_(issue_()) {}
-    void wait() override {
-      for (;;) {
-        try {
-          work_->wait();
-          return;
-        } catch (const MemberLost&) {
-          work_ = issue_();  // on the survivors: the buffers were not touched
-        }
+// Elastic runs: a collective that lost a member (MemberLost) is issued again on the live members
+// of the communicator, until it completes.
+class ElasticWork final : public Work {
+ public:
+  explicit ElasticWork(std::function<WorkPtr()> issue)
+      : issue_(std::move(issue)), work_(issue_()) {}
+  void wait() override {
+    for (;;) {
+      try {
+        work_->wait();
+        return;
+      } catch (const MemberLost&) {
+        work_ = issue_();  // on the survivors: the buffers were not touched
       }
     }
-    Completion completion() const override { return work_->completion(); }
+  }
+  Completion completion() const override { return work_->completion(); }
 
-   private:
-    std::function<WorkPtr()> issue_;
-    WorkPtr work_;
-  };
+ private:
+  std::function<WorkPtr()> issue_;
+  WorkPtr work_;
+};
 
 }  // namespace
 
@@ -188,8 +190,7 @@ SimCommunicator::SimCommunicator(std::shared_ptr<Group> group, int rank)
     : group_(std::move(group)),
       rank_(rank),
       world_(group_->world()),
-      me_(world_.worker(group_->worker(rank))) {
-}
+      me_(world_.worker(group_->worker(rank))) {}
 
 void SimCommunicator::rejoin() {
   while (group_->broken()) {
