@@ -16,6 +16,7 @@
 #include "core/base/bytes.hpp"
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
+#include "tests/common/same_metrics.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -122,17 +123,7 @@ void expect_resize_equivalent(const std::string& strategy, const std::string& ba
   for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].train_loss, before[i].train_loss);
   const auto x = rows_of(part, true), y = rows_of(ref, true);
   ASSERT_EQ(x.size(), 2u * (kEpochs - kStop));
-  ASSERT_EQ(x.size(), y.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    SCOPED_TRACE("row " + std::to_string(i));
-    EXPECT_EQ(x[i].worker, y[i].worker);
-    EXPECT_EQ(x[i].epoch, y[i].epoch);
-    EXPECT_EQ(x[i].train_loss, y[i].train_loss);
-    EXPECT_EQ(x[i].train_accuracy, y[i].train_accuracy);
-    EXPECT_EQ(x[i].test_accuracy, y[i].test_accuracy);
-    EXPECT_EQ(x[i].lr, y[i].lr);
-    EXPECT_EQ(x[i].bytes_sent, y[i].bytes_sent);
-  }
+  syncopate::expect_same_training_rows(x, y);
   EXPECT_EQ(bytes_of(part / "model.bin"), bytes_of(ref / "model.bin"));
   const std::string summary = syncopate::read_text(part / "summary.json");
   EXPECT_NE(summary.find("\"from_workers\": 4,\n      \"to_workers\": 2,\n      \"at_epoch\": 2"),
