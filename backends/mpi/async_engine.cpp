@@ -71,10 +71,32 @@ WorkPtr AsyncEngine::submit(Task task) {
   return std::make_unique<JobWork>(this, std::move(job));
 }
 
+Algorithm AsyncEngine::run_now(const Task& task) {
+  {
+    std::unique_lock lock(mu_);
+    if (busy_ || !queue_.empty()) {
+      lock.unlock();
+      WorkPtr work = submit(task);
+      work->wait();
+      return work->completion().algorithm;
+    }
+    busy_ = true;  // keeps the helper off the channel while the task runs here
+  }
+  struct Release {
+    AsyncEngine& engine;
+    ~Release() {
+      std::lock_guard lock(engine.mu_);
+      engine.busy_ = false;
+      if (!engine.queue_.empty()) engine.changed_.notify_all();
+    }
+  } release{*this};
+  return task(PollPolicy{.background = false, .cancel = &cancel_, .doorbell = &doorbell_});
+}
+
 void AsyncEngine::run(Job& job, bool background) {
   try {
     job.algorithm =
-        job.task(PollPolicy{.background = background, .cancel = &cancel_, .waiters = &waiters_});
+        job.task(PollPolicy{.background = background, .cancel = &cancel_, .doorbell = &doorbell_});
   } catch (...) {
     job.error = std::current_exception();  // rethrown by wait()
   }
@@ -97,9 +119,9 @@ void AsyncEngine::wait(Job& job) {
       next->state = State::kDone;
       changed_.notify_all();
     } else {
-      ++waiters_;  // the helper spins instead of sleeping while we wait
+      doorbell_.start_waiting();  // the helper spins instead of napping while we wait
       changed_.wait(lock);
-      --waiters_;
+      doorbell_.stop_waiting();
     }
   }
   if (job.error) std::rethrow_exception(job.error);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "backends/mpi/mpi_communicator.hpp"
+#include "backends/mpi/mpi_detail.hpp"
 #include "core/comm/comm.hpp"
 
 namespace syncopate::mpi {
@@ -30,6 +31,9 @@ class AsyncEngine {
 
   // The task runs after every task submitted before it.
   WorkPtr submit(Task task);
+  // submit(task) waited for at once, without the hand-off to the helper thread when no job is
+  // queued or running: the task then runs here, now. Returns the algorithm it ran.
+  Algorithm run_now(const Task& task);
   // Makes running and queued jobs fail fast instead of waiting for peers (error unwinding).
   void cancel() { cancel_.store(true); }
 
@@ -49,7 +53,7 @@ class AsyncEngine {
   void helper_main();
 
   std::atomic<bool> cancel_{false};
-  std::atomic<int> waiters_{0};  // threads blocked in wait() on a job the helper runs
+  Doorbell doorbell_;  // threads blocked in wait() on a job the helper runs
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -116,6 +116,13 @@ WorkPtr MpiCommunicator::allreduce_async(std::span<float> data, const Collective
   });
 }
 
+Algorithm MpiCommunicator::allreduce_waited(std::span<float> data,
+                                            const CollectiveOptions& options) {
+  return engine_->run_now([this, data, options](const PollPolicy& poll) {
+    return run_allreduce(*async_, data, options, poll);
+  });
+}
+
 // The contribution is copied into `all` now; the ring runs on the asynchronous channel.
 WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
   check_block(mine.size(), all.size(), "allgather", "contribution");

@@ -35,7 +35,10 @@ class AsyncEngine;
 // jobs run in wait(). Measured with bench_allreduce_mpi (2 ranks, 16 MiB ring): 90-100% of the
 // allreduce hides behind work that leaves the core idle (a GPU kernel), ~1% without the helper;
 // behind CPU arithmetic nothing hides when ranks already fill the cores (2 ranks on 2 cores
-// here). The hand-off costs ~10 us per call for small messages; allreduce_blocking avoids it.
+// here). The hand-off costs ~10 us per call for small messages. allreduce() (allreduce_waited)
+// skips it: with no job queued or running it runs the schedule at once on the calling thread,
+// on the same channel (so in the same order and with the same bits); allreduce_blocking runs it
+// on the caller's own channel, independently of the jobs.
 //
 // allgather_async and reduce_scatter_async are jobs of the same engine, after the allreduces
 // submitted before them. All other calls are blocking, on the calling thread. One thread calls this
@@ -59,6 +62,7 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm handle() const { return main_->comm(); }
 
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
+  Algorithm allreduce_waited(std::span<float> data, const CollectiveOptions& options) override;
   // The same allreduce, run on the calling thread without the asynchronous machinery (no helper
   // hand-off): for callers that know they wait at once. Ordered like every blocking collective,
   // i.e. independently of allreduce_async jobs in flight (those use another communicator).

@@ -141,7 +141,7 @@ void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext&
   for (uint64_t polls = 1;; ++polls) {
     if (test_all(comm, requests, context, statuses)) return;
     const bool spinning =
-        !poll.background || polls < 64 || (poll.waiters != nullptr && poll.waiters->load() > 0);
+        !poll.background || polls < 64 || (poll.doorbell != nullptr && poll.doorbell->waited_for());
     if (spinning && polls % 256 != 0) continue;
     const double waited = MPI_Wtime() - start;
     const bool cancelled = poll.cancel != nullptr && poll.cancel->load();
@@ -159,7 +159,9 @@ void wait_all(MPI_Comm comm, std::span<MPI_Request> requests, const WaitContext&
       throw PeerTimeout(message.str());
     }
     if (spinning) continue;
-    if (g_helper_poll_us > 0)
+    if (g_helper_poll_us > 0 && poll.doorbell != nullptr)
+      poll.doorbell->nap(std::chrono::microseconds(g_helper_poll_us));
+    else if (g_helper_poll_us > 0)
       std::this_thread::sleep_for(std::chrono::microseconds(g_helper_poll_us));
     else
       std::this_thread::yield();

@@ -170,7 +170,16 @@ class Communicator {
 
   virtual WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) = 0;
   void allreduce(std::span<float> data, const CollectiveOptions& options = {}) {
-    allreduce_async(data, options)->wait();
+    allreduce_waited(data, options);
+  }
+  // What allreduce() runs: allreduce_async() waited for at once, ordered with the asynchronous
+  // collectives in flight and bit-identical to them. A backend overrides it where a call that
+  // is waited for at once can skip the asynchronous machinery (MPI: its helper thread's
+  // hand-off). Returns the algorithm that ran (kAuto: not known).
+  virtual Algorithm allreduce_waited(std::span<float> data, const CollectiveOptions& options) {
+    WorkPtr work = allreduce_async(data, options);
+    work->wait();
+    return work->completion().algorithm;
   }
   virtual void broadcast(std::span<float> data, int root) = 0;
   // Result on root only; other ranks' buffers are left unspecified.

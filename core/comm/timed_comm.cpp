@@ -118,6 +118,18 @@ WorkPtr TimedCommunicator::allreduce_async(std::span<float> data,
   return std::make_unique<TimedWork>(std::move(work), *this, "allreduce", start, data.size_bytes(),
                                      options.algorithm);
 }
+Algorithm TimedCommunicator::allreduce_waited(std::span<float> data,
+                                              const CollectiveOptions& options) {
+  rethrow_deferred();
+  const double start = exec_.now();
+  const Algorithm ran = inner_.allreduce_waited(data, options);
+  const double end = exec_.now();
+  times_.comm_s += end - start;
+  in_flight("allreduce", start, end, data.size_bytes(),
+            ran == Algorithm::kAuto ? options.algorithm : ran);
+  if (tracer_ != nullptr && end > start) tracer_->span("wait allreduce", "comm", start, end);
+  return ran;
+}
 WorkPtr TimedCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
   rethrow_deferred();
   const double start = exec_.now();

@@ -43,6 +43,8 @@ class TimedCommunicator final : public Communicator {
   int size() const override { return inner_.size(); }
   int node() const override { return inner_.node(); }
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
+  // Accounted and traced as allreduce_async() waited for at once.
+  Algorithm allreduce_waited(std::span<float> data, const CollectiveOptions& options) override;
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
   void allgather(std::span<const float> mine, std::span<float> all) override;

@@ -142,6 +142,36 @@ TEST(MpiAllreduce, AsyncAllreducesInFlightTogetherCompleteInAnyWaitOrder) {
   }
 }
 
+// allreduce() runs on the calling thread when nothing is in flight, and queues behind the
+// asynchronous jobs otherwise: both ways it gives the schedule's bits, and the jobs theirs.
+TEST(MpiAllreduce, WaitedAllreduceRunsAtOnceOrBehindTheJobsInFlight) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size();
+  const auto expected_of = [&](size_t n, uint32_t salt) {
+    const Algorithm resolved =
+        resolve_algorithm(Algorithm::kRing, p, n * sizeof(float), comm.node_of_rank());
+    auto expected = in_memory(make_allreduce_schedule(resolved, p, n, comm.node_of_rank()),
+                              ReduceOp::kSum, all_inputs(p, n, salt));
+    return expected[static_cast<size_t>(comm.rank())];
+  };
+  const CollectiveOptions ring{ReduceOp::kSum, Algorithm::kRing};
+  std::vector<float> alone = input_of(comm.rank(), 300001, 40);
+  comm.allreduce(alone, ring);
+  EXPECT_TRUE(bit_identical(alone, expected_of(300001, 40)));
+
+  std::vector<float> first = input_of(comm.rank(), 200000, 41);
+  std::vector<float> waited = input_of(comm.rank(), 5000, 42);
+  std::vector<float> last = input_of(comm.rank(), 99, 43);
+  WorkPtr in_flight = comm.allreduce_async(first, ring);
+  comm.allreduce(waited, ring);
+  WorkPtr after = comm.allreduce_async(last, ring);
+  after->wait();
+  in_flight->wait();
+  EXPECT_TRUE(bit_identical(first, expected_of(200000, 41)));
+  EXPECT_TRUE(bit_identical(waited, expected_of(5000, 42)));
+  EXPECT_TRUE(bit_identical(last, expected_of(99, 43)));
+}
+
 TEST(MpiCollectives, ReduceScatterMatchesInMemorySchedule) {
   MpiCommunicator& comm = world();
   const int p = comm.size(), rank = comm.rank();
