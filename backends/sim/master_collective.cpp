@@ -32,17 +32,28 @@ bool runs_through_master(const SimWorld& world, const CachedSchedule& entry) {
          world.platform().master != nullptr && entry.traffic.size() > 1;
 }
 
+// Each way, the m members' messages of s bytes share the master's link of bandwidth B, which
+// SimGrid's CM02 sees as B x bandwidth_factor(s) for each of them: m s / (B x factor), after the
+// latency x latency_factor(s) and between a send and a receive overhead (one pair per
+// direction, as the flows pay them).
 double through_master_seconds(Group& group, size_t count) {
   simgrid::s4u::Host* master = group.world().platform().master;
   double latency = 0, bandwidth = 0;
+  int on_network = 0;
   for (int r = 0; r < group.size(); ++r) {
     const LinkModel link = route_model(group.host(r), master);
     latency = std::max(latency, link.latency_s);
-    if (group.host(r) != master)
-      bandwidth = bandwidth == 0 ? link.bandwidth_Bps : std::min(bandwidth, link.bandwidth_Bps);
+    if (group.host(r) == master) continue;
+    bandwidth = bandwidth == 0 ? link.bandwidth_Bps : std::min(bandwidth, link.bandwidth_Bps);
+    ++on_network;
   }
-  const double bytes = 4.0 * static_cast<double>(count) * group.size();
-  const double one_way = bandwidth > 0 ? latency + bytes / bandwidth : 0;
+  const NetworkFactors& network = group.world().platform().network;
+  const double message = 4.0 * static_cast<double>(count);
+  double one_way = 0;
+  if (bandwidth > 0) {
+    one_way = network.overhead_s() + latency * factor_at(network.latency, message) +
+              message * on_network / (bandwidth * factor_at(network.bandwidth, message));
+  }
   return 2 * one_way + reduction_seconds(group, group.world(), count);
 }
 
@@ -51,7 +62,14 @@ void run_through_master_as_flows(Group& group, size_t count) {
   simgrid::s4u::Host* master = world.platform().master;
   const uint64_t bytes = 4 * static_cast<uint64_t>(count);
   std::vector<simgrid::s4u::CommPtr> flows;
+  const NetworkFactors& network = world.platform().network;
+  const auto pay = [&](double seconds) {  // every member at once
+    if (seconds <= 0) return;
+    simgrid::s4u::this_actor::sleep_for(seconds);
+    ++world.stats().activities;
+  };
   const auto all_at_once = [&](bool up) {
+    pay(network.send_overhead_s);
     flows.clear();
     for (int r = 0; r < group.size(); ++r) {
       if (group.host(r) == master) continue;  // a host's own memory: not on the network
@@ -61,6 +79,7 @@ void run_through_master_as_flows(Group& group, size_t count) {
     world.stats().comms += flows.size();
     world.stats().activities += flows.size();
     wait_or_cancel(flows);  // a failed flow (a fault) cancels the others and rethrows
+    pay(network.recv_overhead_s);
   };
   all_at_once(true);
   const double reduce = reduction_seconds(group, world, count);
@@ -102,7 +121,8 @@ double ethernet_fetch_seconds(const SimWorld& world, simgrid::s4u::Host* holder,
   if (!std::isfinite(bandwidth)) bandwidth = route_model(holder, master).bandwidth_Bps;
   SYNC_CHECK(bandwidth > 0 && std::isfinite(bandwidth),
              "Ethernet bandwidth " << bandwidth << " from " << holder->get_name());
-  return std::max(up_latency, down_latency) + static_cast<double>(bytes) / bandwidth;
+  return message_seconds(world.platform().network, std::max(up_latency, down_latency), bandwidth,
+                         static_cast<double>(bytes));
 }
 
 }  // namespace syncopate::sim

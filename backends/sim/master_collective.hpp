@@ -17,7 +17,7 @@ bool runs_through_master(const SimWorld& world, const CachedSchedule& entry);
 
 // Analytic fidelity: the slowest upload's latency plus every member's bytes over the
 // narrowest route bandwidth to the master (they share the master's link), the reduction on the
-// master, then the same back.
+// master, then the same back; with the platform's [network] terms as the flows have them.
 double through_master_seconds(Group& group, size_t count);
 
 // Flow and message fidelity: the uploads as concurrent flows, the reduction, the downloads as
@@ -32,7 +32,7 @@ void run_through_master_as_flows(Group& group, size_t count);
 // their routes to the master that the two routes do not share). Merges are exclusive, so these
 // links carry one model at a time: the fetch is this closed form at every fidelity. Returns the
 // seconds, or a negative value where the fetch takes the ordinary route between the two hosts
-// (one node, or no master host: NVLink or the fabric).
+// (one node, or no master host: NVLink or the fabric). With the [network] terms of one message.
 double ethernet_fetch_seconds(const SimWorld& world, simgrid::s4u::Host* holder,
                               simgrid::s4u::Host* merger, uint64_t bytes);
 
