@@ -8,8 +8,12 @@
 # runs the collectives run on the workers' own clocks and cost none, so also the modelled
 # events per second: one per layer pass, optimizer step and collective of every worker), and
 # the simulated epoch. The machine's load average is printed first.
-#   bench/sim_scale.sh        the default grid: 1,024 and 4,096 GPUs, analytic, fast-forward on,
-#                             noise off (a few minutes)
+#   bench/sim_scale.sh        the default grid: 1,024, 4,096, 16,384 and 65,536 GPUs, analytic,
+#                             fast-forward on, noise off (about 6 minutes on 2 cores, most of
+#                             it at 65,536 GPUs: 5.5 minutes, 5.7 GB)
+#   GPUS="1024 4096" bench/sim_scale.sh                 the small points only (a minute)
+#   STEPS=one GPUS="16384 65536" bench/sim_scale.sh     one step per point (the samples of one
+#                                                       global batch) instead of the epoch
 #   GPUS="1024 4096 16384 65536" FIDELITIES="analytic flow" FAST_FORWARD="true false" \
 #     NOISE="none lognormal" bench/sim_scale.sh          the whole grid (hours, and memory)
 # Without fast-forward (or with noise, which leaves nothing to fast-forward) every step of the
@@ -18,7 +22,8 @@
 # goes on. Build first (scripts/setup.sh). Needs GNU time (/usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GPUS=${GPUS:-"1024 4096"}
+GPUS=${GPUS:-"1024 4096 16384 65536"}
+STEPS=${STEPS:-"epoch"}
 FIDELITIES=${FIDELITIES:-"analytic"}
 FAST_FORWARD=${FAST_FORWARD:-"true"}
 NOISE=${NOISE:-"none"}
@@ -33,10 +38,12 @@ for gpus in $GPUS; do
       for noise in $NOISE; do
         dir="$out/g$gpus-$fidelity-$ff-$noise"
         status=0
+        samples=()
+        if [ "$STEPS" = one ]; then samples=(--set sim.cost_only_train_samples="$gpus"); fi
         /usr/bin/time -f '%e %M %U %S' -o "$dir.time" build/bin/syncopate run \
           scenarios/sim-resnet50-ddp-1024.toml --workers "$gpus" \
           --set sim.platform_params.nodes=$((gpus / 4)) --fidelity "$fidelity" \
-          --set sim.fast_forward="$ff" --set sim.noise.kind=\""$noise"\" --quiet \
+          --set sim.fast_forward="$ff" --set sim.noise.kind=\""$noise"\" "${samples[@]}" --quiet \
           --out "$dir" > "$dir.log" 2>&1 || status=$?
         if [ "$status" -ne 0 ]; then
           printf '%7s %9s %5s %9s  failed (exit %s): %s\n' "$gpus" "$fidelity" "$ff" "$noise" \

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/base/check.hpp"
+
 namespace syncopate {
 
 bool StepDelta::same_as(const StepDelta& o) const {
@@ -28,10 +30,13 @@ StepDelta& StepDelta::operator+=(const StepDelta& o) {
 Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const PlannedStep> steps,
                              int64_t sync, Executor& exec) {
   if (!on_) return {};
-  history_.push_back(delta);
   const size_t period = static_cast<size_t>(std::max<int64_t>(sync, 1));
-  if (history_.size() % period != 0) return {};
-  const auto periods = static_cast<int64_t>(history_.size() / period);
+  keep_ = std::max(keep_, 2 * period);
+  recent_.push_back(delta);
+  ++steps_;
+  while (recent_.size() > keep_) recent_.pop_front();
+  if (steps_ % period != 0) return {};
+  const auto periods = static_cast<int64_t>(steps_ / period);
   // Tries after 3..8 periods of steady state, then at powers of two: soon, and cheaply.
   if (periods < 3 || (periods > 8 && (periods & (periods - 1)) != 0)) return {};
   size_t limit = k + 1;  // the first step that must run
@@ -39,11 +44,12 @@ Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const P
          !steps[limit].block_begin)
     ++limit;
   const size_t remaining = (limit - (k + 1)) / period;
-  const StepDelta last = sum(history_.size() - period, history_.size());
-  const StepDelta before = sum(history_.size() - 2 * period, history_.size() - period);
+  const StepDelta last = sum(steps_ - period, steps_);
+  const StepDelta before = sum(steps_ - 2 * period, steps_ - period);
   const bool vote = remaining > 0 && last.same_as(before);
   if (!(sync > 0 ? exec.all_agree(vote) : vote)) return {};
-  history_.clear();
+  steps_ = 0;
+  recent_.clear();
   const double r = static_cast<double>(remaining);
   return {remaining * period,
           {r * last.time, r * last.compute, r * last.comm, r * last.idle, remaining * last.sent,
@@ -51,8 +57,11 @@ Skip FastForward::after_step(const StepDelta& delta, size_t k, std::span<const P
 }
 
 StepDelta FastForward::sum(size_t from, size_t to) const {
+  const size_t first = steps_ - recent_.size();  // the step of recent_[0]
+  SYNC_CHECK(from >= first && to <= steps_,
+             "steps " << from << ".." << to << " of " << first << ".." << steps_ << " held");
   StepDelta d;
-  for (size_t i = from; i < to; ++i) d += history_[i];
+  for (size_t i = from; i < to; ++i) d += recent_[i - first];
   return d;
 }
 

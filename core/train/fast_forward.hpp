@@ -4,6 +4,7 @@
 // must run are skipped, and the worker loop applies what they would have added.
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <vector>
 
@@ -42,11 +43,17 @@ class FastForward {
   // (none most of the time, and always none when off).
   Skip after_step(const StepDelta& delta, size_t k, std::span<const PlannedStep> steps,
                   int64_t sync_period, Executor& exec);
+  // The deltas held now: at most the last two periods (of the longest period seen), however
+  // many steps ran since the last skip (noise keeps steps from repeating: a whole epoch).
+  size_t held() const { return recent_.size(); }
 
  private:
+  // The sum of the deltas of steps from .. to - 1, counted since the last skip (all held).
   StepDelta sum(size_t from, size_t to) const;
   bool on_;
-  std::vector<StepDelta> history_;
+  size_t steps_ = 0;              // steps recorded since the last skip
+  size_t keep_ = 0;               // deltas to hold: two periods
+  std::deque<StepDelta> recent_;  // the deltas of steps steps_ - recent_.size() .. steps_ - 1
 };
 
 }  // namespace syncopate

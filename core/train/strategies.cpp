@@ -1,6 +1,5 @@
 // The strategies: serial, ddp, epoch_sync, epoch_async, local_sgd and hierarchical (diloco is in
 // diloco.cpp, zero in zero.cpp).
-#include <numeric>
 #include <optional>
 
 #include "core/base/check.hpp"
@@ -62,12 +61,24 @@ class Buckets {
 
 // Fraction of a step's global batch this worker holds among `members`: the scale that turns
 // its mean-loss gradient into its share of their mean gradient (exact for uneven last batches).
-float share(const GlobalBatch& batch, int rank, std::span<const int> members) {
-  int64_t total = 0;
-  for (int member : members) total += batch.count_of(member);
+float share_of_total(const GlobalBatch& batch, int rank, int64_t total) {
   return total == 0 ? 0.0f
                     : static_cast<float>(static_cast<double>(batch.count_of(rank)) /
                                          static_cast<double>(total));
+}
+
+float share(const GlobalBatch& batch, int rank, std::span<const int> members) {
+  int64_t total = 0;
+  for (int member : members) total += batch.count_of(member);
+  return share_of_total(batch, rank, total);
+}
+
+// The same among workers 0 .. workers - 1, without a list of them (one per worker would be
+// O(workers^2) memory: 17 GB at 65,536 workers).
+float share_of_all(const GlobalBatch& batch, int rank, int workers) {
+  int64_t total = 0;
+  for (int member = 0; member < workers; ++member) total += batch.count_of(member);
+  return share_of_total(batch, rank, total);
 }
 
 class Serial final : public Strategy {};
@@ -82,17 +93,16 @@ class Ddp final : public Strategy {
       powersgd_ = std::make_unique<PowerSgd>(param_tensors(settings_->spec, ctx.model),
                                              settings_->rank, settings_->seed);
     buckets_.build(ctx.model, bucket_mb_);
-    all_.resize(static_cast<size_t>(ctx.comm.size()));
-    std::iota(all_.begin(), all_.end(), 0);
+    workers_ = ctx.comm.size();
   }
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
     // Strided over every worker, the shares add up to the batch: no O(workers) sum per step.
-    if (batch.counts.empty() && batch.workers == static_cast<int>(all_.size()))
+    if (batch.counts.empty() && batch.workers == workers_)
       return batch.size == 0
                  ? 0.0f
                  : static_cast<float>(static_cast<double>(batch.count_of(ctx.comm.rank())) /
                                       static_cast<double>(batch.size));
-    return share(batch, ctx.comm.rank(), all_);
+    return share_of_all(batch, ctx.comm.rank(), workers_);
   }
   void after_backward_layer(WorkerContext& ctx, int layer) override {
     if (!powersgd_) buckets_.launch(layer, ctx.grads, ctx.comm, algorithm_, wire_);
@@ -118,7 +128,7 @@ class Ddp final : public Strategy {
   std::optional<PowerSgdSettings> settings_;
   std::unique_ptr<PowerSgd> powersgd_;
   Buckets buckets_;
-  std::vector<int> all_;
+  int workers_ = 0;
 };
 
 // Weights averaged every `every` epochs and after the last one (of `epochs`), by `algorithm`

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,10 +34,18 @@ sg4::NetZone* new_full_zone(const std::string& name, sg4::NetZone* parent) {
   return zone;
 }
 
-sg4::NetZone* new_star_zone(const std::string& name, sg4::NetZone* parent) {
-  sg4::NetZone* zone = sg4::create_star_zone(name);
-  zone->set_parent(parent);
-  return zone;
+sg4::NetZone* new_star_zone(const std::string& name) { return sg4::create_star_zone(name); }
+
+// Gives a zone made without a parent the models that set_parent would copy from `from`, so that
+// hosts, links and routes can be made in it before it is attached.
+void adopt_models(sg4::NetZone* zone, const sg4::NetZone* from) {
+  simgrid::kernel::routing::NetZoneImpl* impl = zone->get_impl();
+  const simgrid::kernel::routing::NetZoneImpl* models = from->get_impl();
+  impl->set_network_model(models->get_network_model());
+  impl->set_cpu_pm_model(models->get_cpu_pm_model());
+  impl->set_cpu_vm_model(models->get_cpu_vm_model());
+  impl->set_disk_model(models->get_disk_model());
+  impl->set_host_model(models->get_host_model());
 }
 
 sg4::ClusterCallbacks leaf_callbacks(const LeafFactory& leaf) {
@@ -155,10 +164,19 @@ Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index, const Nod
 
 // ---- Fabrics -----------------------------------------------------------------------------------
 
+// The fabric zone is made without a parent and attached to the root once every node is built
+// and sealed. SimGrid 3.32 checks a new host's name by searching every zone reachable from the
+// root, and sealing a zone lists the hosts it holds by filtering every host reachable from the
+// root: with the nodes out of the root's reach while they are built, both stay constant per
+// node and the build linear in the node count (attached first, 65,536 GPUs did not finish).
+// The fabric's and the nodes' netpoints are numbered in the same order either way (the fabric
+// is the root's first component), so the routes are the same.
+
 // A star: one non-blocking switch; each node hangs on its own port link (2 hops node to node).
 sg4::NetZone* build_star(const Recipe& recipe, sg4::NetZone* root, std::vector<Node>& nodes,
                          const std::vector<NodeLinks>& links) {
-  sg4::NetZone* fabric = new_star_zone(recipe.name + "-fabric", root);
+  sg4::NetZone* fabric = new_star_zone(recipe.name + "-fabric");
+  adopt_models(fabric, root);
   for (int k = 0; k < recipe.nodes; ++k) {
     nodes[k] = build_node(recipe, fabric, k, links[k]);
     fabric->add_route(nodes[k].zone->get_netpoint(), nullptr, nodes[k].nic, nullptr,
@@ -172,17 +190,18 @@ sg4::NetZone* build_fabric(const Recipe& recipe, sg4::NetZone* root, std::vector
   if (recipe.topology == Topology::kStar) return build_star(recipe, root, nodes, links);
   LeafFactory leaf = [&](sg4::NetZone* zone, unsigned long id) {
     SYNC_CHECK(id < nodes.size() && nodes[id].zone == nullptr, "leaf " << id);
+    if (zone->get_impl()->get_cpu_pm_model() == nullptr) adopt_models(zone, root);
     nodes[id] = build_node(recipe, zone, static_cast<int>(id), links[id]);
     return std::make_pair(nodes[id].zone->get_netpoint(), nodes[id].nic);
   };
   const std::string name = recipe.name + "-fabric";
   switch (recipe.topology) {
     case Topology::kFatTree:
-      return new_fat_tree_zone(name, root, recipe.fat_tree, leaf, recipe.fabric);
+      return new_fat_tree_zone(name, nullptr, recipe.fat_tree, leaf, recipe.fabric);
     case Topology::kTorus:
-      return new_torus_zone(name, root, recipe.torus_dims, leaf, recipe.fabric);
+      return new_torus_zone(name, nullptr, recipe.torus_dims, leaf, recipe.fabric);
     case Topology::kDragonfly:
-      return new_dragonfly_zone(name, root, recipe.dragonfly, leaf, recipe.fabric);
+      return new_dragonfly_zone(name, nullptr, recipe.dragonfly, leaf, recipe.fabric);
     case Topology::kStar:
       break;
   }
@@ -228,7 +247,9 @@ BuiltCluster build_recipe(const Recipe& recipe) {
   if (recipe.nodes == 1) {
     nodes[0] = build_node(recipe, root, 0, links[0]);
   } else {
-    build_fabric(recipe, root, nodes, links)->seal();
+    sg4::NetZone* fabric = build_fabric(recipe, root, nodes, links);
+    fabric->set_parent(root);
+    fabric->seal();
   }
   BuiltCluster built;
   if (recipe.has_master) built.master = build_master(recipe, root, nodes);

@@ -96,6 +96,30 @@ TEST(FastForward, ACostThatChangedIsNoSteadyState) {
   EXPECT_EQ(exec.votes, (std::vector<bool>{false, false, true}));
 }
 
+// Noise keeps every step's cost different: nothing is skipped, and only the last two periods
+// are held (not one delta per step of the epoch), while the decision still sees them: a steady
+// run after 1,000 noisy steps skips once its last two periods agree.
+TEST(FastForward, HoldsTwoPeriodsOfAnUnsteadyEpoch) {
+  VotingExecutor exec;
+  FastForward ff(FastForward::Use::kOn);
+  const std::vector<PlannedStep> steps = steps_of(1200, 32);
+  std::vector<StepDelta> deltas(1000, kSteady);
+  for (size_t k = 0; k < deltas.size(); ++k) deltas[k].comm += 1e-3 * static_cast<double>(k);
+  size_t k = 0;
+  for (; k < deltas.size(); ++k) {
+    ASSERT_EQ(ff.after_step(deltas[k], k, steps, 4, exec).steps, 0u) << k;
+    EXPECT_LE(ff.held(), 8u) << k;
+  }
+  Skip skip;
+  for (; k < steps.size() && skip.steps == 0; ++k) skip = ff.after_step(kSteady, k, steps, 4, exec);
+  // Steady from step 1,000: periods 250 and 251 agree at step 1,007, the first power-of-two try
+  // after that is period 256 (steps 1,020..1,023), then (1,199 - 1,024) / 4 = 43 periods skip.
+  EXPECT_EQ(k, 1024u);
+  EXPECT_EQ(skip.steps, 43u * 4u);
+  EXPECT_EQ(skip.delta.sent, 43u * 400u);
+  EXPECT_EQ(ff.held(), 0u);
+}
+
 TEST(FastForward, OffNeverSkips) {
   VotingExecutor exec;
   FastForward ff(FastForward::Use::kOff);
