@@ -90,7 +90,10 @@ def scenario_difference(a, b, path=()):
     """The first key (dotted) where scenarios a and b differ outside FAULT_ONLY_KEYS, or None."""
     if path in FAULT_ONLY_KEYS:
         return None
-    if isinstance(a, dict) and isinstance(b, dict):
+    if isinstance(a, dict) or isinstance(b, dict):
+        a, b = {} if a is None else a, {} if b is None else b  # an absent table: empty
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return ".".join(path)
         for key in sorted(set(a) | set(b)):
             diff = scenario_difference(a.get(key), b.get(key), path + (key,))
             if diff:
@@ -124,7 +127,7 @@ def baseline_section(run, baseline):
             f"Against `{baseline.path}`, the same scenario without the faults: time lost is this "
             "run's figure minus the baseline's, accuracy lost the baseline's minus this run's "
             "('-' where either is absent, e.g. a target never reached).", "",
-            table(["figure", "this run", "baseline", "lost"], rows)]
+            table(["against the baseline", "this run", "baseline", "lost"], rows)]
 
 
 def run_report(run, out_dir, baseline=None):
@@ -149,7 +152,8 @@ def run_report(run, out_dir, baseline=None):
     if faults:
         md += ["", "## Faults (sim.faults)", "",
                "The run completed under these faults; the time and accuracy they cost are the "
-               "difference to the same scenario without them (`syncopate compare`).", "",
+               "difference to the same scenario without them (`syncopate report RUN --baseline "
+               "FAULT_FREE_RUN`, or `syncopate compare`).", "",
                table(["kind", "target", "when", "factor"], faults)]
     restarts = restart_rows(s)
     if restarts:
@@ -167,7 +171,7 @@ def run_report(run, out_dir, baseline=None):
                "epoch_sync and epoch_async went on without them, averaging over the survivors; "
                "a lost worker's metrics end at its failure, and its work since its last finished "
                "epoch is lost. The accuracy this cost is the difference to the same scenario "
-               "without the faults (`syncopate compare`).", "",
+               "without the faults (`--baseline`, or `syncopate compare`).", "",
                table(["worker", "fault", "when", "work lost"], lost)]
     if baseline is not None:
         md += baseline_section(run, baseline)
