@@ -135,8 +135,11 @@ TEST(FaultRestart, DdpRestartsFromTheLastCheckpointAndEndsAsTheFaultFreeRun) {
   EXPECT_EQ(r["recovery_s"].get<double>(), kRecovery);
   EXPECT_NEAR(s["restart_lost_seconds"].get<double>(), at - checkpoint + kRecovery, 1e-9 * at);
   // Every clock starts at the relaunch: epoch 1 starts at at + R on every worker.
-  for (const auto& row : rows_of(dir))
-    if (row.epoch == 1) EXPECT_NEAR(row.start_s, at + kRecovery, 1e-9 * at) << row.worker;
+  for (const auto& row : rows_of(dir)) {
+    if (row.epoch == 1) {
+      EXPECT_NEAR(row.start_s, at + kRecovery, 1e-9 * at) << row.worker;
+    }
+  }
   const double shift = at + kRecovery - checkpoint;
   expect_fault_free_results(dir, [&](int e) { return e == 0 ? 0.0 : shift; });
 }
