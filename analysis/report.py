@@ -111,14 +111,16 @@ def baseline_section(run, baseline):
             f"--baseline {baseline.path}: not the same scenario as {run.path} (they differ in "
             f"{diff}; only sim.faults, sim.restart, sim.fault_blocks and checkpoint may)")
 
-    def lost(value, base, sign=1):
-        return None if value is None or base is None else sign * (value - base)
+    def lost(value, base, more_is_worse=True):
+        if value is None or base is None:
+            return None
+        return value - base if more_is_worse else base - value
 
     kind = run.time_kind
     rows = [(f"training time ({kind} s)", s.get("total_time_s"), b.get("total_time_s"),
              lost(s.get("total_time_s"), b.get("total_time_s"))),
             ("final test accuracy", s.get("final_test_accuracy"), b.get("final_test_accuracy"),
-             lost(s.get("final_test_accuracy"), b.get("final_test_accuracy"), -1))]
+             lost(s.get("final_test_accuracy"), b.get("final_test_accuracy"), False))]
     tta, base_tta = run.time_to_accuracy(), baseline.time_to_accuracy()
     for target in sorted(set(tta) | set(base_tta)):
         rows.append((f"time to accuracy {fmt(target)} ({kind} s)", tta.get(target),
