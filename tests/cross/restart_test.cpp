@@ -179,6 +179,30 @@ TEST(FaultRestart, AFaultBeforeTheFirstCheckpointRestartsFromTheStart) {
   expect_fault_free_results(dir, [&](int) { return at; });
 }
 
+TEST(FaultRestart, ALinkFailureRestartsToo) {
+  const auto clean = rows_of(clean_run());
+  const double from = mid_epoch(clean, 1);
+  const fs::path path = scratch() / "link.toml";
+  {
+    std::ofstream out(path);
+    out.precision(17);
+    out << syncopate::read_text(kScenario) << "\n[[sim.faults]]\nkind = \"link_failure\"\n"
+        << "worker = 2\nfrom_s = " << from << "\nuntil_s = " << from + 100 << "\n";
+  }
+  const fs::path dir = scratch() / "link";
+  std::string log;
+  ASSERT_EQ(run(path.string(), restarting(kRecovery), dir, &log), 0) << log;
+  const json s = summary_of(dir);
+  ASSERT_EQ(s["restarts"].size(), 1u) << s.dump(2);
+  const json& r = s["restarts"][0];
+  EXPECT_EQ(r["kind"], "link_failure");
+  EXPECT_FALSE(r["link"].get<std::string>().empty()) << r.dump();
+  EXPECT_GE(r["at_s"].get<double>(), from) << "the first transfer across the failed link";
+  EXPECT_DOUBLE_EQ(r["resumed_from_s"].get<double>(), checkpoint_after(clean, 0));
+  const double shift = r["restart_s"].get<double>() - checkpoint_after(clean, 0);
+  expect_fault_free_results(dir, [&](int e) { return e == 0 ? 0.0 : shift; });
+}
+
 TEST(FaultRestart, TheSameRunTwiceIsIdentical) {
   const double at = mid_epoch(rows_of(clean_run()), 1);
   const std::string file = scenario_file("twice", {{0, at}});
