@@ -555,8 +555,6 @@ std::string unless_elastic(const Scenario& s) {
          "worker's link_failure in [[sim.faults]]";
 }
 
-// [sim] and [mpi] hold one backend's settings: a scenario may carry them to any backend (one
-// file for a simulated and a measured run), but they must be consistent among themselves.
 // sim.restart.recovery_s: only where a fault aborts the job and a checkpoint set can restart it.
 std::string restart_unused(const Scenario& s) {
   if (s.backend != BackendKind::kSim)
@@ -591,6 +589,8 @@ ScenarioKey restart_recovery() {
           restart_unused};
 }
 
+// [sim] and [mpi] hold one backend's settings: a scenario may carry them to any backend (one
+// file for a simulated and a measured run), but they must be consistent among themselves.
 std::vector<ScenarioKey> backend_keys() {
   return {
       text("sim.platform", FIELD(sim.platform)),
