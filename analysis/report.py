@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """syncopate report: report.md and PNG plots for a run directory or a sweep directory.
 
-    python3 analysis/report.py RUN_OR_SWEEP_DIR [--out DIR]
+    python3 analysis/report.py RUN_OR_SWEEP_DIR [--out DIR] [--baseline RUN]
 
 Writes report.md and its plots into the directory itself (or --out). A directory that holds a
 compare.json (`syncopate compare`) gets its comparison section and compare.png as well; one that
@@ -66,7 +66,73 @@ def lost_worker_rows(summary):
              f"{fmt(w.get('lost_seconds'))} s") for w in summary.get("lost_workers") or []]
 
 
-def run_report(run, out_dir):
+def restart_rows(summary):
+    """The restarts after faults (summary.json's restarts): (fault, target, when, resumed from,
+    work lost, recovery, relaunched at) each."""
+    rows = []
+    for r in summary.get("restarts") or []:
+        target = f"link {r['link']}" if "link" in r else f"worker {r.get('worker')}"
+        start = r.get("resumed_from_s")
+        rows.append((r.get("kind"), target, f"at {fmt(r.get('at_s'))} s",
+                     "the start" if not start else f"checkpoint of {fmt(start)} s",
+                     f"{fmt(r.get('lost_seconds'))} s", f"{fmt(r.get('recovery_s'))} s",
+                     f"{fmt(r.get('restart_s'))} s"))
+    return rows
+
+
+# Keys that may differ between a run and its fault-free baseline: the faults themselves and what
+# only they read, and the checkpoints (which change no result).
+FAULT_ONLY_KEYS = {("name",), ("sim", "faults"), ("sim", "fault_blocks"), ("sim", "restart"),
+                   ("checkpoint",)}
+
+
+def scenario_difference(a, b, path=()):
+    """The first key (dotted) where scenarios a and b differ outside FAULT_ONLY_KEYS, or None."""
+    if path in FAULT_ONLY_KEYS:
+        return None
+    if isinstance(a, dict) or isinstance(b, dict):
+        a, b = {} if a is None else a, {} if b is None else b  # an absent table: empty
+        if not (isinstance(a, dict) and isinstance(b, dict)):
+            return ".".join(path)
+        for key in sorted(set(a) | set(b)):
+            diff = scenario_difference(a.get(key), b.get(key), path + (key,))
+            if diff:
+                return diff
+        return None
+    return None if a == b else ".".join(path)
+
+
+def baseline_section(run, baseline):
+    """What the faults cost against a fault-free run of the same scenario: time and accuracy."""
+    s, b = run.summary, baseline.summary
+    diff = scenario_difference(s.get("scenario") or {}, b.get("scenario") or {})
+    if diff:
+        raise rundir.RunDirError(
+            f"--baseline {baseline.path}: not the same scenario as {run.path} (they differ in "
+            f"{diff}; only sim.faults, sim.restart, sim.fault_blocks and checkpoint may)")
+
+    def lost(value, base, more_is_worse=True):
+        if value is None or base is None:
+            return None
+        return value - base if more_is_worse else base - value
+
+    kind = run.time_kind
+    rows = [(f"training time ({kind} s)", s.get("total_time_s"), b.get("total_time_s"),
+             lost(s.get("total_time_s"), b.get("total_time_s"))),
+            ("final test accuracy", s.get("final_test_accuracy"), b.get("final_test_accuracy"),
+             lost(s.get("final_test_accuracy"), b.get("final_test_accuracy"), False))]
+    tta, base_tta = run.time_to_accuracy(), baseline.time_to_accuracy()
+    for target in sorted(set(tta) | set(base_tta)):
+        rows.append((f"time to accuracy {fmt(target)} ({kind} s)", tta.get(target),
+                     base_tta.get(target), lost(tta.get(target), base_tta.get(target))))
+    return ["", "## Lost to faults", "",
+            f"Against `{baseline.path}`, the same scenario without the faults: time lost is this "
+            "run's figure minus the baseline's, accuracy lost the baseline's minus this run's "
+            "('-' where either is absent, e.g. a target never reached).", "",
+            table(["against the baseline", "this run", "baseline", "lost"], rows)]
+
+
+def run_report(run, out_dir, baseline=None):
     s = run.summary
     kind = run.time_kind
     md = [f"# Run report: {s.get('name', os.path.basename(run.path))}", ""]
@@ -88,16 +154,29 @@ def run_report(run, out_dir):
     if faults:
         md += ["", "## Faults (sim.faults)", "",
                "The run completed under these faults; the time and accuracy they cost are the "
-               "difference to the same scenario without them (`syncopate compare`).", "",
+               "difference to the same scenario without them (`syncopate report RUN --baseline "
+               "FAULT_FREE_RUN`, or `syncopate compare`).", "",
                table(["kind", "target", "when", "factor"], faults)]
+    restarts = restart_rows(s)
+    if restarts:
+        md += ["", "## Restarts after faults", "",
+               "Each fault aborted the job, which was relaunched (sim.restart.recovery_s) from its "
+               "last complete checkpoint set, every clock starting at the fault's date plus the "
+               "recovery time; the work since that checkpoint was done again. Time lost to "
+               f"faults: {fmt(s.get('restart_lost_seconds'))} s (work lost plus recovery, "
+               "summed).", "",
+               table(["fault", "target", "when", "resumed from", "work lost", "recovery",
+                      "relaunched at"], restarts)]
     lost = lost_worker_rows(s)
     if lost:
         md += ["", "## Lost workers", "",
                "epoch_sync and epoch_async went on without them, averaging over the survivors; "
                "a lost worker's metrics end at its failure, and its work since its last finished "
                "epoch is lost. The accuracy this cost is the difference to the same scenario "
-               "without the faults (`syncopate compare`).", "",
+               "without the faults (`--baseline`, or `syncopate compare`).", "",
                table(["worker", "fault", "when", "work lost"], lost)]
+    if baseline is not None:
+        md += baseline_section(run, baseline)
     tta = run.time_to_accuracy()
     if tta:
         md += ["", "## Time to accuracy", "",
@@ -207,10 +286,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="syncopate report", description=__doc__.splitlines()[0])
     parser.add_argument("dir", help="a run directory or a sweep directory")
     parser.add_argument("--out", help="where report.md and the plots go (default: DIR)")
+    parser.add_argument("--baseline", help="a fault-free run of the same scenario: the time and "
+                        "accuracy the faults cost")
     args = parser.parse_args(argv)
     out_dir = args.out or args.dir
     try:
         if rundir.is_sweep(args.dir):
+            if args.baseline:
+                raise rundir.RunDirError(f"--baseline: {args.dir} is a sweep, not a run")
             os.makedirs(out_dir, exist_ok=True)
             text = sweep_report(rundir.read_sweep(args.dir), out_dir)
         else:
@@ -218,8 +301,12 @@ def main(argv=None):
             alone = comparison is not None and not os.path.isfile(
                 os.path.join(args.dir, "summary.json"))
             run = None if alone else rundir.read_run(args.dir)
+            if args.baseline and run is None:
+                raise rundir.RunDirError(f"--baseline: {args.dir} is not a run directory")
+            baseline = rundir.read_run(args.baseline) if args.baseline else None
             os.makedirs(out_dir, exist_ok=True)
-            text = f"# Comparison report: {args.dir}\n" if alone else run_report(run, out_dir)
+            text = (f"# Comparison report: {args.dir}\n" if alone
+                    else run_report(run, out_dir, baseline))
             if comparison is not None:
                 text += "\n".join(compare.compare_section(
                     comparison, lambda fig, name: save(fig, out_dir, name))) + "\n"

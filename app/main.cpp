@@ -18,6 +18,7 @@
 #include "app/preflight.hpp"
 #include "app/process.hpp"
 #include "app/progress.hpp"
+#include "app/restart.hpp"
 #include "app/sweep.hpp"
 #include "core/base/check.hpp"
 #include "core/base/data_dir.hpp"
@@ -131,6 +132,7 @@ int run(RunOptions& o, int* argc, char*** argv) {
                       scenario.backend == BackendKind::kSim);
     result = train(scenario, argc, argv, line.callback(), target);
   } catch (const FaultAbort& e) {  // a simulated fault ended the job: the run is incomplete
+    restart_after_fault(scenario, target, e.record(), o.quiet, (*argv)[0]);  // if it restarts
     const std::string dir = target.dir.empty() ? unique_run_dir(target.requested) : target.dir;
     write_failure(dir, e.what());
     write_fault_record(dir, e.record());
@@ -145,6 +147,7 @@ int run(RunOptions& o, int* argc, char*** argv) {
     std::fprintf(stderr, "syncopate: %s\n", write_interrupted(target, result.reports).c_str());
     return kExitInterrupted;
   }
+  result.info.restarts = target.restarts;
   drop_checkpoints(target);
   const std::string dir =
       write_run_dir(target.dir.empty() ? unique_run_dir(target.requested) : target.dir, scenario,
@@ -162,11 +165,12 @@ struct SweepCli {
 };
 
 // `syncopate report`: analysis/report.py (Python, matplotlib) with Debian's interpreter.
-int report(const std::string& dir, const std::string& out) {
+int report(const std::string& dir, const std::string& out, const std::string& baseline) {
   const std::string script = data_path("analysis") + "/report.py";
   const char* python = "/usr/bin/python3";
   std::vector<std::string> words = {python, script, dir};
   if (!out.empty()) words.insert(words.end(), {"--out", out});
+  if (!baseline.empty()) words.insert(words.end(), {"--baseline", baseline});
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
@@ -204,7 +208,7 @@ int sweep(SweepCli& c, const char* argv0) {
 struct Commands {
   RunOptions run;
   SweepCli sweep;
-  std::string report_dir, report_out;
+  std::string report_dir, report_out, report_baseline;
   CheckOptions check;
   ModelOptions model;
   std::string tolerance = "1%";
@@ -258,6 +262,8 @@ CLI::App* declare_report(CLI::App& cli, Commands& c) {
       cli.add_subcommand("report", "report.md and PNG plots for a run or sweep directory");
   report->add_option("dir", c.report_dir, "a run directory or a sweep directory")->required();
   report->add_option("--out", c.report_out, "where report.md and the plots go (default: DIR)");
+  report->add_option("--baseline", c.report_baseline,
+                     "a fault-free run of the same scenario: the time and accuracy lost to faults");
   return report;
 }
 
@@ -333,7 +339,7 @@ void declare(CLI::App& cli, Commands& c) {
 int dispatch(Commands& c, int* argc, char*** argv) {
   try {
     if (c.sweep_cmd->parsed()) return sweep(c.sweep, (*argv)[0]);
-    if (c.report_cmd->parsed()) return report(c.report_dir, c.report_out);
+    if (c.report_cmd->parsed()) return report(c.report_dir, c.report_out, c.report_baseline);
     if (c.model_cmd->parsed()) return run_model(c.model);
     if (c.check_cmd->parsed()) {
       c.check.tolerance = parse_tolerance(c.tolerance);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/restart.hpp"
 #include "core/base/check.hpp"
 #include "core/train/rescale.hpp"
 
@@ -45,7 +46,9 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target, std::opti
       throw UserError("--resume " + given + ": " + dir + " is a complete run; nothing to resume");
     throw UserError("--resume " + given + ": no " + partial.string() + " to resume");
   }
-  if (!fs::is_directory(partial / "checkpoint"))
+  // A job relaunched after a fault before its first checkpoint set starts from the beginning.
+  const bool checkpointed = fs::is_directory(partial / "checkpoint");
+  if (!checkpointed && !fs::exists(partial / "restarts.json"))
     throw UserError("--resume " + given + ": " + partial.string() +
                     " holds no checkpoint/ (the run stopped before its first checkpoint)");
   if (fs::exists(dir))
@@ -62,7 +65,8 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target, std::opti
   target.plan.dir = partial.string();
   target.plan.every = scenario.checkpoint.every;
   target.plan.every_steps = scenario.checkpoint.every_steps;
-  target.plan.resume = true;
+  target.plan.resume = checkpointed;
+  apply_restarts(target);
   return scenario;
 }
 
@@ -83,7 +87,8 @@ void drop_checkpoints(const RunTarget& target) {
   if (target.plan.dir.empty()) return;
   fs::remove_all(fs::path(target.plan.dir) / "checkpoint");
   fs::remove_all(fs::path(target.plan.dir) / "epochs");
-  fs::remove(fs::path(target.plan.dir) / "INCOMPLETE");
+  for (const char* note : {"INCOMPLETE", "restarts.json", "fault.json", "ERROR"})
+    fs::remove(fs::path(target.plan.dir) / note);
 }
 
 }  // namespace syncopate::app

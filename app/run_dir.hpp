@@ -19,6 +19,10 @@ struct RunTarget {
   std::string requested;  // the run directory asked for (--out, or runs/<name>)
   std::string dir;        // DIR, once chosen (before training)
   CheckpointPlan plan;    // plan.dir is DIR.partial once chosen
+  // A relaunched job (app/restart.hpp): the restarts so far, and the date up to which the host
+  // and link failures of [[sim.faults]] have come and are not replayed.
+  std::vector<FaultRestart> restarts;
+  double replayed_after_s = 0;
 };
 
 // A fresh run: picks DIR (unique_run_dir of the requested one), creates DIR.partial, its
@@ -32,7 +36,9 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target,
 // An interrupted run: DIR.partial/metrics.csv with every finished epoch, and the message that
 // says how to resume it.
 std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports);
-// Before the complete run directory is written: checkpoints, epochs/ and INCOMPLETE go.
+// Before the complete run directory is written: checkpoints, epochs/ and the notes of an
+// unfinished run go (INCOMPLETE, restarts.json -- its records are in summary.json -- and the
+// fault.json and ERROR of an abort that a resume continued).
 void drop_checkpoints(const RunTarget& target);
 
 }  // namespace syncopate::app

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/restart.hpp"
 #include "backends/sim/sim_backend.hpp"
 #include "core/base/check.hpp"
 #include "core/comm/fault_abort.hpp"
@@ -25,19 +27,6 @@ bool elastic(const Scenario& s) {
     return f.kind == FaultKind::kHostFailure ||
            (f.kind == FaultKind::kLinkFailure && f.link.empty());
   });
-}
-
-// The date of the last checkpoint set that every worker wrote before the abort (checkpoint.every
-// = N: after every N-th epoch but the last), from the epochs each worker finished; 0: none.
-double last_checkpoint_s(const Scenario& s, int every, const std::vector<WorkerReport>& reports) {
-  if (every <= 0) return 0;
-  size_t finished = SIZE_MAX;
-  for (const WorkerReport& r : reports) finished = std::min(finished, r.epochs.size());
-  const size_t done = finished - finished % static_cast<size_t>(every);
-  if (done == 0 || done >= static_cast<size_t>(s.epochs)) return 0;
-  double at = 0;
-  for (const WorkerReport& r : reports) at = std::max(at, r.epochs[done - 1].end_s);
-  return at;
 }
 
 // The abort with the last checkpoint's date in its record and message (the time lost is then
@@ -65,7 +54,7 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
   options.cost_only = scenario.sim.mode == SimMode::kCostOnly;
   options.slowdown = scenario.sim.slowdown;
   options.noise = scenario.sim.noise;
-  options.faults = scenario.sim.faults;
+  options.faults = faults_to_come(scenario.sim.faults, target.replayed_after_s);
   options.elastic = elastic(scenario);
   const GpuMemory memory = memory_per_gpu(scenario);
   options.memory_per_gpu_bytes = static_cast<double>(memory.total());
@@ -83,7 +72,9 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
       report = train_worker(scenario, data, comm, exec, {}, progress, target.plan, &report);
     });
   } catch (const FaultAbort& e) {
-    throw with_last_checkpoint(e, last_checkpoint_s(scenario, target.plan.every, result.reports));
+    const std::optional<double> checkpoint =
+        target.plan.dir.empty() ? std::nullopt : checkpoint_set_date(target.plan.dir, scenario);
+    throw with_last_checkpoint(e, checkpoint.value_or(0));
   }
   result.interrupted = result.reports.front().interrupted;
   result.info.platform = scenario.sim.platform;

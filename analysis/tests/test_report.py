@@ -260,3 +260,74 @@ def test_run_report_lists_the_lost_workers(tmp_path):
 def test_run_report_without_losses_has_no_lost_workers_section(run_dir):
     assert report.main([run_dir]) == 0
     assert "## Lost workers" not in open(os.path.join(run_dir, "report.md")).read()
+
+
+def test_run_report_lists_the_restarts_and_the_time_they_lost(tmp_path):
+    path = str(tmp_path / "restarted")
+    make_run(path, strategy="ddp")
+    summary_path = os.path.join(path, "summary.json")
+    summary = json.load(open(summary_path))
+    summary["restarts"] = [
+        {"kind": "host_failure", "worker": 1, "at_s": 2.25, "resumed_from_s": 1.5,
+         "lost_seconds": 0.75, "recovery_s": 10.0, "restart_s": 12.25},
+        {"kind": "link_failure", "link": "n0-nic0", "at_s": 0.5, "resumed_from_s": 0,
+         "lost_seconds": 0.5, "recovery_s": 0.0, "restart_s": 0.5}]
+    summary["restart_lost_seconds"] = 11.25
+    json.dump(summary, open(summary_path, "w"))
+    assert report.main([path]) == 0
+    text = open(os.path.join(path, "report.md")).read()
+    assert "## Restarts after faults" in text
+    assert "Time lost to faults: 11.25 s" in text
+    assert md_table(text, "fault") == [
+        ["host_failure", "worker 1", "at 2.25 s", "checkpoint of 1.5 s", "0.75 s", "10 s",
+         "12.25 s"],
+        ["link_failure", "link n0-nic0", "at 0.5 s", "the start", "0.5 s", "0 s", "0.5 s"]]
+
+
+def test_run_report_without_restarts_has_no_restart_section(run_dir):
+    assert report.main([run_dir]) == 0
+    text = open(os.path.join(run_dir, "report.md")).read()
+    assert "## Restarts after faults" not in text
+    assert "## Lost to faults" not in text
+
+
+def faulty_and_baseline(tmp_path, baseline_strategy="ddp"):
+    """A run slowed by its faults (2 s epochs, accuracy 0.05 lower at the end) and its
+    fault-free baseline (1.5 s epochs)."""
+    scenario = {"strategy": {"name": "ddp"}, "workers": 2, "checkpoint": {"every": 1}}
+    faulty, baseline = str(tmp_path / "faulty"), str(tmp_path / "baseline")
+    make_run(faulty, strategy="ddp", epoch_s=2.0)
+    make_run(baseline, strategy=baseline_strategy, epoch_s=1.5)
+    for path, extra in ((faulty, {"sim": {"faults": [{"kind": "host_failure", "worker": 1,
+                                                      "at_s": 2.5}],
+                                          "restart": {"recovery_s": 1.0}}}),
+                        (baseline, {"strategy": {"name": baseline_strategy},
+                                    "checkpoint": {"every": 0}})):
+        summary_path = os.path.join(path, "summary.json")
+        summary = json.load(open(summary_path))
+        summary["scenario"] = {**scenario, **extra}
+        if path == faulty:
+            summary["final_test_accuracy"] -= 0.05
+        json.dump(summary, open(summary_path, "w"))
+    return faulty, baseline
+
+
+def test_run_report_against_a_baseline_shows_the_time_and_accuracy_lost(tmp_path):
+    faulty, baseline = faulty_and_baseline(tmp_path)
+    assert report.main([faulty, "--baseline", baseline]) == 0
+    text = open(os.path.join(faulty, "report.md")).read()
+    assert "## Lost to faults" in text
+    rows = {r[0]: r[1:] for r in md_table(text, "against the baseline")}
+    this, base, lost = rows["training time (simulated s)"]
+    assert float(this) == 6.0 and float(base) == 4.5 and float(lost) == pytest.approx(1.5)
+    this, base, lost = rows["final test accuracy"]
+    assert float(lost) == pytest.approx(0.05)
+    assert float(rows["time to accuracy 0.6 (simulated s)"][2]) == pytest.approx(1.0)
+    assert rows["time to accuracy 0.9 (simulated s)"] == ["-", "-", "-"]
+
+
+def test_a_baseline_of_another_scenario_is_refused(tmp_path, capsys):
+    faulty, baseline = faulty_and_baseline(tmp_path, baseline_strategy="epoch_sync")
+    assert report.main([faulty, "--baseline", baseline]) == 2
+    err = capsys.readouterr().err
+    assert "not the same scenario" in err and "strategy.name" in err

@@ -86,6 +86,9 @@ struct SimSection {
   int64_t cost_only_train_samples = 0;  // cost-only: samples per epoch (0: the dataset's)
   std::vector<SimFault> faults;         // [[sim.faults]]
   FaultBlocks fault_blocks = FaultBlocks::kRedeal;  // a failed worker's blocks (choices.hpp)
+  // sim.restart.recovery_s: a job that a fault aborts is relaunched from its last checkpoint set
+  // that many simulated seconds after the fault (app/restart.hpp); < 0: not set, it aborts.
+  double restart_recovery_s = -1;
 };
 
 // The real backend (backend = "mpi").

@@ -555,6 +555,40 @@ std::string unless_elastic(const Scenario& s) {
          "worker's link_failure in [[sim.faults]]";
 }
 
+// sim.restart.recovery_s: only where a fault aborts the job and a checkpoint set can restart it.
+std::string restart_unused(const Scenario& s) {
+  if (s.backend != BackendKind::kSim)
+    return "read only on the simulator (backend = \"sim\"); backend is " +
+           quoted(to_string(s.backend));
+  const bool aborts = std::any_of(s.sim.faults.begin(), s.sim.faults.end(), [](auto& f) {
+    return f.kind == FaultKind::kHostFailure || f.kind == FaultKind::kLinkFailure;
+  });
+  if (!aborts)
+    return "read only with a host_failure or link_failure in [[sim.faults]] (nothing else "
+           "aborts the job)";
+  if (unless_elastic(s).empty() && s.sim.fidelity != Fidelity::kMessage)
+    return "epoch_sync and epoch_async go on without a lost worker at flow and analytic "
+           "fidelity: there is no abort to restart from (strategy.name is " +
+           quoted(to_string(s.strategy.kind)) + ")";
+  if (s.checkpoint.every == 0 && s.checkpoint.every_steps == 0)
+    return "a restart continues from the last checkpoint set; set checkpoint.every (or "
+           "checkpoint.every_steps)";
+  return "";
+}
+
+ScenarioKey restart_recovery() {
+  return {"sim.restart.recovery_s",
+          [](TomlReader& r, Scenario& s) {
+            if (r.has("sim.restart.recovery_s"))
+              s.sim.restart_recovery_s = r.number("sim.restart.recovery_s", 0.0, 0.0, 1e12);
+          },
+          [](const Scenario& s, toml::table& out) {
+            if (s.sim.restart_recovery_s >= 0)
+              put(out, "sim.restart.recovery_s", toml::value<double>(s.sim.restart_recovery_s));
+          },
+          restart_unused};
+}
+
 // [sim] and [mpi] hold one backend's settings: a scenario may carry them to any backend (one
 // file for a simulated and a measured run), but they must be consistent among themselves.
 std::vector<ScenarioKey> backend_keys() {
@@ -572,6 +606,7 @@ std::vector<ScenarioKey> backend_keys() {
               unless_cost_only),
       sim_faults_key(),
       choice("sim.fault_blocks", FIELD(sim.fault_blocks), kFaultBlocksNames, unless_elastic),
+      restart_recovery(),
       choice("mpi.transport", FIELD(mpi.transport), kTransportNames),
   };
 }

@@ -34,6 +34,9 @@ struct CheckpointPlan {
   // Fault injection (tests): worker kill_worker kills its process with SIGKILL after
   // kill_after_epochs epochs (0: never).
   int kill_after_epochs = 0, kill_worker = -1;
+  // A relaunched job (the simulator's restart after a fault, app/restart.hpp): every worker's
+  // clock starts at this date, after its checkpoint's (0: where the checkpoint left it).
+  double start_s = 0;
 };
 
 struct WorkerCheckpoint {

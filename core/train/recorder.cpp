@@ -178,6 +178,23 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
                                    {"kind", lost.kind},
                                    {"lost_seconds", lost.lost_seconds}});
   }
+  if (!info.restarts.empty()) {
+    double lost = 0;
+    j["restarts"] = Json::array();
+    for (const FaultRestart& r : info.restarts) {
+      Json entry = {{"kind", r.kind}};
+      if (r.worker >= 0) entry["worker"] = r.worker;
+      if (!r.link.empty()) entry["link"] = r.link;
+      entry["at_s"] = r.at_s;
+      entry["resumed_from_s"] = r.resumed_from_s;
+      entry["lost_seconds"] = r.lost_seconds;
+      entry["recovery_s"] = r.recovery_s;
+      entry["restart_s"] = r.restart_s();
+      j["restarts"].push_back(std::move(entry));
+      lost += r.lost_seconds + r.recovery_s;
+    }
+    j["restart_lost_seconds"] = lost;
+  }
   for (const Resize& r : s.resizes)
     j["resized"].push_back(
         {{"from_workers", r.from}, {"to_workers", r.to}, {"at_epoch", r.at_epoch}});

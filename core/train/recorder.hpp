@@ -63,6 +63,21 @@ struct LostWorker {
   double lost_seconds = 0;  // its work since its last finished epoch (or the start), thrown away
 };
 
+// A job that a fault aborted and that was relaunched from its last checkpoint set after a
+// recovery time (the simulator's sim.restart.recovery_s, app/restart.hpp).
+struct FaultRestart {
+  std::string kind;           // the [[sim.faults]] kind that aborted the job
+  int worker = -1;            // the failed worker, or -1 (a link)
+  std::string link;           // the failed link(s), or empty
+  double at_s = 0;            // the abort's simulated date
+  double resumed_from_s = 0;  // the date of the checkpoint set it continued from (0: the start)
+  // The work done again: since that checkpoint set, or since the relaunch before when that one
+  // came later (a second fault before a new checkpoint set).
+  double lost_seconds = 0;
+  double recovery_s = 0;                                  // from the abort to the relaunch
+  double restart_s() const { return at_s + recovery_s; }  // every clock starts there
+};
+
 // Backend-specific figures for the summary (simulator statistics, MPI details).
 struct RunInfo {
   std::string platform;  // "" for real backends
@@ -71,6 +86,7 @@ struct RunInfo {
       extra;                   // name -> value, written under "backend_stats"
   std::string partitions_csv;  // data.partition's class histogram; "" writes no partitions.csv
   std::vector<LostWorker> lost_workers;  // written as summary.json's lost_workers if any
+  std::vector<FaultRestart> restarts;    // written as summary.json's restarts if any
 };
 
 struct RunSummary {

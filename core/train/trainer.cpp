@@ -358,6 +358,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     resume(plan, s, state);
   else
     strategy->on_train_begin(ctx);
+  if (exec.now() < plan.start_s) exec.advance(plan.start_s - exec.now());  // a relaunched job
   const StepContext step_ctx{.seed = s.seed, .worker = static_cast<uint32_t>(rank)};
   TrainStep train_step(ctx, *strategy, phases, *data.train, {s.loss, s.huber_delta}, step_ctx,
                        std::move(worker.accelerator));

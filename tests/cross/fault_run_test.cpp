@@ -96,6 +96,15 @@ TEST(FaultRun, DdpAbortsAndCountsTheTimeSinceTheLastCheckpoint) {
   EXPECT_DOUBLE_EQ(json_number(record, "last_checkpoint_s"), checkpoint) << record;
   EXPECT_NEAR(json_number(record, "lost_seconds"), at - checkpoint, 1e-6 * at) << record;
   EXPECT_NE(log.find("since the last checkpoint (t="), std::string::npos) << log;
+  // --resume continues it without the failure that has come (the relaunched job's spares), and
+  // ends with the fault-free run's model; the abort's notes do not stay in the complete run.
+  ASSERT_EQ(
+      syncopate::run_command(kBin + " run --quiet --resume " + faulty.string() + ".partial", &log),
+      0)
+      << log;
+  EXPECT_EQ(syncopate::read_text(faulty / "model.bin"), syncopate::read_text(clean / "model.bin"));
+  for (const char* note : {"fault.json", "ERROR", "INCOMPLETE"})
+    EXPECT_FALSE(fs::exists(faulty / note)) << note;
 }
 
 }  // namespace

@@ -157,5 +157,51 @@ TEST(SimFaultBlocks, RefusalsNameFileLineAndKey) {
   EXPECT_NE(no_loss.find("host_failure"), std::string::npos) << no_loss;
 }
 
+TEST(SimRestart, RecoveryIsReadWrittenBackAndReloaded) {
+  const std::string ddp = "strategy.name = \"ddp\"\ncheckpoint.every = 1\n";
+  const Scenario s = parse(ddp + "sim.restart.recovery_s = 30\n" + kLoss);
+  EXPECT_EQ(s.sim.restart_recovery_s, 30);
+  EXPECT_EQ(parse_scenario(s.resolved_toml, "resolved.toml").sim.restart_recovery_s, 30);
+  const Scenario unset = parse(ddp + kLoss);
+  EXPECT_LT(unset.sim.restart_recovery_s, 0) << "not set: the job aborts";
+  EXPECT_EQ(unset.resolved_toml.find("recovery_s"), std::string::npos) << unset.resolved_toml;
+  const Scenario mid =
+      parse("strategy.name = \"zero\"\ncheckpoint.every_steps = 4\nsim.restart.recovery_s = 0\n" +
+            std::string(kLoss));
+  EXPECT_EQ(mid.sim.restart_recovery_s, 0) << "mid-epoch checkpoints restart too";
+  const Scenario message = parse(
+      "strategy.name = \"epoch_sync\"\nsim.fidelity = \"message\"\ncheckpoint.every = 1\n"
+      "sim.restart.recovery_s = 5\n" +
+      std::string(kLoss));
+  EXPECT_EQ(message.sim.restart_recovery_s, 5) << "epoch_sync aborts at message fidelity";
+}
+
+TEST(SimRestart, RefusalsNameFileLineAndKey) {
+  const std::string ddp = "strategy.name = \"ddp\"\ncheckpoint.every = 1\n";
+  const std::string negative = error_of(ddp + "sim.restart.recovery_s = -1\n" + kLoss);
+  EXPECT_NE(negative.find("exp.toml:5: sim.restart.recovery_s"), std::string::npos) << negative;
+  const std::string no_checkpoint =
+      error_of("strategy.name = \"ddp\"\nsim.restart.recovery_s = 5\n" + std::string(kLoss));
+  EXPECT_NE(no_checkpoint.find("exp.toml:4: sim.restart.recovery_s"), std::string::npos)
+      << no_checkpoint;
+  EXPECT_NE(no_checkpoint.find("set checkpoint.every"), std::string::npos) << no_checkpoint;
+  const std::string elastic = error_of(
+      "strategy.name = \"epoch_sync\"\ncheckpoint.every = 1\nsim.restart.recovery_s = 5\n" +
+      std::string(kLoss));
+  EXPECT_NE(elastic.find("no abort to restart from"), std::string::npos) << elastic;
+  const std::string no_fault = error_of(ddp + "sim.restart.recovery_s = 5\n");
+  EXPECT_NE(no_fault.find("host_failure or link_failure"), std::string::npos) << no_fault;
+  std::string local;
+  try {
+    parse_scenario("backend = \"local\"\ncheckpoint.every = 1\nsim.restart.recovery_s = 5\n",
+                   "exp.toml");
+  } catch (const UserError& e) {
+    local = e.what();
+  }
+  EXPECT_NE(local.find("exp.toml:3: sim.restart.recovery_s: read only on the simulator"),
+            std::string::npos)
+      << local;
+}
+
 }  // namespace
 }  // namespace syncopate
