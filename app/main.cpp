@@ -96,7 +96,8 @@ Scenario resumed(const RunOptions& o, RunTarget& target) {
 
 // For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run
 // (SYNCOPATE_STOP_AFTER_STEPS=N at its first mid-epoch checkpoint after N steps);
-// SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then.
+// SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then;
+// SYNCOPATE_TERM_AFTER_STEPS=N makes rank 0 send its process SIGTERM after N steps.
 int env_int(const char* name, int otherwise) {
   const char* value = std::getenv(name);
   return value == nullptr ? otherwise : std::atoi(value);
@@ -121,6 +122,7 @@ int run(RunOptions& o, int* argc, char*** argv) {
   target.plan.stop_after_steps = env_int("SYNCOPATE_STOP_AFTER_STEPS", 0);
   target.plan.kill_after_epochs = env_int("SYNCOPATE_KILL_AFTER_EPOCHS", 0);
   target.plan.kill_worker = env_int("SYNCOPATE_KILL_WORKER", -1);
+  target.plan.term_after_steps = env_int("SYNCOPATE_TERM_AFTER_STEPS", 0);
   check_model_and_data(scenario);
   // On MPI rank 0 chooses it, once MPI runs.
   if (target.dir.empty() && scenario.backend != BackendKind::kMpi) open_run_dir(target, scenario);
@@ -142,7 +144,8 @@ int run(RunOptions& o, int* argc, char*** argv) {
   }
   if (!result.writes_output) return result.interrupted ? kExitInterrupted : result.exit_code;
   if (result.interrupted) {
-    std::fprintf(stderr, "syncopate: %s\n", write_interrupted(target, result.reports).c_str());
+    std::fprintf(stderr, "syncopate: %s\n",
+                 write_interrupted(target, scenario, result.reports).c_str());
     return kExitInterrupted;
   }
   drop_checkpoints(target);
