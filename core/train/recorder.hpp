@@ -4,7 +4,8 @@
 //   summary.json  the resolved scenario, backend, platform, totals, time-to-accuracy
 //   trace.json    Chrome trace events (open in Perfetto / chrome://tracing)
 //   scenario.toml the resolved scenario
-//   model.bin     worker 0's final model, raw float32 in the flat-buffer layout (real runs)
+//   model.bin     the final model (worker 0's, or the first survivor's when an elastic run lost
+//                 it), raw float32 in the flat-buffer layout (real runs)
 //   partitions.csv worker,class,count under a data.partition other than iid (classification)
 // The directory is built as DIR.partial and renamed to DIR only when every file is written, so a
 // run directory that exists is complete; a failed run leaves DIR.partial with an ERROR file.

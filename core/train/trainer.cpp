@@ -320,7 +320,7 @@ std::vector<PlannedStep> epoch_steps(const Scenario& s, const TrainData& data,
 
 // With `done` steps of the epoch run (of `steps`): a mid-epoch checkpoint when one is due
 // (checkpoint.every_steps) or when a signalled stop latched this step. True when the run stops
-// there (the signal, or SYNCOPATE_STOP_AFTER_STEPS at a checkpoint that was due).
+// there (the signal, or --test-hook stop_after_steps at a checkpoint that was due).
 bool after_step(const CheckpointPlan& plan, const Scenario& s, size_t done, size_t steps,
                 const EpochMeter& meter, const LossTally& tally, const Resumable& w) {
   if (plan.dir.empty()) return false;

@@ -85,11 +85,10 @@ void expect_resume_equivalent(const std::string& name, const std::string& args,
                 launcher + " " + kBin + " run " + args + " --out " + full.string(), &output),
             0)
       << output;
-  const std::string stop_env = "SYNCOPATE_STOP_AFTER_EPOCHS=" + std::to_string(stop) + " ";
-  ASSERT_EQ(
-      syncopate::run_command(
-          stop_env + launcher + " " + kBin + " run " + args + " --out " + part.string(), &output),
-      4)
+  const std::string hook = " --test-hook stop_after_epochs=" + std::to_string(stop);
+  ASSERT_EQ(syncopate::run_command(
+                launcher + " " + kBin + " run " + args + hook + " --out " + part.string(), &output),
+            4)
       << output;
   EXPECT_NE(output.find("--resume " + part.string() + ".partial"), std::string::npos) << output;
   ASSERT_FALSE(fs::exists(part));
@@ -145,7 +144,7 @@ StoppedRun stopped_run(const std::string& name, const std::string& extra = "") {
   const fs::path out = scratch() / name;
   fs::remove_all(out.string() + ".partial");
   std::string output;
-  EXPECT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_EPOCHS=1 " + kBin + " run " +
+  EXPECT_EQ(syncopate::run_command(kBin + " run --test-hook stop_after_epochs=1 " +
                                        run_args("ddp", "sim", 2) + extra + " --out " + out.string(),
                                    &output),
             4)
@@ -229,10 +228,10 @@ TEST(MpiKilledRank, KeepsItsFinishedEpochsAndResumes) {
             0)
       << output;
   const auto start = std::chrono::steady_clock::now();
-  const int code =
-      syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=2 SYNCOPATE_KILL_WORKER=1 " + mpirun(2) +
-                                 " " + kBin + " run " + args + " --out " + part.string(),
-                             &output);
+  const int code = syncopate::run_command(
+      mpirun(2) + " " + kBin + " run " + args +
+          " --test-hook kill_after_epochs=2 --test-hook kill_worker=1" + " --out " + part.string(),
+      &output);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(code, 0) << output;
@@ -256,10 +255,10 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
   const fs::path out = scratch() / "epochs-only";
   fs::remove_all(out.string() + ".partial");
   std::string output;
-  EXPECT_NE(syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=1 SYNCOPATE_KILL_WORKER=0 " + kBin +
-                                       " run " + kScenario + " --quiet --backend sim --epochs 3" +
-                                       " --out " + out.string(),
-                                   &output),
+  EXPECT_NE(syncopate::run_command(
+                kBin + " run --test-hook kill_after_epochs=1 --test-hook " + "kill_worker=0 " +
+                    kScenario + " --quiet --backend sim --epochs 3" + " --out " + out.string(),
+                &output),
             0);
   const fs::path partial = out.string() + ".partial";
   EXPECT_EQ(rows_in(partial / "epochs" / "worker-0.csv"), 1u);  // killed after it
@@ -311,7 +310,7 @@ TEST(StopSignal, SigtermStopsAtTheNextStepAndResumes) {
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
 }
 
-// SIGTERM sent by rank 0 to its own process after `at` steps (SYNCOPATE_TERM_AFTER_STEPS), with
+// SIGTERM sent by rank 0 to its own process after `at` steps (--test-hook term_after_steps), with
 // no checkpoint.every_steps: the run stops with every worker at one point, `epochs` epochs and
 // `step` steps done (step > 0: inside an epoch), and resumed it ends as the uninterrupted run.
 // `message` is in what the stopped run prints.
@@ -328,8 +327,8 @@ void expect_signal_resume_equivalent(const std::string& name, const std::string&
   std::string output;
   ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --out " + full.string(), &output), 0)
       << output;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_TERM_AFTER_STEPS=" + std::to_string(stop.at) + " " +
-                                       kBin + " run " + args + " --out " + part.string(),
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --test-hook term_after_steps=" +
+                                       std::to_string(stop.at) + " --out " + part.string(),
                                    &output),
             4)
       << output;
@@ -346,6 +345,21 @@ void expect_signal_resume_equivalent(const std::string& name, const std::string&
       << output;
   expect_same_metrics(full, part, time_tolerance);
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+// The test hooks are hidden from --help; a name that is none or a bad number is a usage error.
+TEST(TestHook, IsHiddenAndRefusesWhatItDoesNotKnow) {
+  std::string output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --help", &output), 0) << output;
+  EXPECT_EQ(output.find("test-hook"), std::string::npos) << output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --quiet --test-hook stop_after_epoch=1", &output),
+            2);
+  EXPECT_NE(output.find("--test-hook stop_after_epoch=1: no hook stop_after_epoch; allowed: "
+                        "stop_after_epochs"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --quiet --test-hook kill_worker=x", &output), 2);
+  EXPECT_NE(output.find("--test-hook kill_worker=x: expected NAME=N"), std::string::npos) << output;
 }
 
 // One worker, 38 steps an epoch: it stops at the step it signals after.
@@ -367,8 +381,8 @@ TEST(StopSignal, SimStopsAtTheNextStepAndResumes) {
   const fs::path probe = scratch() / "term-sim-local_sgd-probe";
   fs::remove_all(probe.string() + ".partial");
   std::string output;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_TERM_AFTER_STEPS=13 " + kBin + " run " + local_sgd +
-                                       " --out " + probe.string(),
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + local_sgd +
+                                       " --test-hook term_after_steps=13 --out " + probe.string(),
                                    &output),
             4)
       << output;
@@ -419,8 +433,8 @@ void expect_mid_epoch_resume_equivalent(const std::string& name, const std::stri
       launcher + " " + kBin + " run " + args + " --set checkpoint.every_steps=4";
   std::string output;
   ASSERT_EQ(syncopate::run_command(run + " --out " + full.string(), &output), 0) << output;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_STEPS=" + std::to_string(stop_steps) +
-                                       " " + run + " --out " + part.string(),
+  ASSERT_EQ(syncopate::run_command(run + " --test-hook stop_after_steps=" +
+                                       std::to_string(stop_steps) + " --out " + part.string(),
                                    &output),
             4)
       << output;
@@ -471,7 +485,7 @@ TEST(MidEpochResume, RefusesAnotherWorkerCount) {
   const fs::path out = scratch() / "mid-resize";
   fs::remove_all(out.string() + ".partial");
   std::string output;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_STEPS=14 " + kBin + " run " +
+  ASSERT_EQ(syncopate::run_command(kBin + " run --test-hook stop_after_steps=14 " +
                                        run_args("local_sgd", "sim", 4) +
                                        " --set checkpoint.every_steps=4 --out " + out.string(),
                                    &output),
