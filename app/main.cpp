@@ -3,11 +3,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "app/calibrate.hpp"
 #include "app/check.hpp"
@@ -36,7 +39,8 @@ struct RunOptions {
   std::optional<std::string> strategy, backend, platform, fidelity;
   bool print_scenario = false;
   bool quiet = false;
-  std::string resume;  // DIR or DIR.partial of a checkpointed run
+  std::string resume;                   // DIR or DIR.partial of a checkpointed run
+  std::vector<std::string> test_hooks;  // --test-hook NAME=N (hidden; test_hooks_into)
 };
 
 Scenario resolve(const RunOptions& o) {
@@ -95,16 +99,44 @@ Scenario resumed(const RunOptions& o, RunTarget& target) {
   return open_resumed_run(o.resume, target, o.workers);
 }
 
-// For tests: SYNCOPATE_STOP_AFTER_EPOCHS=N stops a run after N epochs as an interrupted run
-// (SYNCOPATE_STOP_AFTER_STEPS=N at its first mid-epoch checkpoint after N steps);
-// SYNCOPATE_KILL_AFTER_EPOCHS=N with SYNCOPATE_KILL_WORKER=w kills worker w's process then.
-int env_int(const char* name, int otherwise) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? otherwise : std::atoi(value);
+// The hidden `--test-hook NAME=N` options (not in --help; for the tests of stops and kills):
+// stop_after_epochs=N stops a run after N epochs as an interrupted run, stop_after_steps=N at
+// its first mid-epoch checkpoint after N steps; kill_after_epochs=N with kill_worker=w kills
+// worker w's process with SIGKILL then; term_after_steps=N makes rank 0 send its process
+// SIGTERM after N steps of the run. Throws UsageError on another name or a bad number.
+void test_hooks_into(const std::vector<std::string>& hooks, CheckpointPlan& plan) {
+  for (const std::string& hook : hooks) {
+    const auto bad = [&] {
+      return UsageError("--test-hook " + hook +
+                        ": expected NAME=N with N a whole number from 0 to 2^31-1");
+    };
+    const size_t eq = hook.find('=');
+    if (eq == std::string::npos) throw bad();
+    const std::string name = hook.substr(0, eq);
+    int64_t value = 0;
+    const char* end = hook.data() + hook.size();
+    const auto [at, error] = std::from_chars(hook.data() + eq + 1, end, value);
+    if (error != std::errc() || at != end || value < 0 || value > INT32_MAX) throw bad();
+    if (name == "stop_after_epochs")
+      plan.stop_after_epochs = static_cast<int>(value);
+    else if (name == "stop_after_steps")
+      plan.stop_after_steps = value;
+    else if (name == "kill_after_epochs")
+      plan.kill_after_epochs = static_cast<int>(value);
+    else if (name == "kill_worker")
+      plan.kill_worker = static_cast<int>(value);
+    else if (name == "term_after_steps")
+      plan.term_after_steps = value;
+    else
+      throw UsageError("--test-hook " + hook + ": no hook " + name +
+                       "; allowed: stop_after_epochs, stop_after_steps, kill_after_epochs, "
+                       "kill_worker, term_after_steps");
+  }
 }
 
 int run(RunOptions& o, int* argc, char*** argv) {
   RunTarget target;
+  test_hooks_into(o.test_hooks, target.plan);
   const Scenario scenario = o.resume.empty() ? resolve(o) : resumed(o, target);
   if (o.print_scenario) {
     const auto model = make_model(scenario.model.spec(), Storage::kShapeOnly);
@@ -118,10 +150,6 @@ int run(RunOptions& o, int* argc, char*** argv) {
     target.plan.every = scenario.checkpoint.every;
     target.plan.every_steps = scenario.checkpoint.every_steps;
   }
-  target.plan.stop_after_epochs = env_int("SYNCOPATE_STOP_AFTER_EPOCHS", 0);
-  target.plan.stop_after_steps = env_int("SYNCOPATE_STOP_AFTER_STEPS", 0);
-  target.plan.kill_after_epochs = env_int("SYNCOPATE_KILL_AFTER_EPOCHS", 0);
-  target.plan.kill_worker = env_int("SYNCOPATE_KILL_WORKER", -1);
   check_model_and_data(scenario);
   // On MPI rank 0 chooses it, once MPI runs.
   if (target.dir.empty() && scenario.backend != BackendKind::kMpi) open_run_dir(target, scenario);
@@ -144,7 +172,8 @@ int run(RunOptions& o, int* argc, char*** argv) {
   }
   if (!result.writes_output) return result.interrupted ? kExitInterrupted : result.exit_code;
   if (result.interrupted) {
-    std::fprintf(stderr, "syncopate: %s\n", write_interrupted(target, result.reports).c_str());
+    std::fprintf(stderr, "syncopate: %s\n",
+                 write_interrupted(target, scenario, result.reports).c_str());
     return kExitInterrupted;
   }
   result.info.restarts = target.restarts;
@@ -239,6 +268,9 @@ void declare_run(CLI::App& cli, RunOptions& o) {
   run->add_option("--resume", o.resume,
                   "continue the checkpointed run in DIR.partial (DIR or DIR.partial); with "
                   "--workers at another worker count (epoch_sync, epoch_async, local_sgd)");
+  run->add_option("--test-hook", o.test_hooks, "NAME=N: a stop or kill for tests")
+      ->allow_extra_args(false)
+      ->group("");  // hidden: see test_hooks_into
 }
 
 CLI::App* declare_sweep(CLI::App& cli, SweepCli& sw) {

@@ -70,15 +70,24 @@ Scenario open_resumed_run(const std::string& given, RunTarget& target, std::opti
   return scenario;
 }
 
-std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports) {
+std::string write_interrupted(const RunTarget& target, const Scenario& scenario,
+                              const std::vector<WorkerReport>& reports) {
   const fs::path partial(target.plan.dir);
   write_text(partial / "metrics.csv", metrics_csv(reports));
   int epochs = 0;  // a resized run's worker 0 holds the rows of workers that are gone
-  for (const WorkerReport& r : reports)
+  int64_t step = 0;
+  for (const WorkerReport& r : reports) {
     for (const EpochMetrics& e : r.epochs) epochs = std::max(epochs, e.epoch + 1);
-  const std::string message = "interrupted after " + std::to_string(epochs) +
-                              " epoch(s); continue with: syncopate run --resume " +
-                              partial.string();
+    step = std::max(step, r.stopped_at_step);
+  }
+  std::string where = "interrupted after " + std::to_string(epochs) + " epoch(s)";
+  if (step > 0)
+    where += " and " + std::to_string(step) + " step(s) of epoch " + std::to_string(epochs);
+  // A signal stops at the next step boundary where a mid-epoch checkpoint can be restored.
+  if (const std::string why = mid_epoch_checkpoint_refusal(scenario);
+      stop_signalled() && !why.empty())
+    where += " (at the end of an epoch, not of a step: " + why + ")";
+  const std::string message = where + "; continue with: syncopate run --resume " + partial.string();
   write_text(partial / "INCOMPLETE", message + "\n");
   return message;
 }

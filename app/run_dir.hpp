@@ -34,8 +34,10 @@ void open_run_dir(RunTarget& target, const Scenario& scenario);
 Scenario open_resumed_run(const std::string& given, RunTarget& target,
                           std::optional<int> workers = std::nullopt);
 // An interrupted run: DIR.partial/metrics.csv with every finished epoch, and the message that
-// says how to resume it.
-std::string write_interrupted(const RunTarget& target, const std::vector<WorkerReport>& reports);
+// says where it stopped (inside an epoch: after which step; a signal where no mid-epoch
+// checkpoint can be restored: why at an epoch boundary) and how to resume it.
+std::string write_interrupted(const RunTarget& target, const Scenario& scenario,
+                              const std::vector<WorkerReport>& reports);
 // Before the complete run directory is written: checkpoints, epochs/ and the notes of an
 // unfinished run go (INCOMPLETE, restarts.json -- its records are in summary.json -- and the
 // fault.json and ERROR of an abort that a resume continued).

@@ -96,6 +96,7 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
   if (comm->rank() == 0) {
     result.reports[0].final_params = mine.final_params;
     result.reports[0].resizes = mine.resizes;
+    result.reports[0].stopped_at_step = mine.stopped_at_step;
   }
   result.info.wall_seconds = MPI_Wtime() - start;
   result.info.partitions_csv = data.partitions_csv;

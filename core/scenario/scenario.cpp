@@ -94,8 +94,6 @@ void validate_compression(const Scenario& s, const TomlReader& reader) {
 }
 
 // Checks across keys; each error names the key it is about (and its file:line or --set).
-// checkpoint.every_steps: a mid-epoch checkpoint needs a step that is the same point of the
-// epoch on every worker, and a state that the checkpoint holds whole.
 void validate_checkpoint(const Scenario& s, const TomlReader& reader) {
   if (s.checkpoint.every_steps == 0) return;
   const auto refuse = [&](const std::string& why) { reader.fail("checkpoint.every_steps", why); };
@@ -103,17 +101,12 @@ void validate_checkpoint(const Scenario& s, const TomlReader& reader) {
     refuse("checkpoint.every = " + std::to_string(s.checkpoint.every) +
            " asks for a checkpoint every so many epochs, every_steps for some in every epoch; "
            "set checkpoint.every to 0 or 1 with it");
-  if (s.strategy.kind == StrategyKind::kEpochAsync)
-    refuse(
-        "epoch_async's global model between merges is in no worker's checkpoint; use "
-        "checkpoint.every");
+  const std::string why = mid_epoch_checkpoint_refusal(s);
+  if (why.empty()) return;
+  if (s.strategy.kind == StrategyKind::kEpochAsync) refuse(why + "; use checkpoint.every");
   if (s.data_order() == DataOrder::kBlocks)
-    refuse(
-        "in the block order (data.order = \"blocks\", epoch_sync's default) the workers' "
-        "epochs hold different step counts, so a step is no common point of the epoch; use "
-        "data.order = \"global\" or checkpoint.every");
-  if (s.sim.mode == SimMode::kCostOnly && s.sim.fast_forward)
-    refuse("cost-only fast-forward skips steps; set sim.fast_forward = false with it");
+    refuse(why + "; use data.order = \"global\" or checkpoint.every");
+  refuse(why + "; set sim.fast_forward = false with it");
 }
 
 void validate(const Scenario& s, const TomlReader& reader) {
@@ -223,6 +216,17 @@ std::optional<MainCollective> main_collective(const Scenario& s, int64_t model_p
 }
 
 }  // namespace
+
+std::string mid_epoch_checkpoint_refusal(const Scenario& s) {
+  if (s.strategy.kind == StrategyKind::kEpochAsync)
+    return "epoch_async's global model between merges is in no worker's checkpoint";
+  if (s.data_order() == DataOrder::kBlocks)
+    return "in the block order (data.order = \"blocks\", epoch_sync's default) the workers' "
+           "epochs hold different step counts, so a step is no common point of the epoch";
+  if (s.sim.mode == SimMode::kCostOnly && s.sim.fast_forward)
+    return "cost-only fast-forward skips steps";
+  return "";
+}
 
 std::string print_scenario(const Scenario& s, int64_t model_params) {
   std::string out = s.resolved_toml + "\n";

@@ -140,6 +140,12 @@ Scenario parse_scenario(const std::string& text, const std::string& source,
                         const std::vector<std::string>& overrides = {});
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 
+// Why a checkpoint inside an epoch cannot be restored under `scenario` ("" when it can): it
+// needs a step that is the same point of the epoch on every worker, and a state that the
+// checkpoint holds whole. checkpoint.every_steps is refused with this reason; SIGINT and SIGTERM
+// then stop at an epoch boundary instead of the next step.
+std::string mid_epoch_checkpoint_refusal(const Scenario& scenario);
+
 // What `syncopate run --print-scenario` shows: the resolved TOML, then (as comments) what the
 // collective algorithm `auto` resolves to for the strategy's main collective. model_params is
 // the model's parameter count (core/scenario does not build models).

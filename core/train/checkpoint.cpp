@@ -313,6 +313,8 @@ namespace {
 
 std::atomic<bool> stop_flag{false};
 std::atomic<int> stop_boundary{-1};
+std::atomic<int64_t> furthest_step{0};
+std::atomic<int64_t> stop_step{-1};
 
 extern "C" void on_stop_signal(int) { stop_flag.store(true); }
 
@@ -333,6 +335,17 @@ int latch_stop_boundary(int proposed) {
   int expected = -1;
   stop_boundary.compare_exchange_strong(expected, proposed);
   return stop_boundary.load();
+}
+
+int64_t latch_stop_step(int64_t done, int workers) {
+  // Recorded before the flag is read: a worker that latches after the signal sees every
+  // boundary that a worker passed without seeing it.
+  for (int64_t seen = furthest_step.load(); seen < done;)
+    if (furthest_step.compare_exchange_weak(seen, done)) break;
+  if (!stop_flag.load()) return -1;
+  int64_t expected = -1;
+  stop_step.compare_exchange_strong(expected, workers > 1 ? furthest_step.load() + 1 : done);
+  return stop_step.load();
 }
 
 }  // namespace syncopate

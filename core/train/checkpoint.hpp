@@ -32,8 +32,10 @@ struct CheckpointPlan {
   bool resume = false;           // continue from dir's checkpoints
   int stop_after_epochs = 0;     // > 0: stop, as an interrupted run does, after so many epochs
   // Fault injection (tests): worker kill_worker kills its process with SIGKILL after
-  // kill_after_epochs epochs (0: never).
+  // kill_after_epochs epochs (0: never); rank 0 sends its process SIGTERM after
+  // term_after_steps steps of the run (0: never), as an operator's stop would.
   int kill_after_epochs = 0, kill_worker = -1;
+  int64_t term_after_steps = 0;
   // A relaunched job (the simulator's restart after a fault, app/restart.hpp): every worker's
   // clock starts at this date, after its checkpoint's (0: where the checkpoint left it).
   double start_s = 0;
@@ -55,14 +57,23 @@ struct WorkerCheckpoint {
 
 inline constexpr uint32_t kCheckpointVersion = 2;
 
-// SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop: each
-// worker finishes its epoch, writes a checkpoint and stops at the epoch boundary latched by the
-// first worker that sees the request (the next one with several workers, so that workers
-// already past the current boundary meet there). A second signal ends the process at once.
+// SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop. Where
+// mid-epoch checkpoints can be restored (mid_epoch_checkpoint_refusal is empty), each worker
+// stops at the step boundary latched by the first worker that sees the request
+// (latch_stop_step) and writes a checkpoint there; elsewhere each worker finishes its epoch,
+// writes a checkpoint and stops at the epoch boundary latched likewise (latch_stop_boundary:
+// the next one with several workers, so that workers already past the current boundary meet
+// there). A second signal ends the process at once.
 void install_stop_signals();
 bool stop_signalled();
 // The boundary (epochs done) where workers stop: the first caller's `proposed`, latched.
 int latch_stop_boundary(int proposed);
+// The step boundary (steps done since the start of the run) where workers stop, -1 while no stop
+// is signalled. Every worker calls it at each step boundary it reaches, `done` being its steps
+// done so far: it records `done`, and the first call after the signal latches the furthest
+// boundary that any worker of the process recorded, plus one with several workers (one that no
+// worker has passed: a worker that recorded it may have gone on).
+int64_t latch_stop_step(int64_t done, int workers);
 
 // FNV-1a of the resolved scenario without its top-level `workers = N` line: a checkpoint of
 // another scenario is refused, one of another worker count is not (rescale.hpp decides).

@@ -52,6 +52,15 @@ void write_file(const fs::path& path, const std::string& content) {
   if (!out) throw UserError(path.string() + ": cannot write");
 }
 
+// The report whose final model is the run's: the one marked run_model, else worker 0's (nullptr
+// if neither is there).
+const WorkerReport* run_model_report(const std::vector<WorkerReport>& reports) {
+  const WorkerReport* found = nullptr;
+  for (const WorkerReport& r : reports)
+    if (r.run_model || (found == nullptr && r.worker == 0)) found = &r;
+  return found;
+}
+
 }  // namespace
 
 RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& reports,
@@ -63,9 +72,11 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
   s.workers = scenario.workers;
   s.epochs = scenario.epochs;
   s.seed = scenario.seed;
+  if (const WorkerReport* final_model = run_model_report(reports)) {
+    s.final_test_accuracy = final_model->final_test_accuracy;
+    s.final_test_errors = final_model->final_test_errors;
+  }
   for (const auto& report : reports) {
-    if (report.worker == 0) s.final_test_accuracy = report.final_test_accuracy;
-    if (report.worker == 0) s.final_test_errors = report.final_test_errors;
     if (report.worker == 0) s.resizes = report.resizes;
     for (const auto& e : report.epochs) {
       s.total_time_s = std::max(s.total_time_s, e.end_s);
@@ -289,12 +300,13 @@ std::string write_run_dir(const std::string& dir, const Scenario& scenario,
   write_file(partial / "trace.json", trace_json(reports));
   write_file(partial / "scenario.toml", scenario.resolved_toml);
   if (!info.partitions_csv.empty()) write_file(partial / "partitions.csv", info.partitions_csv);
-  // The final model of worker 0 (after the strategy's consensus): raw little-endian float32.
-  for (const auto& report : reports) {
-    if (report.worker != 0 || report.final_params.empty()) continue;
+  // The run's final model (worker 0's after the strategy's consensus, or the lowest-ranked
+  // survivor's once an elastic run lost worker 0): raw little-endian float32.
+  if (const WorkerReport* report = run_model_report(reports);
+      report != nullptr && !report->final_params.empty()) {
     std::ofstream model(partial / "model.bin", std::ios::binary);
-    model.write(reinterpret_cast<const char*>(report.final_params.data()),
-                static_cast<std::streamsize>(report.final_params.size() * sizeof(float)));
+    model.write(reinterpret_cast<const char*>(report->final_params.data()),
+                static_cast<std::streamsize>(report->final_params.size() * sizeof(float)));
     if (!model) throw UserError((partial / "model.bin").string() + ": cannot write");
   }
   write_file(partial / "summary.json",

@@ -4,7 +4,8 @@
 //   summary.json  the resolved scenario, backend, platform, totals, time-to-accuracy
 //   trace.json    Chrome trace events (open in Perfetto / chrome://tracing)
 //   scenario.toml the resolved scenario
-//   model.bin     worker 0's final model, raw float32 in the flat-buffer layout (real runs)
+//   model.bin     the final model (worker 0's, or the first survivor's when an elastic run lost
+//                 it), raw float32 in the flat-buffer layout (real runs)
 //   partitions.csv worker,class,count under a data.partition other than iid (classification)
 // The directory is built as DIR.partial and renamed to DIR only when every file is written, so a
 // run directory that exists is complete; a failed run leaves DIR.partial with an ERROR file.
@@ -45,13 +46,19 @@ struct WorkerReport {
   int worker = 0;
   std::vector<EpochMetrics> epochs;
   std::vector<TraceEvent> trace;
-  double final_test_accuracy = -1;  // of the final (consensus) model; worker 0 evaluates it
+  // Of the final (consensus) model, evaluated by the worker whose model is the run's (run_model).
+  double final_test_accuracy = -1;
   double final_test_loss = 0;
-  RegressionMetrics final_test_errors;  // regression: of the final model (worker 0)
+  RegressionMetrics final_test_errors;  // regression: of the final model
   uint64_t steps = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
-  bool interrupted = false;         // stopped before the last epoch, a checkpoint written
-  std::vector<Resize> resizes;      // the run's resizes (not in serialize_report: checkpoints)
+  // The run's final model is this worker's (it evaluated it, model.bin holds it): rank 0 at the
+  // end, worker 0 or, when an elastic run lost it, the lowest-ranked survivor. Not in
+  // serialize_report: where no report says so (gathered under MPI), worker 0's is the run's.
+  bool run_model = false;
+  bool interrupted = false;     // stopped before the last epoch, a checkpoint written
+  int64_t stopped_at_step = 0;  // interrupted inside an epoch: its steps done (not serialized)
+  std::vector<Resize> resizes;  // the run's resizes (not in serialize_report: checkpoints)
 };
 
 // A worker that an elastic run lost (the simulator's epoch_sync and epoch_async after a

@@ -67,10 +67,12 @@ WorkerModel make_worker_model(const Scenario& s, bool cost_only,
   return w;
 }
 
-// The final model: every worker's parameters, and rank 0's evaluation of them.
-void record_final_model(WorkerReport& report, Model& model, std::span<const float> params,
+// The final model: every worker's parameters, and rank 0's evaluation of them. Rank 0 is worker
+// 0, or, once an elastic run lost worker 0, the lowest-ranked survivor: its model is the run's.
+void record_final_model(WorkerReport& report, int rank, Model& model, std::span<const float> params,
                         const TrainData& data, const Scenario& s) {
-  if (report.worker == 0 && data.test) {
+  report.run_model = rank == 0;
+  if (report.run_model && data.test) {
     const Evaluation final_eval = evaluate(model, *data.test, {s.loss, s.huber_delta});
     report.final_test_accuracy = final_eval.accuracy;
     report.final_test_loss = final_eval.loss;
@@ -213,19 +215,7 @@ void restore_worker(const WorkerCheckpoint& c, WorkerContext& ctx, Strategy& str
   ctx.exec.restore_clock(c.clock);
 }
 
-// Whether the epoch just finished (`done` epochs so far) ends with a checkpoint, and whether the
-// run stops there.
-struct EpochEnd {
-  bool checkpoint = false, stop = false;
-};
-EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, int workers) {
-  if (plan.dir.empty() || done >= epochs) return {};
-  bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
-  if (stop_signalled()) stop = stop || done >= latch_stop_boundary(workers > 1 ? done + 1 : done);
-  return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
-}
-
-// What checkpoints save and restore of a worker.
+// What checkpoints save and restore of a worker, and where a signal stops it.
 struct Resumable {
   WorkerContext& ctx;
   Strategy& strategy;
@@ -233,7 +223,26 @@ struct Resumable {
   WorkerReport& report;
   LoopState& loop;
   bool cost_only;
+  bool step_stops;  // at a step boundary (mid_epoch_checkpoint_refusal is empty), else an epoch's
 };
+
+// Whether the epoch just finished (`done` epochs so far) ends with a checkpoint, and whether the
+// run stops there.
+struct EpochEnd {
+  bool checkpoint = false, stop = false;
+};
+EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, const Resumable& w) {
+  if (plan.dir.empty() || done >= epochs) return {};
+  const int workers = w.ctx.comm.size();
+  bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
+  if (w.step_stops) {  // the latched step may be this one, the epoch's last
+    const int64_t steps = w.loop.global_step;
+    stop = latch_stop_step(steps, workers) == steps || stop;
+  } else if (stop_signalled()) {
+    stop = stop || done >= latch_stop_boundary(workers > 1 ? done + 1 : done);
+  }
+  return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
+}
 
 // This worker's checkpoint from the resume set: its own, or at another worker count the one
 // rescale.hpp makes (rank 0 then also rewrites the run's scenario.toml and drops the epoch files
@@ -276,7 +285,7 @@ bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const
   const int rank = w.ctx.comm.rank();
   append_epoch_row(plan.dir, w.report.epochs.back());
   if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
-  const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w.ctx.comm.size());
+  const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w);
   if (!end.checkpoint) return false;
   w.loop.first_epoch = epoch + 1;
   w.loop.first_step = 0;
@@ -310,19 +319,30 @@ std::vector<PlannedStep> epoch_steps(const Scenario& s, const TrainData& data,
 }
 
 // With `done` steps of the epoch run (of `steps`): a mid-epoch checkpoint when one is due
-// (checkpoint.every_steps). True when the run stops there (SYNCOPATE_STOP_AFTER_STEPS).
+// (checkpoint.every_steps) or when a signalled stop latched this step. True when the run stops
+// there (the signal, or --test-hook stop_after_steps at a checkpoint that was due).
 bool after_step(const CheckpointPlan& plan, const Scenario& s, size_t done, size_t steps,
                 const EpochMeter& meter, const LossTally& tally, const Resumable& w) {
+  if (plan.dir.empty()) return false;
+  const int64_t run_steps = w.loop.global_step;
+  if (plan.term_after_steps == run_steps && w.ctx.comm.rank() == 0) std::raise(SIGTERM);
+  if (done >= steps) return false;
   const auto every = static_cast<size_t>(plan.every_steps);
-  if (plan.dir.empty() || every == 0 || done >= steps || done % every != 0) return false;
+  const bool due = every > 0 && done % every == 0;
+  const bool stop = (w.step_stops && latch_stop_step(run_steps, w.ctx.comm.size()) == run_steps) ||
+                    (due && plan.stop_after_steps > 0 && run_steps >= plan.stop_after_steps);
+  if (!due && !stop) return false;
   w.loop.first_epoch = w.ctx.epoch;
   w.loop.first_step = static_cast<int64_t>(done);
   w.loop.epoch_state = epoch_state_of(meter, tally, read_meters(w.ctx.exec, w.phases, w.ctx.comm));
-  write_worker_checkpoint(
-      plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
-  if (plan.stop_after_steps <= 0 || w.loop.global_step < plan.stop_after_steps) return false;
+  // After a lost worker the ranks no longer name the scenario's workers (after_epoch).
+  if (w.ctx.comm.size() == s.workers)
+    write_worker_checkpoint(
+        plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (!stop) return false;
   w.report.interrupted = true;
-  w.report.steps = static_cast<uint64_t>(w.loop.global_step);
+  w.report.steps = static_cast<uint64_t>(run_steps);
+  w.report.stopped_at_step = static_cast<int64_t>(done);
   return true;
 }
 
@@ -353,7 +373,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
                     .grads = cost_only ? cost_only_scratch(n_params) : model.grads()};
   auto strategy = make_strategy(s);
   LoopState loop;
-  const Resumable state{ctx, *strategy, phases, report, loop, cost_only};
+  const Resumable state{
+      ctx, *strategy, phases, report, loop, cost_only, mid_epoch_checkpoint_refusal(s).empty()};
   if (plan.resume)
     resume(plan, s, state);
   else
@@ -416,7 +437,7 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     if (!plan.dir.empty() && after_epoch(plan, s, epoch, state)) return report;
   }
   report.steps = static_cast<uint64_t>(global_step);
-  if (!cost_only) record_final_model(report, model, ctx.params, data, s);
+  if (!cost_only) record_final_model(report, comm.rank(), model, ctx.params, data, s);
   return report;
 }
 

@@ -85,11 +85,10 @@ void expect_resume_equivalent(const std::string& name, const std::string& args,
                 launcher + " " + kBin + " run " + args + " --out " + full.string(), &output),
             0)
       << output;
-  const std::string stop_env = "SYNCOPATE_STOP_AFTER_EPOCHS=" + std::to_string(stop) + " ";
-  ASSERT_EQ(
-      syncopate::run_command(
-          stop_env + launcher + " " + kBin + " run " + args + " --out " + part.string(), &output),
-      4)
+  const std::string hook = " --test-hook stop_after_epochs=" + std::to_string(stop);
+  ASSERT_EQ(syncopate::run_command(
+                launcher + " " + kBin + " run " + args + hook + " --out " + part.string(), &output),
+            4)
       << output;
   EXPECT_NE(output.find("--resume " + part.string() + ".partial"), std::string::npos) << output;
   ASSERT_FALSE(fs::exists(part));
@@ -145,7 +144,7 @@ StoppedRun stopped_run(const std::string& name, const std::string& extra = "") {
   const fs::path out = scratch() / name;
   fs::remove_all(out.string() + ".partial");
   std::string output;
-  EXPECT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_EPOCHS=1 " + kBin + " run " +
+  EXPECT_EQ(syncopate::run_command(kBin + " run --test-hook stop_after_epochs=1 " +
                                        run_args("ddp", "sim", 2) + extra + " --out " + out.string(),
                                    &output),
             4)
@@ -229,10 +228,10 @@ TEST(MpiKilledRank, KeepsItsFinishedEpochsAndResumes) {
             0)
       << output;
   const auto start = std::chrono::steady_clock::now();
-  const int code =
-      syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=2 SYNCOPATE_KILL_WORKER=1 " + mpirun(2) +
-                                 " " + kBin + " run " + args + " --out " + part.string(),
-                             &output);
+  const int code = syncopate::run_command(
+      mpirun(2) + " " + kBin + " run " + args +
+          " --test-hook kill_after_epochs=2 --test-hook kill_worker=1" + " --out " + part.string(),
+      &output);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(code, 0) << output;
@@ -256,10 +255,10 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
   const fs::path out = scratch() / "epochs-only";
   fs::remove_all(out.string() + ".partial");
   std::string output;
-  EXPECT_NE(syncopate::run_command("SYNCOPATE_KILL_AFTER_EPOCHS=1 SYNCOPATE_KILL_WORKER=0 " + kBin +
-                                       " run " + kScenario + " --quiet --backend sim --epochs 3" +
-                                       " --out " + out.string(),
-                                   &output),
+  EXPECT_NE(syncopate::run_command(
+                kBin + " run --test-hook kill_after_epochs=1 --test-hook " + "kill_worker=0 " +
+                    kScenario + " --quiet --backend sim --epochs 3" + " --out " + out.string(),
+                &output),
             0);
   const fs::path partial = out.string() + ".partial";
   EXPECT_EQ(rows_in(partial / "epochs" / "worker-0.csv"), 1u);  // killed after it
@@ -279,12 +278,13 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
 
 namespace {
 
-// SIGTERM: the run finishes its epoch, writes a checkpoint, says how to resume and exits with 4;
-// the resumed run ends as the uninterrupted one.
-TEST(StopSignal, SigtermCheckpointsAndResumes) {
+// SIGTERM from outside, while the local run trains its second epoch (1,500 steps): the run stops
+// at the next step, inside that epoch, with a checkpoint there (no checkpoint.every_steps), says
+// how to resume and exits with 4; the resumed run ends as the uninterrupted one.
+TEST(StopSignal, SigtermStopsAtTheNextStepAndResumes) {
   const std::string args = kScenario +
-                           " --quiet --backend local --workers 1 --strategy serial --epochs 20"
-                           " --set data.train_samples=3000 --set checkpoint.every=5";
+                           " --quiet --backend local --workers 1 --strategy serial --epochs 3"
+                           " --set data.train_samples=24000";
   const fs::path full = scratch() / "signal-full", part = scratch() / "signal";
   for (const fs::path& p : {full, part, fs::path(part.string() + ".partial")}) fs::remove_all(p);
   std::string output;
@@ -297,14 +297,124 @@ TEST(StopSignal, SigtermCheckpointsAndResumes) {
                              " ]; do sleep 0.02; done; kill -TERM $p; wait $p; echo exit=$?'",
                          &output);
   ASSERT_NE(output.find("exit=4"), std::string::npos) << output;
+  EXPECT_NE(output.find("interrupted after 1 epoch(s) and "), std::string::npos) << output;
   EXPECT_NE(output.find("--resume " + partial.string()), std::string::npos) << output;
-  const size_t done = rows_in(partial / "metrics.csv");
-  EXPECT_GE(done, 1u);
-  EXPECT_LT(done, 20u);
+  EXPECT_EQ(rows_in(partial / "metrics.csv"), 1u);
+  const syncopate::Scenario s = syncopate::load_scenario((partial / "scenario.toml").string());
+  const auto set = syncopate::read_resume_set(partial.string(), s);
+  EXPECT_EQ(set.at(0).next_epoch, 1);
+  EXPECT_GT(set.at(0).next_step, 0) << "a checkpoint inside epoch 1";
   ASSERT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + partial.string(), &output), 0)
       << output;
   expect_same_metrics(full, part, -1);
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+// SIGTERM sent by rank 0 to its own process after `at` steps (--test-hook term_after_steps), with
+// no checkpoint.every_steps: the run stops with every worker at one point, `epochs` epochs and
+// `step` steps done (step > 0: inside an epoch), and resumed it ends as the uninterrupted run.
+// `message` is in what the stopped run prints.
+struct SignalStop {
+  int at = 0, epochs = 0;
+  int64_t step = 0;
+  std::string message;
+};
+void expect_signal_resume_equivalent(const std::string& name, const std::string& args,
+                                     const SignalStop& stop, double time_tolerance) {
+  const fs::path full = scratch() / (name + "-full"), part = scratch() / (name + "-part");
+  const fs::path partial = part.string() + ".partial";
+  for (const fs::path& p : {full, part, partial}) fs::remove_all(p);
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --out " + full.string(), &output), 0)
+      << output;
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --test-hook term_after_steps=" +
+                                       std::to_string(stop.at) + " --out " + part.string(),
+                                   &output),
+            4)
+      << output;
+  EXPECT_NE(output.find(stop.message), std::string::npos) << output;
+  EXPECT_NE(output.find("--resume " + partial.string()), std::string::npos) << output;
+  const syncopate::Scenario s = syncopate::load_scenario((partial / "scenario.toml").string());
+  const auto set = syncopate::read_resume_set(partial.string(), s);
+  ASSERT_EQ(set.size(), static_cast<size_t>(s.workers));
+  for (const syncopate::WorkerCheckpoint& c : set) {
+    EXPECT_EQ(c.next_epoch, stop.epochs) << "worker " << c.worker;
+    EXPECT_EQ(c.next_step, stop.step) << "worker " << c.worker;
+  }
+  ASSERT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + partial.string(), &output), 0)
+      << output;
+  expect_same_metrics(full, part, time_tolerance);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
+// The test hooks are hidden from --help; a name that is none or a bad number is a usage error.
+TEST(TestHook, IsHiddenAndRefusesWhatItDoesNotKnow) {
+  std::string output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --help", &output), 0) << output;
+  EXPECT_EQ(output.find("test-hook"), std::string::npos) << output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --quiet --test-hook stop_after_epoch=1", &output),
+            2);
+  EXPECT_NE(output.find("--test-hook stop_after_epoch=1: no hook stop_after_epoch; allowed: "
+                        "stop_after_epochs"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(syncopate::run_command(kBin + " run --quiet --test-hook kill_worker=x", &output), 2);
+  EXPECT_NE(output.find("--test-hook kill_worker=x: expected NAME=N"), std::string::npos) << output;
+}
+
+// One worker, 38 steps an epoch: it stops at the step it signals after.
+TEST(StopSignal, LocalStopsAtTheStepAndResumes) {
+  expect_signal_resume_equivalent("term-local", run_args("serial", "local", 1),
+                                  {14, 0, 14,
+                                   "interrupted after 0 epoch(s) and 14 step(s) of "
+                                   "epoch 0; continue with"},
+                                  -1);
+}
+
+// 4 workers, 10 steps an epoch: rank 0 signals after step 13 of the run; the next step that no
+// worker passed is the 14th (epoch 1, step 4). local_sgd's workers run up to 3 steps apart
+// between averages, so the latched step is the furthest one's next, still inside epoch 1.
+TEST(StopSignal, SimStopsAtTheNextStepAndResumes) {
+  expect_signal_resume_equivalent("term-sim-ddp", run_args("ddp", "sim", 4),
+                                  {13, 1, 4, "interrupted after 1 epoch(s) and 4 step(s)"}, 1e-12);
+  const std::string local_sgd = run_args("local_sgd", "sim", 4);
+  const fs::path probe = scratch() / "term-sim-local_sgd-probe";
+  fs::remove_all(probe.string() + ".partial");
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(kBin + " run " + local_sgd +
+                                       " --test-hook term_after_steps=13 --out " + probe.string(),
+                                   &output),
+            4)
+      << output;
+  const auto set = syncopate::read_resume_set(
+      probe.string() + ".partial",
+      syncopate::load_scenario(probe.string() + ".partial/scenario.toml"));
+  ASSERT_EQ(set.at(0).next_epoch, 1);
+  const int64_t step = set.at(0).next_step;
+  EXPECT_GE(step, 4);
+  EXPECT_LE(step, 7);
+  expect_signal_resume_equivalent(
+      "term-sim-local_sgd", local_sgd,
+      {13, 1, step, "interrupted after 1 epoch(s) and " + std::to_string(step) + " step(s)"},
+      1e-12);
+}
+
+// The latched step is the last of epoch 0: the stop is at that epoch boundary, with its
+// checkpoint.
+TEST(StopSignal, SimStopsAtTheEpochsEndWhenThatIsTheNextStep) {
+  expect_signal_resume_equivalent("term-sim-end", run_args("ddp", "sim", 4),
+                                  {9, 1, 0, "interrupted after 1 epoch(s); continue with"}, 1e-12);
+}
+
+// Where a checkpoint inside an epoch cannot be restored (epoch_async; the block order; cost-only
+// fast-forward), the signal stops the run at an epoch boundary and the message says why.
+TEST(StopSignal, EpochAsyncStopsAtAnEpochBoundaryAndSaysWhy) {
+  expect_signal_resume_equivalent(
+      "term-sim-async", run_args("epoch_async", "sim", 4),
+      {13, 3, 0,
+       "(at the end of an epoch, not of a step: epoch_async's global model between merges is in "
+       "no worker's checkpoint)"},
+      1e-12);
 }
 
 }  // namespace
@@ -323,8 +433,8 @@ void expect_mid_epoch_resume_equivalent(const std::string& name, const std::stri
       launcher + " " + kBin + " run " + args + " --set checkpoint.every_steps=4";
   std::string output;
   ASSERT_EQ(syncopate::run_command(run + " --out " + full.string(), &output), 0) << output;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_STEPS=" + std::to_string(stop_steps) +
-                                       " " + run + " --out " + part.string(),
+  ASSERT_EQ(syncopate::run_command(run + " --test-hook stop_after_steps=" +
+                                       std::to_string(stop_steps) + " --out " + part.string(),
                                    &output),
             4)
       << output;
@@ -375,7 +485,7 @@ TEST(MidEpochResume, RefusesAnotherWorkerCount) {
   const fs::path out = scratch() / "mid-resize";
   fs::remove_all(out.string() + ".partial");
   std::string output;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_STOP_AFTER_STEPS=14 " + kBin + " run " +
+  ASSERT_EQ(syncopate::run_command(kBin + " run --test-hook stop_after_steps=14 " +
                                        run_args("local_sgd", "sim", 4) +
                                        " --set checkpoint.every_steps=4 --out " + out.string(),
                                    &output),

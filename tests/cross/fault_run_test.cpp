@@ -108,3 +108,35 @@ TEST(FaultRun, DdpAbortsAndCountsTheTimeSinceTheLastCheckpoint) {
 }
 
 }  // namespace
+
+namespace {
+
+// Worker 0's host fails in epoch 1: the lowest-ranked survivor (worker 1) evaluates the final
+// model and its model is model.bin, so final_test_accuracy is that of the survivors' model.
+TEST(FaultRun, LosingWorkerZeroLeavesTheFinalModelToTheFirstSurvivor) {
+  const std::string knobs = " --set data.blocks=8";
+  std::string log;
+  const fs::path clean = scratch() / "sync0-clean";
+  ASSERT_EQ(run(scenario_file("sync0-clean", 0, 0), "epoch_sync", knobs, clean, &log), 0) << log;
+  const auto before = rows_of(clean, 0);
+  ASSERT_EQ(before.size(), 3u);
+  const double at = (before[1].start_s + before[1].end_s) / 2;
+  const fs::path faulty = scratch() / "sync0-faulty";
+  ASSERT_EQ(run(scenario_file("sync0-faulty", 0, at), "epoch_sync", knobs, faulty, &log), 0) << log;
+  EXPECT_EQ(rows_of(faulty, 0).size(), 1u) << "worker 0's metrics end at its failure";
+  const auto survivor = rows_of(faulty, 1);
+  ASSERT_EQ(survivor.size(), 3u);
+  const std::string summary = syncopate::read_text(faulty / "summary.json");
+  EXPECT_EQ(json_number(summary.substr(summary.find("\"lost_workers\"")), "worker"), 0);
+  ASSERT_EQ(summary.find("\"final_test_accuracy\": null"), std::string::npos) << summary;
+  const double accuracy = json_number(summary, "final_test_accuracy");
+  ASSERT_FALSE(std::isnan(accuracy)) << summary;
+  // The last epoch is evaluated after epoch_sync's final average: the final model's accuracy.
+  EXPECT_NEAR(accuracy, survivor.back().test_accuracy, 1e-9) << summary;
+  ASSERT_TRUE(fs::exists(faulty / "model.bin"));
+  EXPECT_EQ(fs::file_size(faulty / "model.bin"), fs::file_size(clean / "model.bin"));
+  EXPECT_NE(syncopate::read_text(faulty / "model.bin"), syncopate::read_text(clean / "model.bin"))
+      << "the survivors' model, trained without worker 0 from epoch 1 on";
+}
+
+}  // namespace

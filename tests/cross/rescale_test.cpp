@@ -41,8 +41,8 @@ std::string run_args(const std::string& strategy, const std::string& backend, in
 }
 
 std::string stopped(const std::string& launcher) {
-  return "SYNCOPATE_STOP_AFTER_EPOCHS=" + std::to_string(kStop) + " " + launcher + " " + kBin +
-         " run ";
+  return launcher + " " + kBin + " run --test-hook stop_after_epochs=" + std::to_string(kStop) +
+         " ";
 }
 
 std::vector<char> bytes_of(const fs::path& path) {
