@@ -8,13 +8,14 @@
 # smaller tests run the same code: compression's rounding and bytes (Compression.*), checkpoint
 # and resume (SimResume.*, MpiResume.*, CheckpointRefusal.*, MpiKilledRank.*), a thousand
 # simulated workers (Trace.ThousandWorker...), PowerSGD at low rank (PowerSgd.SimAndMpiAgree...),
-# the regression datasets (RegressionBadInput.*, Trainer.RegressionWithMse). Only the SIGTERM
-# handler itself is then left unsanitised.
+# the regression datasets (RegressionBadInput.*, Trainer.RegressionWithMse), a SIGTERM's stop at a
+# step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*: the process
+# signals itself, so the handler runs sanitised too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 training_volume=(
   Compression.FmnistMlpAccuracyStaysCloseToFp32  # 3 x 3 epochs of Fashion-MNIST
-  StopSignal.SigtermCheckpointsAndResumes        # 3 x 20 epochs, local backend
+  StopSignal.SigtermStopsAtTheNextStepAndResumes  # 3 epochs of 1,500 steps, local backend
   Scale.FourThousandGpuDdpEpochCompletesWithRingVolumes
   PowerSgd.FullRankIsUncompressedDdpUpToRounding
   PaperRegression.TrainingLossFallsAndTestR2Rises
