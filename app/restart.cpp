@@ -64,25 +64,7 @@ std::vector<FaultRestart> read_restarts(const std::string& partial) {
 }
 
 void write_restarts(const std::string& partial, const std::vector<FaultRestart>& restarts) {
-  Json list = Json::array();
-  for (const FaultRestart& r : restarts) {
-    Json entry = {{"kind", r.kind}};
-    if (r.worker >= 0) entry["worker"] = r.worker;
-    if (!r.link.empty()) entry["link"] = r.link;
-    entry["at_s"] = r.at_s;
-    entry["resumed_from_s"] = r.resumed_from_s;
-    entry["lost_seconds"] = r.lost_seconds;
-    entry["recovery_s"] = r.recovery_s;
-    list.push_back(std::move(entry));
-  }
-  const fs::path path = restarts_path(partial);
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << Json{{"restarts", list}}.dump(2) << "\n";
-    if (!out) throw UserError(temporary.string() + ": cannot write");
-  }
-  fs::rename(temporary, path);
+  write_atomically(restarts_path(partial), restarts_json(restarts) + "\n");
 }
 
 std::vector<SimFault> faults_to_come(const std::vector<SimFault>& faults, double after_s) {

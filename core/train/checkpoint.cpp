@@ -93,36 +93,6 @@ WorkerCheckpoint parse_payload(std::string_view payload, const std::string& path
   return c;
 }
 
-// Writes `bytes` to `path` through a temporary file, fsync and rename, then syncs the folder.
-void write_atomically(const fs::path& path, const std::string& bytes) {
-  const fs::path temporary = path.string() + ".tmp";
-  const auto fail = [&](const char* what) {
-    throw UserError(temporary.string() + ": cannot " + what + ": " + std::strerror(errno));
-  };
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create");
-  for (size_t at = 0; at < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      fail("write");
-    }
-    at += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
-  if (::close(fd) != 0) fail("close");
-  fs::rename(temporary, path);
-  if (const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-}
-
 template <typename T>
 T field_at(std::string_view bytes, size_t offset) {
   T value{};
@@ -171,6 +141,35 @@ uint64_t scenario_hash(const Scenario& scenario) {
 std::string checkpoint_path(const std::string& run_dir, int worker) {
   return (fs::path(run_dir) / "checkpoint" / ("worker-" + std::to_string(worker) + ".ckpt"))
       .string();
+}
+
+void write_atomically(const fs::path& path, const std::string& bytes) {
+  const fs::path temporary = path.string() + ".tmp";
+  const auto fail = [&](const char* what) {
+    throw UserError(temporary.string() + ": cannot " + what + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create");
+  for (size_t at = 0; at < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      fail("write");
+    }
+    at += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  fs::rename(temporary, path);
+  if (const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 void write_run_scenario(const std::string& run_dir, const Scenario& scenario) {

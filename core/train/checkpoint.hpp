@@ -14,6 +14,7 @@
 // so that a run may resume at another count (rescale.hpp), and records the run's resizes;
 // version 1 files (hash of the whole scenario, no resizes) are still read.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,9 @@ int64_t latch_stop_step(int64_t done, int workers);
 // another scenario is refused, one of another worker count is not (rescale.hpp decides).
 uint64_t scenario_hash(const Scenario& scenario);
 std::string checkpoint_path(const std::string& run_dir, int worker);
+// Writes `bytes` to `path` through a temporary file, fsync and rename, then syncs the folder
+// (UserError naming the file when it cannot).
+void write_atomically(const std::filesystem::path& path, const std::string& bytes);
 // Rewrites run_dir/scenario.toml (atomically) with the scenario a resized run continues.
 void write_run_scenario(const std::string& run_dir, const Scenario& scenario);
 

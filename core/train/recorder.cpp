@@ -61,7 +61,27 @@ const WorkerReport* run_model_report(const std::vector<WorkerReport>& reports) {
   return found;
 }
 
+Json restart_entries(const std::vector<FaultRestart>& restarts) {
+  Json list = Json::array();
+  for (const FaultRestart& r : restarts) {
+    Json entry = {{"kind", r.kind}};
+    if (r.worker >= 0) entry["worker"] = r.worker;
+    if (!r.link.empty()) entry["link"] = r.link;
+    entry["at_s"] = r.at_s;
+    entry["resumed_from_s"] = r.resumed_from_s;
+    entry["lost_seconds"] = r.lost_seconds;
+    entry["recovery_s"] = r.recovery_s;
+    entry["restart_s"] = r.restart_s();
+    list.push_back(std::move(entry));
+  }
+  return list;
+}
+
 }  // namespace
+
+std::string restarts_json(const std::vector<FaultRestart>& restarts) {
+  return Json{{"restarts", restart_entries(restarts)}}.dump(2);
+}
 
 RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& reports,
                      const RunInfo& info) {
@@ -191,19 +211,8 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   }
   if (!info.restarts.empty()) {
     double lost = 0;
-    j["restarts"] = Json::array();
-    for (const FaultRestart& r : info.restarts) {
-      Json entry = {{"kind", r.kind}};
-      if (r.worker >= 0) entry["worker"] = r.worker;
-      if (!r.link.empty()) entry["link"] = r.link;
-      entry["at_s"] = r.at_s;
-      entry["resumed_from_s"] = r.resumed_from_s;
-      entry["lost_seconds"] = r.lost_seconds;
-      entry["recovery_s"] = r.recovery_s;
-      entry["restart_s"] = r.restart_s();
-      j["restarts"].push_back(std::move(entry));
-      lost += r.lost_seconds + r.recovery_s;
-    }
+    j["restarts"] = restart_entries(info.restarts);
+    for (const FaultRestart& r : info.restarts) lost += r.lost_seconds + r.recovery_s;
     j["restart_lost_seconds"] = lost;
   }
   for (const Resize& r : s.resizes)

@@ -85,6 +85,9 @@ struct FaultRestart {
   double restart_s() const { return at_s + recovery_s; }  // every clock starts there
 };
 
+// {"restarts": [...]}: each restart as summary.json's `restarts` has it (restart_s included).
+std::string restarts_json(const std::vector<FaultRestart>& restarts);
+
 // Backend-specific figures for the summary (simulator statistics, MPI details).
 struct RunInfo {
   std::string platform;  // "" for real backends

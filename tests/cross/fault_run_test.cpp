@@ -13,35 +13,25 @@
 
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
+#include "tests/common/small_sim_run.hpp"
 
 namespace {
 namespace fs = std::filesystem;
 
-const std::string kScenario = std::string(SYNCOPATE_SOURCE_DIR) + "/tests/cross/small.toml";
 const std::string kBin = SYNCOPATE_BIN;
 
 fs::path scratch() { return syncopate::scratch_folder("fault-run"); }
 
-// small.toml with [[sim.faults]] appended (a host_failure of `worker` at `at_s`, if at_s > 0).
+// small.toml with a host_failure of `worker` at `at_s` appended, if at_s > 0.
 std::string scenario_file(const std::string& name, int worker, double at_s) {
-  const fs::path path = scratch() / (name + ".toml");
-  std::ofstream out(path);
-  out.precision(17);
-  out << syncopate::read_text(kScenario);
-  if (at_s > 0)
-    out << "\n[[sim.faults]]\nkind = \"host_failure\"\nworker = " << worker << "\nat_s = " << at_s
-        << "\n";
-  return path.string();
+  std::vector<syncopate::HostFailure> faults;
+  if (at_s > 0) faults.push_back({worker, at_s});
+  return syncopate::small_with_host_failures(scratch() / (name + ".toml"), faults);
 }
 
 int run(const std::string& file, const std::string& strategy, const std::string& extra,
         const fs::path& out, std::string* log) {
-  return syncopate::run_command(kBin + " run " + file + " --quiet --backend sim --strategy " +
-                                    strategy +
-                                    " --workers 4 --epochs 3 --platform ethernet-cluster "
-                                    "--fidelity flow --out " +
-                                    out.string() + extra,
-                                log);
+  return syncopate::run_small_on_sim(file, strategy, extra, out, log);
 }
 
 // The number after `"key": ` in a JSON text (NaN if absent).

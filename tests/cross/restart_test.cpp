@@ -15,6 +15,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 #include "tests/common/same_metrics.hpp"
+#include "tests/common/small_sim_run.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -26,31 +27,16 @@ constexpr double kRecovery = 7.5;
 
 fs::path scratch() { return syncopate::scratch_folder("fault-restart"); }
 
-struct HostFailure {
-  int worker;
-  double at_s;
-};
+using syncopate::HostFailure;
 
 // small.toml with a host_failure for each of `faults`.
 std::string scenario_file(const std::string& name, const std::vector<HostFailure>& faults) {
-  const fs::path path = scratch() / (name + ".toml");
-  std::ofstream out(path);
-  out.precision(17);
-  out << syncopate::read_text(kScenario);
-  for (const HostFailure& f : faults)
-    out << "\n[[sim.faults]]\nkind = \"host_failure\"\nworker = " << f.worker
-        << "\nat_s = " << f.at_s << "\n";
-  return path.string();
+  return syncopate::small_with_host_failures(scratch() / (name + ".toml"), faults);
 }
 
 int run(const std::string& file, const std::string& extra, const fs::path& out, std::string* log,
         const std::string& strategy = "ddp") {
-  return syncopate::run_command(kBin + " run " + file + " --quiet --backend sim --strategy " +
-                                    strategy +
-                                    " --workers 4 --epochs 3 --platform ethernet-cluster "
-                                    "--fidelity flow --out " +
-                                    out.string() + extra,
-                                log);
+  return syncopate::run_small_on_sim(file, strategy, extra, out, log);
 }
 
 std::string restarting(double recovery_s) {

@@ -116,27 +116,33 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
   EXPECT_EQ(recipe_error(two_gpus("[network]\nlatency_factor = [[0, 0]]\n")), "");
 }
 
-// Seconds of one allreduce of `bytes` between the recipe's two GPUs (recursive doubling: one
-// exchange of all the bytes each way), and the route's latency and bandwidth.
-std::vector<double> simulate_exchange(const fs::path& recipe, Fidelity fidelity, size_t bytes) {
+// Seconds of one allreduce of `bytes` at `workers` workers with `algorithm`, and the latency and
+// bandwidth of the platform's `route` (gpus[0] to the next GPU, or to the master).
+std::vector<double> simulate_allreduce(const fs::path& recipe, Fidelity fidelity, size_t bytes,
+                                       int workers, Algorithm algorithm,
+                                       LinkModel Platform::*route) {
   const testing::ChildResult result = run_in_child([&] {
-    const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, 2);
-    std::vector<double> seconds(2);
+    const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, workers);
+    double end = 0;
     SimOptions options;
-    options.workers = 2;
+    options.workers = workers;
     options.fidelity = fidelity;
     options.cost_only = true;
     std::vector<float> scratch(bytes / sizeof(float));
     run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
-      const double start = exec.now();
-      comm.allreduce(scratch, {.algorithm = Algorithm::kRecursiveDoubling});
-      seconds[static_cast<size_t>(comm.rank())] = exec.now() - start;
+      comm.allreduce(scratch, {.algorithm = algorithm});
+      end = std::max(end, exec.now());
     });
-    return encode({std::max(seconds[0], seconds[1]), platform.intra_node.latency_s,
-                   platform.intra_node.bandwidth_Bps});
+    return encode({end, (platform.*route).latency_s, (platform.*route).bandwidth_Bps});
   });
   EXPECT_EQ(result.status, 0) << result.output;
   return decode(result.output);
+}
+
+// Between the recipe's two GPUs (recursive doubling: one exchange of all the bytes each way).
+std::vector<double> simulate_exchange(const fs::path& recipe, Fidelity fidelity, size_t bytes) {
+  return simulate_allreduce(recipe, fidelity, bytes, 2, Algorithm::kRecursiveDoubling,
+                            &Platform::intra_node);
 }
 
 class NetworkFactorsTiming : public ::testing::TestWithParam<Fidelity> {};
@@ -167,26 +173,10 @@ std::string three_gpus_and_master(const std::string& network) {
   return text;
 }
 
-// Seconds of one allreduce of `bytes` through the master at 3 workers, and the GPU-to-master
-// route's latency and bandwidth.
+// Through the master at 3 workers.
 std::vector<double> simulate_through_master(const fs::path& recipe, Fidelity fidelity,
                                             size_t bytes) {
-  const testing::ChildResult result = run_in_child([&] {
-    const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, 3);
-    double end = 0;
-    SimOptions options;
-    options.workers = 3;
-    options.fidelity = fidelity;
-    options.cost_only = true;
-    std::vector<float> scratch(bytes / sizeof(float));
-    run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
-      comm.allreduce(scratch, {.algorithm = Algorithm::kMaster});
-      end = std::max(end, exec.now());
-    });
-    return encode({end, platform.master_link.latency_s, platform.master_link.bandwidth_Bps});
-  });
-  EXPECT_EQ(result.status, 0) << result.output;
-  return decode(result.output);
+  return simulate_allreduce(recipe, fidelity, bytes, 3, Algorithm::kMaster, &Platform::master_link);
 }
 
 // Each way, the three uploads (downloads) share the master's link, which each of them sees at
