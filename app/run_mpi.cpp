@@ -9,6 +9,7 @@
 #include "backends/mpi/mpi_executor.hpp"
 #include "backends/mpi/runtime.hpp"
 #include "backends/mpi/startup_check.hpp"
+#include "backends/mpi/stop_latch.hpp"
 #include "core/base/check.hpp"
 #include "core/train/run_files.hpp"
 #include "core/train/trainer.hpp"
@@ -89,8 +90,11 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
   // Time 0 is the start of training on every rank alike: start-up and data loading excluded.
   comm->barrier();
   mpi::MpiExecutor exec;
+  mpi::MpiStopLatch stop_latch(*comm);  // every rank stops at one boundary after a signal
+  CheckpointPlan plan = target.plan;
+  plan.stop_latch = &stop_latch;
   const WorkerReport mine =
-      train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress, target.plan);
+      train_worker(scenario, data, nccl ? *nccl : *comm, exec, accelerator, progress, plan);
   result.interrupted = mine.interrupted;
   result.reports = gather_reports(*comm, mine);
   if (comm->rank() == 0) {

@@ -44,6 +44,7 @@
 #include "backends/mpi/deadline.hpp"
 #include "backends/mpi/mpi_communicator.hpp"
 #include "backends/mpi/mpi_detail.hpp"
+#include "backends/mpi/window.hpp"
 
 namespace syncopate::mpi {
 
@@ -60,32 +61,11 @@ void check_same_size(MpiCommunicator& comm, size_t size) {
                     "; allowed: the same model size on every rank");
 }
 
-// A window of `bytes` on this rank (element size `unit`), errors returned rather than fatal.
-MPI_Win allocate_window(MpiCommunicator& comm, MPI_Aint bytes, int unit) {
-  void* base = nullptr;
-  MPI_Win window = MPI_WIN_NULL;
-  SYNC_MPI(MPI_Win_allocate(bytes, unit, MPI_INFO_NULL, comm.handle(), &base, &window));
-  SYNC_MPI(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN));
-  return window;
-}
-
 void put_own(std::span<const float> data, int rank, MPI_Win window) {
   const int count = detail::to_count(data.size());
   SYNC_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, window));
   SYNC_MPI(MPI_Put(data.data(), count, MPI_FLOAT, rank, 0, count, MPI_FLOAT, window));
   SYNC_MPI(MPI_Win_unlock(rank, window));
-}
-
-// MPI_Win_free synchronises all ranks: skipped while failing (the job is being aborted). Called
-// from destructors, which cannot throw: a failure is reported and the process marked failing,
-// so that ~Runtime aborts the job.
-void free_window(MPI_Win& window, int rank) {
-  if (window == MPI_WIN_NULL) return;
-  if (!detail::mpi_active() || detail::failed() || std::uncaught_exceptions() > 0) return;
-  if (MPI_Win_free(&window) != MPI_SUCCESS) {
-    detail::mark_failed();
-    std::fprintf(stderr, "syncopate mpi: MPI_Win_free failed on rank %d\n", rank);
-  }
 }
 
 }  // namespace

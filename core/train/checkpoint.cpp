@@ -7,12 +7,14 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -311,11 +313,24 @@ std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
 namespace {
 
 std::atomic<bool> stop_flag{false};
-std::atomic<int> stop_boundary{-1};
-std::atomic<int64_t> furthest_step{0};
-std::atomic<int64_t> stop_step{-1};
 
 extern "C" void on_stop_signal(int) { stop_flag.store(true); }
+
+// One mutex, not lock-free atomics: recording, reading and latching must be one step (StopLatch),
+// and a step's worth of work lies between two calls of one worker.
+class ProcessStopLatch final : public StopLatch {
+ public:
+  int64_t latch(StopUnit unit, int64_t done, int workers, bool signalled) override {
+    const std::lock_guard lock(mu_);
+    StopRecord& r = records_[static_cast<size_t>(unit)];
+    r.record(done, workers, signalled);
+    return r.latched;
+  }
+
+ private:
+  std::mutex mu_;
+  std::array<StopRecord, 2> records_;  // by StopUnit
+};
 
 }  // namespace
 
@@ -330,21 +345,9 @@ void install_stop_signals() {
 
 bool stop_signalled() { return stop_flag.load(); }
 
-int latch_stop_boundary(int proposed) {
-  int expected = -1;
-  stop_boundary.compare_exchange_strong(expected, proposed);
-  return stop_boundary.load();
-}
-
-int64_t latch_stop_step(int64_t done, int workers) {
-  // Recorded before the flag is read: a worker that latches after the signal sees every
-  // boundary that a worker passed without seeing it.
-  for (int64_t seen = furthest_step.load(); seen < done;)
-    if (furthest_step.compare_exchange_weak(seen, done)) break;
-  if (!stop_flag.load()) return -1;
-  int64_t expected = -1;
-  stop_step.compare_exchange_strong(expected, workers > 1 ? furthest_step.load() + 1 : done);
-  return stop_step.load();
+StopLatch& process_stop_latch() {
+  static ProcessStopLatch latch;
+  return latch;
 }
 
 }  // namespace syncopate

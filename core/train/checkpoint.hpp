@@ -13,6 +13,7 @@
 // Format version 2 (this one) hashes the resolved scenario without its top-level worker count,
 // so that a run may resume at another count (rescale.hpp), and records the run's resizes;
 // version 1 files (hash of the whole scenario, no resizes) are still read.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -23,6 +24,8 @@
 #include "core/train/recorder.hpp"
 
 namespace syncopate {
+
+class StopLatch;
 
 // What the worker loop writes and reads.
 struct CheckpointPlan {
@@ -40,6 +43,8 @@ struct CheckpointPlan {
   // A relaunched job (the simulator's restart after a fault, app/restart.hpp): every worker's
   // clock starts at this date, after its checkpoint's (0: where the checkpoint left it).
   double start_s = 0;
+  // Where a signalled stop happens; nullptr: process_stop_latch().
+  StopLatch* stop_latch = nullptr;
 };
 
 struct WorkerCheckpoint {
@@ -59,22 +64,45 @@ struct WorkerCheckpoint {
 inline constexpr uint32_t kCheckpointVersion = 2;
 
 // SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop. Where
-// mid-epoch checkpoints can be restored (mid_epoch_checkpoint_refusal is empty), each worker
-// stops at the step boundary latched by the first worker that sees the request
-// (latch_stop_step) and writes a checkpoint there; elsewhere each worker finishes its epoch,
-// writes a checkpoint and stops at the epoch boundary latched likewise (latch_stop_boundary:
-// the next one with several workers, so that workers already past the current boundary meet
-// there). A second signal ends the process at once.
+// mid-epoch checkpoints can be restored (mid_epoch_checkpoint_refusal is empty), every worker
+// stops at one step boundary and writes a checkpoint there; elsewhere at one epoch boundary, after
+// finishing its epoch. The boundary is latched by a StopLatch. A second signal ends the process
+// at once.
 void install_stop_signals();
 bool stop_signalled();
-// The boundary (epochs done) where workers stop: the first caller's `proposed`, latched.
-int latch_stop_boundary(int proposed);
-// The step boundary (steps done since the start of the run) where workers stop, -1 while no stop
-// is signalled. Every worker calls it at each step boundary it reaches, `done` being its steps
-// done so far: it records `done`, and the first call after the signal latches the furthest
-// boundary that any worker of the process recorded, plus one with several workers (one that no
-// worker has passed: a worker that recorded it may have gone on).
-int64_t latch_stop_step(int64_t done, int workers);
+
+// The boundaries a stop may happen at: steps of the run, or epochs, done so far.
+enum class StopUnit { kStep, kEpoch };
+
+// Where the workers of a run stop after a signal. Every worker calls latch() at each boundary of
+// `unit` where it may stop, `done` being its boundaries passed so far, and `signalled` whether
+// its process saw the signal (stop_signalled()). The latch records `done` as reached; the first
+// call with `signalled` after that latches the furthest boundary that any worker recorded, plus
+// one with several workers (one that no worker has passed: a worker that recorded it may have gone
+// on). Recording, reading and latching are one atomic step, so no worker passes the latched
+// boundary without seeing it: every worker stops at that one boundary, whichever of them saw the
+// signal and when.
+class StopLatch {
+ public:
+  virtual ~StopLatch() = default;
+  // The latched boundary of `unit`, -1 while none.
+  virtual int64_t latch(StopUnit unit, int64_t done, int workers, bool signalled) = 0;
+};
+
+// A latch's record for one unit, and the rule above that updates it.
+struct StopRecord {
+  int64_t furthest = 0;  // the furthest boundary recorded
+  int64_t latched = -1;  // the boundary where every worker stops, -1 while none
+  void record(int64_t done, int workers, bool signalled) {
+    furthest = std::max(furthest, done);
+    if (latched < 0 && signalled) latched = workers > 1 ? furthest + 1 : done;
+  }
+  bool operator==(const StopRecord&) const = default;
+};
+
+// The latch of the workers that share this process (the local backend, the simulator's actors):
+// atomics. The MPI backend's ranks share one in a window (backends/mpi/stop_latch.hpp).
+StopLatch& process_stop_latch();
 
 // FNV-1a of the resolved scenario without its top-level `workers = N` line: a checkpoint of
 // another scenario is refused, one of another worker count is not (rescale.hpp decides).

@@ -226,6 +226,12 @@ struct Resumable {
   bool step_stops;  // at a step boundary (mid_epoch_checkpoint_refusal is empty), else an epoch's
 };
 
+// True when a signalled stop falls on this boundary (StopLatch).
+bool stops_here(const CheckpointPlan& plan, StopUnit unit, int64_t done, int workers) {
+  StopLatch& latch = plan.stop_latch != nullptr ? *plan.stop_latch : process_stop_latch();
+  return latch.latch(unit, done, workers, stop_signalled()) == done;
+}
+
 // Whether the epoch just finished (`done` epochs so far) ends with a checkpoint, and whether the
 // run stops there.
 struct EpochEnd {
@@ -235,12 +241,10 @@ EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, const Resum
   if (plan.dir.empty() || done >= epochs) return {};
   const int workers = w.ctx.comm.size();
   bool stop = plan.stop_after_epochs > 0 && done >= plan.stop_after_epochs;
-  if (w.step_stops) {  // the latched step may be this one, the epoch's last
-    const int64_t steps = w.loop.global_step;
-    stop = latch_stop_step(steps, workers) == steps || stop;
-  } else if (stop_signalled()) {
-    stop = stop || done >= latch_stop_boundary(workers > 1 ? done + 1 : done);
-  }
+  if (w.step_stops)  // the latched step may be this one, the epoch's last
+    stop = stops_here(plan, StopUnit::kStep, w.loop.global_step, workers) || stop;
+  else
+    stop = stops_here(plan, StopUnit::kEpoch, done, workers) || stop;
   return {.checkpoint = stop || (plan.every > 0 && done % plan.every == 0), .stop = stop};
 }
 
@@ -329,8 +333,9 @@ bool after_step(const CheckpointPlan& plan, const Scenario& s, size_t done, size
   if (done >= steps) return false;
   const auto every = static_cast<size_t>(plan.every_steps);
   const bool due = every > 0 && done % every == 0;
-  const bool stop = (w.step_stops && latch_stop_step(run_steps, w.ctx.comm.size()) == run_steps) ||
-                    (due && plan.stop_after_steps > 0 && run_steps >= plan.stop_after_steps);
+  const bool stop =
+      (w.step_stops && stops_here(plan, StopUnit::kStep, run_steps, w.ctx.comm.size())) ||
+      (due && plan.stop_after_steps > 0 && run_steps >= plan.stop_after_steps);
   if (!due && !stop) return false;
   w.loop.first_epoch = w.ctx.epoch;
   w.loop.first_step = static_cast<int64_t>(done);

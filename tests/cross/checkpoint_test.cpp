@@ -320,14 +320,15 @@ struct SignalStop {
   std::string message;
 };
 void expect_signal_resume_equivalent(const std::string& name, const std::string& args,
-                                     const SignalStop& stop, double time_tolerance) {
+                                     const SignalStop& stop, double time_tolerance,
+                                     const std::string& launcher = "") {
   const fs::path full = scratch() / (name + "-full"), part = scratch() / (name + "-part");
   const fs::path partial = part.string() + ".partial";
   for (const fs::path& p : {full, part, partial}) fs::remove_all(p);
   std::string output;
-  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --out " + full.string(), &output), 0)
-      << output;
-  ASSERT_EQ(syncopate::run_command(kBin + " run " + args + " --test-hook term_after_steps=" +
+  const std::string run = launcher + " " + kBin + " run ";
+  ASSERT_EQ(syncopate::run_command(run + args + " --out " + full.string(), &output), 0) << output;
+  ASSERT_EQ(syncopate::run_command(run + args + " --test-hook term_after_steps=" +
                                        std::to_string(stop.at) + " --out " + part.string(),
                                    &output),
             4)
@@ -341,7 +342,7 @@ void expect_signal_resume_equivalent(const std::string& name, const std::string&
     EXPECT_EQ(c.next_epoch, stop.epochs) << "worker " << c.worker;
     EXPECT_EQ(c.next_step, stop.step) << "worker " << c.worker;
   }
-  ASSERT_EQ(syncopate::run_command(kBin + " run --quiet --resume " + partial.string(), &output), 0)
+  ASSERT_EQ(syncopate::run_command(run + "--quiet --resume " + partial.string(), &output), 0)
       << output;
   expect_same_metrics(full, part, time_tolerance);
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
@@ -404,6 +405,28 @@ TEST(StopSignal, SimStopsAtTheNextStepAndResumes) {
 TEST(StopSignal, SimStopsAtTheEpochsEndWhenThatIsTheNextStep) {
   expect_signal_resume_equivalent("term-sim-end", run_args("ddp", "sim", 4),
                                   {9, 1, 0, "interrupted after 1 epoch(s); continue with"}, 1e-12);
+}
+
+// Under mpirun only rank 0 sees the signal (it signals its own process after 13 steps); the ranks
+// share one stop latch (backends/mpi/stop_latch.hpp), so rank 1 stops where rank 0 does instead
+// of waiting for it in the next collective. ddp at 2 ranks, 19 steps an epoch: rank 1 cannot
+// pass step 14 before rank 0 has taken it, so the latched step is the 14th.
+TEST(StopSignal, MpiRanksStopAtOneStepWhenOneRankIsSignalled) {
+  expect_signal_resume_equivalent("term-mpi-ddp", run_args("ddp", "mpi", 2),
+                                  {13, 0, 14, "interrupted after 0 epoch(s) and 14 step(s)"}, -1,
+                                  mpirun(2));
+}
+
+// The same at an epoch boundary (epoch_sync's block order has no mid-epoch checkpoint): every
+// epoch ends with an average, so rank 1 cannot pass the boundary after the one where rank 0 sees
+// its signal (inside epoch 0), and both stop after 2 epochs.
+TEST(StopSignal, MpiRanksStopAtOneEpochWhenOneRankIsSignalled) {
+  const std::string args = kScenario +
+                           " --quiet --backend mpi --strategy epoch_sync --workers 2 --epochs 4"
+                           " --set data.blocks=6";
+  expect_signal_resume_equivalent(
+      "term-mpi-epoch_sync", args,
+      {13, 2, 0, "interrupted after 2 epoch(s) (at the end of an epoch"}, -1, mpirun(2));
 }
 
 // Where a checkpoint inside an epoch cannot be restored (epoch_async; the block order; cost-only
