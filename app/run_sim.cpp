@@ -18,11 +18,10 @@ namespace syncopate::app {
 namespace {
 
 // epoch_sync and epoch_async go on without a worker that a host_failure or a failure of its NIC
-// takes away (at flow and analytic fidelity; at message fidelity the job aborts).
+// takes away.
 bool elastic(const Scenario& s) {
   const StrategyKind kind = s.strategy.kind;
   if (kind != StrategyKind::kEpochSync && kind != StrategyKind::kEpochAsync) return false;
-  if (s.sim.fidelity == Fidelity::kMessage) return false;
   return std::any_of(s.sim.faults.begin(), s.sim.faults.end(), [](const SimFault& f) {
     return f.kind == FaultKind::kHostFailure ||
            (f.kind == FaultKind::kLinkFailure && f.link.empty());

@@ -18,13 +18,6 @@
 
 namespace syncopate::sim {
 
-// kMessage: one rank's asynchronous collective, run by a helper actor.
-struct RankJob {
-  SimEvent done;
-  std::exception_ptr error;
-  double end_time = 0;  // simulated date at which this rank's part completed
-};
-
 namespace {
 
 // A point-to-point message: the count always travels (to check it), the data in emulation.
@@ -162,7 +155,7 @@ class ScatterWork final : public Work {
 };
 
 // Elastic runs: a collective that lost a member (MemberLost) is issued again on the live members
-// of the communicator, until it completes.
+// of the communicator, until it completes (from its input again: `issue` restores it).
 class ElasticWork final : public Work {
  public:
   explicit ElasticWork(std::function<WorkPtr()> issue)
@@ -201,7 +194,13 @@ void SimCommunicator::rejoin() {
 
 WorkPtr SimCommunicator::start_elastic(const CollCall& call, std::span<float> data) {
   if (!world_.options().elastic) return start(call, data, true);
-  return std::make_unique<ElasticWork>([this, call, data] {
+  // At kMessage the steps change the buffer as they go: a retry starts again from the input.
+  std::vector<float> input;
+  if (world_.fidelity() == Fidelity::kMessage && world_.emulate())
+    input.assign(data.begin(), data.end());
+  return std::make_unique<ElasticWork>([this, call, data, input, retry = false]() mutable {
+    if (retry) std::copy(input.begin(), input.end(), data.begin());
+    retry = true;
     me_.flush();
     rejoin();
     return start(call, data, true);
@@ -242,7 +241,10 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
 
   world_.stats().messages += entry.traffic[static_cast<size_t>(rank_)].sends;
   std::shared_ptr<const Schedule> schedule = group_->schedule(entry);
-  if (!async) {
+  // Elastic runs: every collective runs as a part of the group's job (Group::begin_part), which
+  // a lost member fails on every member alike.
+  const bool elastic = world_.options().elastic;
+  if (!async && !elastic) {
     drain();
     {
       BlockedScope scope(me_, what);
@@ -254,18 +256,23 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
   }
   auto job = std::make_shared<RankJob>();
   std::shared_ptr<RankJob> previous = std::exchange(last_async_, job);
+  std::shared_ptr<Job> collective = elastic ? group_->begin_part(rank_, call, job) : nullptr;
   const std::string name =
       concat('w', me_.id, "/g", group_->id(), '/', what.operation, '#', what.seq);
-  simgrid::s4u::Actor::create(
+  const simgrid::s4u::ActorPtr helper = simgrid::s4u::Actor::create(
       name, me_.host,
-      [group = group_, rank = rank_, &me = me_, schedule, data, call, previous, job, what] {
+      [group = group_, rank = rank_, &me = me_, schedule, data, call, previous, job, collective,
+       what] {
         try {
           if (previous) previous->done.wait();  // one collective at a time, in issue order
           me.in_flight = what;
           if (group->world().emulate()) prepare_rank(call, group->size(), data);
-          run_steps(*group, rank, *schedule, data, call.op, call.wire, &me.in_flight);
+          run_steps(*group, rank, *schedule, data, call.op, call.wire, &me.in_flight,
+                    collective.get());
+          if (collective) group->end_part(rank, *collective);
           if (group->world().emulate()) finish_rank(call, rank, group->size(), data);
         } catch (const simgrid::ForcefulKillException&) {
+          me.in_flight = {};  // stopped by Job::release: its group may go before the worker
           throw;
         } catch (...) {
           job->error = std::current_exception();
@@ -274,6 +281,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
         job->end_time = simgrid::s4u::Engine::get_clock();
         job->done.fire();
       });
+  if (collective) collective->helpers[static_cast<size_t>(rank_)] = helper->get_pid();
   return std::make_unique<MessageWork>(world_, me_, std::move(job), what, schedule->algorithm);
 }
 

@@ -36,8 +36,6 @@
 
 namespace syncopate::sim {
 
-struct RankJob;
-
 class SimCommunicator final : public Communicator {
  public:
   SimCommunicator(std::shared_ptr<Group> group, int rank);

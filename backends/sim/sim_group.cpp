@@ -9,6 +9,7 @@
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <string>
+#include <tuple>
 
 #include "backends/sim/master_collective.hpp"
 
@@ -194,9 +195,8 @@ std::vector<std::shared_ptr<Job>> Group::lose_member(int w) {
   return failed;
 }
 
-std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<float> buffer) {
-  const size_t r = static_cast<size_t>(rank);
-  const uint64_t seq = next_seq_[r]++;
+std::shared_ptr<Job> Group::join(int rank, const CollCall& call) {
+  const uint64_t seq = next_seq_[static_cast<size_t>(rank)]++;
   std::shared_ptr<Job> job = find_or_create(open_jobs_, seq, [&] {
     auto created = std::make_shared<Job>();
     created->call = call;
@@ -215,14 +215,52 @@ std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<flo
     job->done.fire();  // the members that arrived before get the error from their wait
     std::rethrow_exception(job->error);
   }
+  return job;
+}
+
+std::shared_ptr<Job> Group::arrive(int rank, const CollCall& call, std::span<float> buffer) {
+  const size_t r = static_cast<size_t>(rank);
+  std::shared_ptr<Job> job = join(rank, call);
   job->buffers[r] = buffer;
   job->arrived[r] = 1;
   job->last_arrival = std::max(job->last_arrival, world_.worker(worker(rank)).now());
   if (++job->num_arrived == size()) {
-    open_jobs_.erase(seq);
+    open_jobs_.erase(job->seq);
     launch(job);
   }
   return job;
+}
+
+std::shared_ptr<Job> Group::begin_part(int rank, const CollCall& call,
+                                       std::shared_ptr<RankJob> part) {
+  std::shared_ptr<Job> job = join(rank, call);
+  if (job->parts.empty()) {
+    job->parts.resize(members_.size());
+    job->helpers.assign(members_.size(), -1);
+  }
+  job->parts[static_cast<size_t>(rank)] = std::move(part);
+  return job;
+}
+
+void Group::end_part(int rank, Job& job) {
+  job.arrived[static_cast<size_t>(rank)] = 1;
+  if (!job.error && ++job.num_arrived == size()) {
+    open_jobs_.erase(job.seq);
+    job.done.fire();
+  }
+  job.done.wait();
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+void Job::release() {
+  for (size_t r = 0; r < parts.size(); ++r) {
+    if (!parts[r] || parts[r]->done.fired()) continue;
+    if (const simgrid::s4u::ActorPtr helper = simgrid::s4u::Actor::by_pid(helpers[r]))
+      helper->kill();
+    parts[r]->error = error;
+    parts[r]->done.fire();
+  }
+  done.fire();
 }
 
 void Group::launch(const std::shared_ptr<Job>& job) {
@@ -319,7 +357,7 @@ void finish_rank(const CollCall& call, int rank, int p, std::span<float> data) {
 }
 
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
-               WireFormat wire, BlockedOn* blocked) {
+               WireFormat wire, BlockedOn* blocked, Job* job) {
   SimWorld& world = group.world();
   const bool emulate = world.emulate();
   SimStats& stats = world.stats();
@@ -331,11 +369,15 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
     if (step.send_to >= 0) {
       pay_overhead(stats, overheads.send_overhead_s);
       void* payload = &g_no_payload;
-      if (emulate) {  // the receiver takes ownership of a snapshot of the segment
+      if (emulate) {  // a snapshot of the segment, the receiver's once the comm completes
         const auto first = data.begin() + static_cast<std::ptrdiff_t>(step.send.offset);
-        payload = std::make_unique<std::vector<float>>(
-                      first, first + static_cast<std::ptrdiff_t>(step.send.count))
-                      .release();
+        auto segment = std::make_unique<std::vector<float>>(
+            first, first + static_cast<std::ptrdiff_t>(step.send.count));
+        payload = segment.get();
+        if (job != nullptr)  // or the job's (Job::sent)
+          job->sent.push_back(std::move(segment));
+        else
+          std::ignore = segment.release();
       }
       out = group.mailbox(rank, step.send_to, Channel::kCollective)
                 ->put_async(payload, payload_bytes(step.send.count, wire));
@@ -349,19 +391,26 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
       blocked->round = static_cast<int>(k);
       blocked->peer = step.recv_from >= 0 ? step.recv_from : step.send_to;
     }
-    wait_or_cancel(std::array{out, in});
+    try {
+      wait_or_cancel(std::array{out, in});
+    } catch (const simgrid::Exception&) {
+      // A transfer with a member that was lost fails: the whole collective is (Job::release).
+      if (job != nullptr && job->error) std::rethrow_exception(job->error);
+      throw;
+    }
     if (in) pay_overhead(stats, overheads.recv_overhead_s);
     if (in && emulate) {
-      const std::unique_ptr<std::vector<float>> owned(received);
-      SYNC_CHECK(owned != nullptr, "round " << k << " rank " << rank << ": no payload");
-      if (owned->size() != step.recv.count)
+      const std::unique_ptr<std::vector<float>> owned(job == nullptr ? received : nullptr);
+      SYNC_CHECK(received != nullptr, "round " << k << " rank " << rank << ": no payload");
+      if (received->size() != step.recv.count)
         throw UserError("sim: collective on communicator " + std::to_string(group.id()) +
                         ": worker " + std::to_string(group.worker(rank)) + " expected " +
                         std::to_string(step.recv.count) + " floats from worker " +
                         std::to_string(group.worker(step.recv_from)) + " in round " +
-                        std::to_string(k) + " but got " + std::to_string(owned->size()) +
+                        std::to_string(k) + " but got " + std::to_string(received->size()) +
                         "; allowed: every member issues the same collectives in the same order");
-      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *owned, wire);
+      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *received,
+                   wire);
     }
   }
 }

@@ -39,7 +39,16 @@ class MemberLost : public PeerFailure {
   using PeerFailure::PeerFailure;
 };
 
+// kMessage: one rank's asynchronous collective, run by a helper actor.
+struct RankJob {
+  SimEvent done;
+  std::exception_ptr error;
+  double end_time = 0;  // simulated date at which this rank's part completed
+};
+
 // A coarse-fidelity (flow or analytic) collective: members arrive, the last one launches it.
+// At kMessage in elastic runs, the collective that the members' helper actors run step by step
+// (Group::begin_part).
 struct Job {
   CollCall call;
   uint64_t seq = 0;
@@ -53,6 +62,16 @@ struct Job {
   double end_time = 0;      // simulated date at which every member completes
   std::exception_ptr error;
   bool abandoned = false;  // a member was lost in flight: the buffers are no longer touched
+  // kMessage, elastic runs: per rank, its helper actor and what it reports to (num_arrived counts
+  // the members whose steps are done), and every segment sent, kept until the job ends rather
+  // than handed to the receiver, since a lost collective stops its members wherever they are.
+  std::vector<aid_t> helpers;
+  std::vector<std::shared_ptr<RankJob>> parts;
+  std::vector<std::unique_ptr<std::vector<float>>> sent;
+
+  // Wakes the members of a job that lost one (after the lost worker stopped): at kMessage, each
+  // live helper actor is stopped and its part fails with `error`.
+  void release();
 };
 
 // The shared model of epoch_async (one per create_shared_model call).
@@ -126,11 +145,22 @@ class Group : public std::enable_shared_from_this<Group> {
   int rank_of(int worker) const;
   std::vector<std::shared_ptr<Job>> lose_member(int worker);
 
+  // kMessage, elastic runs: `rank` starts its part of its next collective, to run in a helper
+  // actor that reports to `part`; end_part, called by that actor once its steps are done, returns
+  // when every member's are, and throws MemberLost when a member was lost before that. So the
+  // survivors agree on whether the collective completed: either all keep its result, or all
+  // retry it among themselves.
+  std::shared_ptr<Job> begin_part(int rank, const CollCall& call, std::shared_ptr<RankJob> part);
+  void end_part(int rank, Job& job);
+
   // Control rendezvous; on_last runs in the last arriver before everyone is released.
   std::shared_ptr<ControlSlot> control(int rank, int a, int b, std::span<const float> span,
                                        FunctionRef<void(ControlSlot&)> on_last);
 
  private:
+  // This rank's next collective (its sequence number among the group's), the job of it that
+  // the first member to reach it made; UserError on every member when calls differ.
+  std::shared_ptr<Job> join(int rank, const CollCall& call);
   void launch(const std::shared_ptr<Job>& job);
 
   SimWorld& world_;
@@ -162,9 +192,10 @@ void prepare_rank(const CollCall& call, int p, std::span<float> data);
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
 
 // Message fidelity: runs rank `rank`'s steps with real SimGrid comms, in the calling actor.
-// `blocked` (may be null) is updated with the step being waited on.
+// `blocked` (may be null) is updated with the step being waited on. `job` (elastic runs, else
+// null) keeps the segments sent.
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
-               WireFormat wire, BlockedOn* blocked);
+               WireFormat wire, BlockedOn* blocked, Job* job = nullptr);
 
 // Flow fidelity: runs every round of `schedule` as concurrent host-to-host flows, in the calling
 // actor, one round after the other.

@@ -22,8 +22,10 @@ void SimEvent::wait() {
 
 void SimEvent::fire() {
   if (fired_) return;
-  fired_ = true;
+  // Marked last: an actor killed while it releases (its simcall throws) leaves the rest to the
+  // next fire() (Job::release after a lost member).
   for (; waiters_ > 0; --waiters_) semaphore_->release();
+  fired_ = true;
 }
 
 void WorkerState::flush() {
@@ -124,7 +126,7 @@ std::vector<std::shared_ptr<Job>> SimWorld::lose_worker(int id, const std::strin
 }
 
 void SimWorld::release(std::span<const std::shared_ptr<Job>> failed) {
-  for (const std::shared_ptr<Job>& job : failed) job->done.fire();
+  for (const std::shared_ptr<Job>& job : failed) job->release();
   resolve_agreement();
 }
 

@@ -566,9 +566,9 @@ std::string restart_unused(const Scenario& s) {
   if (!aborts)
     return "read only with a host_failure or link_failure in [[sim.faults]] (nothing else "
            "aborts the job)";
-  if (unless_elastic(s).empty() && s.sim.fidelity != Fidelity::kMessage)
-    return "epoch_sync and epoch_async go on without a lost worker at flow and analytic "
-           "fidelity: there is no abort to restart from (strategy.name is " +
+  if (unless_elastic(s).empty())
+    return "epoch_sync and epoch_async go on without a lost worker: there is no abort to "
+           "restart from (strategy.name is " +
            quoted(to_string(s.strategy.kind)) + ")";
   if (s.checkpoint.every == 0 && s.checkpoint.every_steps == 0)
     return "a restart continues from the last checkpoint set; set checkpoint.every (or "
