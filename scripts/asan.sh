@@ -9,13 +9,15 @@
 # and resume (SimResume.*, MpiResume.*, CheckpointRefusal.*, MpiKilledRank.*), a thousand
 # simulated workers (Trace.ThousandWorker...), PowerSGD at low rank (PowerSgd.SimAndMpiAgree...),
 # the regression datasets (RegressionBadInput.*, Trainer.RegressionWithMse), a SIGTERM's stop at a
-# step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*: the process
-# signals itself, so the handler runs sanitised too).
+# step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*,
+# StopSignal.MpiRanksStopAt*: the process signals itself, so the handler and the ranks' stop latch
+# run sanitised too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 training_volume=(
   Compression.FmnistMlpAccuracyStaysCloseToFp32  # 3 x 3 epochs of Fashion-MNIST
   StopSignal.SigtermStopsAtTheNextStepAndResumes  # 3 epochs of 1,500 steps, local backend
+  StopSignal.SigusrToMpirunStopsEveryRankAtOneStepAndResumes  # 3 x 3 epochs of 750 steps, MPI
   Scale.FourThousandGpuDdpEpochCompletesWithRingVolumes
   PowerSgd.FullRankIsUncompressedDdpUpToRounding
   PaperRegression.TrainingLossFallsAndTestR2Rises

@@ -63,7 +63,10 @@ struct WorkerCheckpoint {
 
 inline constexpr uint32_t kCheckpointVersion = 2;
 
-// SIGINT and SIGTERM (install_stop_signals, from the command line) ask the run to stop. Where
+// SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 (install_stop_signals, from the command line) ask the run
+// to stop: mpirun forwards the two user signals to every rank and lets the job go on (Open MPI's
+// ess_base_forward_signals), where it ends the ranks itself after forwarding SIGINT or SIGTERM;
+// Slurm's --signal sends SIGUSR1 by default. Where
 // mid-epoch checkpoints can be restored (mid_epoch_checkpoint_refusal is empty), every worker
 // stops at one step boundary and writes a checkpoint there; elsewhere at one epoch boundary, after
 // finishing its epoch. The boundary is latched by a StopLatch. A second signal ends the process

@@ -310,6 +310,41 @@ TEST(StopSignal, SigtermStopsAtTheNextStepAndResumes) {
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
 }
 
+// SIGUSR1 sent to mpirun while the ranks train their second epoch (750 steps): mpirun forwards it
+// to each rank at its own moment and lets the job go on (after SIGTERM it would end the ranks
+// itself); the ranks stop at one step, each with its checkpoint there, mpirun exits with 4, and
+// the resumed run ends as the uninterrupted one.
+TEST(StopSignal, SigusrToMpirunStopsEveryRankAtOneStepAndResumes) {
+  const std::string args = kScenario +
+                           " --quiet --backend mpi --workers 2 --strategy ddp --epochs 3"
+                           " --set data.train_samples=24000 --set strategy.bucket_mb=0.25";
+  const std::string run = mpirun(2) + " " + kBin + " run " + args;
+  const fs::path full = scratch() / "usr1-full", part = scratch() / "usr1";
+  const fs::path partial = part.string() + ".partial";
+  for (const fs::path& p : {full, part, partial}) fs::remove_all(p);
+  std::string output;
+  ASSERT_EQ(syncopate::run_command(run + " --out " + full.string(), &output), 0) << output;
+  const std::string rows = (partial / "epochs" / "worker-0.csv").string();
+  syncopate::run_command("sh -c '" + run + " --out " + part.string() + " & p=$!; while [ ! -s " +
+                             rows +
+                             " ]; do sleep 0.02; done; kill -USR1 $p; wait $p; echo exit=$?'",
+                         &output);
+  ASSERT_NE(output.find("exit=4"), std::string::npos) << output;
+  EXPECT_NE(output.find("--resume " + partial.string()), std::string::npos) << output;
+  const syncopate::Scenario s = syncopate::load_scenario((partial / "scenario.toml").string());
+  const auto set = syncopate::read_resume_set(partial.string(), s);
+  ASSERT_EQ(set.size(), 2u);
+  EXPECT_GE(set[0].next_epoch, 1);
+  EXPECT_EQ(set[1].next_epoch, set[0].next_epoch);
+  EXPECT_EQ(set[1].next_step, set[0].next_step);
+  ASSERT_EQ(syncopate::run_command(
+                mpirun(2) + " " + kBin + " run --quiet --resume " + partial.string(), &output),
+            0)
+      << output;
+  expect_same_metrics(full, part, -1);
+  EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
+}
+
 // SIGTERM sent by rank 0 to its own process after `at` steps (--test-hook term_after_steps), with
 // no checkpoint.every_steps: the run stops with every worker at one point, `epochs` epochs and
 // `step` steps done (step > 0: inside an epoch), and resumed it ends as the uninterrupted run.
