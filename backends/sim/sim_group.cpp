@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "backends/sim/master_collective.hpp"
+#include "backends/sim/round_maxima.hpp"
 
 namespace syncopate::sim {
 namespace {
@@ -43,43 +44,32 @@ CacheScope cache_scope(const SimWorld& world) {
                                                                      : CacheScope::kAllRanks;
 }
 
-// The analytic duration of a schedule from its messages: per round, the longest message
-// (message_seconds: latency and bandwidth with the [network] terms) over its routes, no
-// contention; the rounds one after the other. On a platform whose routes are all alike this is
-// each algorithm's closed form (ring: 2(p-1) alpha + 2(p-1)/p n beta).
-class RoundMaxima {
+// A message's time over its route (message_seconds: latency and bandwidth with the [network]
+// terms), for RoundMaxima.
+class RouteSeconds {
  public:
-  RoundMaxima(Group& group, WireFormat wire)
-      : group_(group),
-        network_(group.world().platform().network),
+  RouteSeconds(Group& group, WireFormat wire)
+      : group_(&group),
+        network_(&group.world().platform().network),
         wire_(wire),
         last_to_(static_cast<size_t>(group.size()), -1),
         last_link_(static_cast<size_t>(group.size()), nullptr) {}
-  void add(const ScheduledMessage& m) {
-    if (longest_.size() <= m.round) longest_.resize(m.round + 1, 0.0);
-    const size_t from = static_cast<size_t>(m.from);
-    if (last_to_[from] != m.to) {  // a rank mostly sends to one peer: its ring neighbour
-      last_to_[from] = m.to;
-      last_link_[from] = &group_.link(m.from, m.to);
+  double operator()(int from, int to, size_t count) {
+    const auto f = static_cast<size_t>(from);
+    if (last_to_[f] != to) {  // a rank mostly sends to one peer: its ring neighbour
+      last_to_[f] = to;
+      last_link_[f] = &group_->link(from, to);
     }
-    const LinkModel& link = *last_link_[from];
-    double& longest = longest_[m.round];
-    longest = std::max(longest,
-                       message_seconds(network_, link.latency_s, link.bandwidth_Bps,
-                                       static_cast<double>(payload_bytes(m.segment.count, wire_))));
-  }
-  double total() const {
-    double total = 0;
-    for (double round : longest_) total += round;
-    return total;
+    const LinkModel& link = *last_link_[f];
+    return message_seconds(*network_, link.latency_s, link.bandwidth_Bps,
+                           static_cast<double>(payload_bytes(count, wire_)));
   }
 
  private:
-  Group& group_;
-  const NetworkFactors& network_;
+  Group* group_;
+  const NetworkFactors* network_;
   WireFormat wire_;
-  std::vector<double> longest_;  // per round
-  std::vector<int> last_to_;     // per sender: the peer of its latest message
+  std::vector<int> last_to_;  // per sender: the peer of its latest message
   std::vector<const LinkModel*> last_link_;
 };
 
@@ -126,10 +116,8 @@ const CachedSchedule& Group::entry(const CollCall& call) {
   if (world_.fidelity() != Fidelity::kAnalytic || analytic_seconds_.contains(key))
     return schedules_.entry(key);
   // Analytic: the duration is worked out from the messages as the entry is made.
-  RoundMaxima rounds(*this, key.wire);
-  auto add = [&](const ScheduledMessage& m) { rounds.add(m); };
-  const MessageSink sink = add;
-  const CachedSchedule& e = schedules_.entry(key, &sink);
+  RoundMaxima rounds(RouteSeconds(*this, key.wire));
+  const CachedSchedule& e = schedules_.entry(key, &rounds);
   analytic_seconds_.emplace(key, rounds.total());
   return e;
 }

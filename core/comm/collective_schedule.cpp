@@ -26,11 +26,11 @@ int floor_power_of_two(int p) {
 
 // A schedule being built: its rounds are filled, or (with a sink) its messages only emitted.
 struct Builder : Schedule {
-  const MessageSink* sink = nullptr;
+  ScheduleSink* sink = nullptr;
   size_t num_rounds = 0;  // with a sink: 1 + the largest round emitted
 };
 
-Builder empty_schedule(Algorithm algorithm, int p, size_t count, const MessageSink* sink) {
+Builder empty_schedule(Algorithm algorithm, int p, size_t count, ScheduleSink* sink) {
   SYNC_CHECK(p >= 1, "p=" << p);
   Builder s;
   s.ranks = p;
@@ -44,7 +44,7 @@ Builder empty_schedule(Algorithm algorithm, int p, size_t count, const MessageSi
 // data[seg] (every algorithm here sends and receives the same range).
 void add_message(Builder& s, size_t round, int from, int to, Segment seg, RecvAction action) {
   if (s.sink != nullptr) {
-    (*s.sink)(ScheduledMessage{round, from, to, seg, action});
+    s.sink->message(ScheduledMessage{round, from, to, seg, action});
     s.num_rounds = std::max(s.num_rounds, round + 1);
     return;
   }
@@ -68,29 +68,34 @@ Segment sub_block(Segment seg, int parts, int i) {
 
 int mod(int a, int m) { return ((a % m) + m) % m; }
 
+// A ring phase (RingPhase) on the ranks `ring` from round0: its messages, or the phase whole to a
+// sink. Returns the first round after it.
+size_t append_ring(Builder& s, size_t round0, std::span<const int> ring, Segment seg, int shift,
+                   RecvAction action) {
+  const RingPhase phase{
+      .round0 = round0, .ring = ring, .segment = seg, .shift = shift, .action = action};
+  if (s.sink == nullptr) {
+    phase.for_each_message([&](const ScheduledMessage& m) {
+      add_message(s, m.round, m.from, m.to, m.segment, m.action);
+    });
+  } else if (phase.rounds() > 0) {
+    s.sink->ring(phase);
+    s.num_rounds = std::max(s.num_rounds, round0 + phase.rounds());
+  }
+  return round0 + phase.rounds();
+}
+
 // Ring reduce-scatter over the ranks `ring` (in ring order) on segment `seg`, starting at round
 // `round0`: in round k, ring[i] sends block (i-k-1) mod m to ring[i+1], which reduces it; after
 // m-1 rounds ring[i] holds block i of seg fully reduced. Returns the first round after it.
 size_t append_ring_reduce_scatter(Builder& s, size_t round0, std::span<const int> ring,
                                   Segment seg) {
-  const int m = static_cast<int>(ring.size());
-  for (int k = 0; k < m - 1; ++k)
-    for (int i = 0; i < m; ++i)
-      add_message(s, round0 + static_cast<size_t>(k), ring[static_cast<size_t>(i)],
-                  ring[static_cast<size_t>((i + 1) % m)], sub_block(seg, m, mod(i - k - 1, m)),
-                  RecvAction::kReduce);
-  return round0 + static_cast<size_t>(std::max(m - 1, 0));
+  return append_ring(s, round0, ring, seg, 1, RecvAction::kReduce);
 }
 
 // Ring allgather: ring[i] starts with block i of seg; in round k it forwards block (i-k) mod m.
 size_t append_ring_allgather(Builder& s, size_t round0, std::span<const int> ring, Segment seg) {
-  const int m = static_cast<int>(ring.size());
-  for (int k = 0; k < m - 1; ++k)
-    for (int i = 0; i < m; ++i)
-      add_message(s, round0 + static_cast<size_t>(k), ring[static_cast<size_t>(i)],
-                  ring[static_cast<size_t>((i + 1) % m)], sub_block(seg, m, mod(i - k, m)),
-                  RecvAction::kCopy);
-  return round0 + static_cast<size_t>(std::max(m - 1, 0));
+  return append_ring(s, round0, ring, seg, 0, RecvAction::kCopy);
 }
 
 std::vector<int> identity_ring(int p) {
@@ -125,7 +130,7 @@ size_t append_fold_out(Builder& s, size_t round, const Fold& fold) {
   return round + 1;
 }
 
-Builder make_ring(int p, size_t count, const MessageSink* sink) {
+Builder make_ring(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
   const std::vector<int> ring = identity_ring(p);
   const size_t next = append_ring_reduce_scatter(s, 0, ring, {0, count});
@@ -136,7 +141,7 @@ Builder make_ring(int p, size_t count, const MessageSink* sink) {
 // Full-buffer exchange and reduce with partner i ^ mask. Rank a computes a (op) b and rank b
 // computes b (op) a; both ops are commutative bit for bit (see apply_action), so the partners
 // hold identical bits after every round, and by induction all ranks do at the end.
-Builder make_recursive_doubling(int p, size_t count, const MessageSink* sink) {
+Builder make_recursive_doubling(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kRecursiveDoubling, p, count, sink);
   const Fold fold{p, floor_power_of_two(p)};
   size_t round = append_fold_in(s, 0, fold);
@@ -151,7 +156,7 @@ Builder make_recursive_doubling(int p, size_t count, const MessageSink* sink) {
 // Reduce-scatter by recursive halving (distance p2/2 down to 1, new rank i keeps the half of its
 // current range that holds block i, so it ends with block i of p2), then allgather by recursive
 // doubling (distance 1 up to p2/2). Ranges are always contiguous runs of blocks.
-Builder make_rabenseifner(int p, size_t count, const MessageSink* sink) {
+Builder make_rabenseifner(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kRabenseifner, p, count, sink);
   const Fold fold{p, floor_power_of_two(p)};
   const auto blocks = [&](int lo, int hi) {  // blocks [lo, hi) of p2 as one segment
@@ -198,13 +203,13 @@ size_t append_binomial_broadcast(Builder& s, size_t round, int root) {
   return round;
 }
 
-Builder make_binomial(int p, size_t count, const MessageSink* sink) {
+Builder make_binomial(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kBinomialTree, p, count, sink);
   append_binomial_broadcast(s, append_binomial_reduce(s, 0, 0), 0);
   return s;
 }
 
-Builder make_master(int p, size_t count, const MessageSink* sink) {
+Builder make_master(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kMaster, p, count, sink);
   for (int k = 1; k < p; ++k)
     add_message(s, static_cast<size_t>(k - 1), k, 0, {0, count}, RecvAction::kReduce);
@@ -218,7 +223,7 @@ Builder make_master(int p, size_t count, const MessageSink* sink) {
 // Ranks of a node are ordered by global rank; nodes by their id. Needs the same number L of
 // ranks in every node; otherwise this falls back to a flat ring (schedule.algorithm = kRing).
 Builder make_hierarchical(int p, size_t count, std::span<const int> node_of_rank,
-                          const MessageSink* sink) {
+                          ScheduleSink* sink) {
   if (node_of_rank.size() != static_cast<size_t>(p))
     throw UserError("collective_schedule.cpp: node_of_rank: has " +
                     std::to_string(node_of_rank.size()) + " entries for " + std::to_string(p) +
@@ -276,7 +281,7 @@ Algorithm resolve_algorithm(Algorithm requested, int p, size_t bytes,
 namespace {
 
 Builder build_allreduce(Algorithm algorithm, int p, size_t count, std::span<const int> node_of_rank,
-                        const MessageSink* sink) {
+                        ScheduleSink* sink) {
   SYNC_CHECK(p >= 1, "p=" << p);
   switch (resolve_algorithm(algorithm, p, count * sizeof(float), node_of_rank)) {
     case Algorithm::kRing:
@@ -298,26 +303,26 @@ Builder build_allreduce(Algorithm algorithm, int p, size_t count, std::span<cons
   return {};
 }
 
-Builder build_reduce_scatter(int p, size_t count, const MessageSink* sink) {
+Builder build_reduce_scatter(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
   append_ring_reduce_scatter(s, 0, identity_ring(p), {0, count});
   return s;
 }
 
-Builder build_allgather(int p, size_t count, const MessageSink* sink) {
+Builder build_allgather(int p, size_t count, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
   append_ring_allgather(s, 0, identity_ring(p), {0, count});
   return s;
 }
 
-Builder build_broadcast(int p, size_t count, int root, const MessageSink* sink) {
+Builder build_broadcast(int p, size_t count, int root, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kBinomialTree, p, count, sink);
   SYNC_CHECK(root >= 0 && root < p, "root=" << root << " p=" << p);
   append_binomial_broadcast(s, 0, root);
   return s;
 }
 
-Builder build_reduce(int p, size_t count, int root, const MessageSink* sink) {
+Builder build_reduce(int p, size_t count, int root, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kBinomialTree, p, count, sink);
   SYNC_CHECK(root >= 0 && root < p, "root=" << root << " p=" << p);
   append_binomial_reduce(s, 0, root);
@@ -325,7 +330,7 @@ Builder build_reduce(int p, size_t count, int root, const MessageSink* sink) {
 }
 
 // Dissemination: in round k every rank r sends zero floats to r + 2^k and receives from r - 2^k.
-Builder build_barrier(int p, const MessageSink* sink) {
+Builder build_barrier(int p, ScheduleSink* sink) {
   Builder s = empty_schedule(Algorithm::kRecursiveDoubling, p, 0, sink);
   size_t round = 0;
   for (int d = 1; d < p; d *= 2, ++round)
@@ -334,7 +339,7 @@ Builder build_barrier(int p, const MessageSink* sink) {
 }
 
 Builder build(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
-              std::span<const int> node_of_rank, const MessageSink* sink) {
+              std::span<const int> node_of_rank, ScheduleSink* sink) {
   switch (kind) {
     case CollectiveKind::kAllreduce:
       return build_allreduce(algorithm, p, count, node_of_rank, sink);
@@ -381,13 +386,24 @@ Schedule make_reduce_schedule(int p, size_t count, int root) {
 
 Schedule make_barrier_schedule(int p) { return built(build_barrier(p, nullptr)); }
 
+void RingPhase::for_each_message(MessageSink sink) const {
+  const int m = static_cast<int>(ring.size());
+  for (int k = 0; k < m - 1; ++k)
+    for (int i = 0; i < m; ++i)
+      sink(ScheduledMessage{.round = round0 + static_cast<size_t>(k),
+                            .from = ring[static_cast<size_t>(i)],
+                            .to = ring[static_cast<size_t>((i + 1) % m)],
+                            .segment = sub_block(segment, m, mod(i - k - shift, m)),
+                            .action = action});
+}
+
 Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,
                        std::span<const int> node_of_rank) {
   return built(build(kind, algorithm, p, count, root, node_of_rank, nullptr));
 }
 
 ScheduleOutline stream_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count,
-                                int root, std::span<const int> node_of_rank, MessageSink sink) {
+                                int root, std::span<const int> node_of_rank, ScheduleSink& sink) {
   const Builder s = build(kind, algorithm, p, count, root, node_of_rank, &sink);
   return {.algorithm = s.algorithm, .rounds = s.num_rounds};
 }

@@ -45,14 +45,50 @@ void add_traffic(const ScheduledMessage& m, CachedSchedule& e) {
   e.messages += 1;
 }
 
+// A ring phase's traffic in closed form: ring[i] sends (and ring[i + 1] receives) every block of
+// the segment but block (i + 1 - shift) mod m, in m - 1 messages.
+void add_ring_traffic(const RingPhase& phase, CachedSchedule& e) {
+  const size_t m = phase.ring.size();
+  if (m < 2) return;
+  const int parts = static_cast<int>(m);
+  for (size_t i = 0; i < m; ++i) {
+    const int kept = static_cast<int>((i + m + 1 - static_cast<size_t>(phase.shift)) % m);
+    const uint64_t bytes = payload_bytes(
+        phase.segment.count - block_of(phase.segment.count, parts, kept).count, e.key.wire);
+    RankTraffic& from = e.traffic[static_cast<size_t>(phase.ring[i])];
+    from.bytes_sent += bytes;
+    from.sends += m - 1;
+    e.traffic[static_cast<size_t>(phase.ring[(i + 1) % m])].bytes_recv += bytes;
+  }
+  e.messages += m * (m - 1);
+}
+
+// The traffic of a streamed schedule, passing everything on to `also` (may be null).
+class TrafficSink final : public ScheduleSink {
+ public:
+  TrafficSink(CachedSchedule& e, ScheduleSink* also) : e_(e), also_(also) {}
+  void message(const ScheduledMessage& m) override {
+    add_traffic(m, e_);
+    if (also_ != nullptr) also_->message(m);
+  }
+  void ring(const RingPhase& phase) override {
+    add_ring_traffic(phase, e_);
+    if (also_ != nullptr) also_->ring(phase);
+  }
+
+ private:
+  CachedSchedule& e_;
+  ScheduleSink* also_;
+};
+
 // Every message of a whole schedule, round by round, in rank order.
-void for_each_message(const Schedule& s, MessageSink sink) {
+void for_each_message(const Schedule& s, ScheduleSink& sink) {
   for (size_t k = 0; k < s.rounds.size(); ++k)
     for (size_t r = 0; r < s.rounds[k].size(); ++r) {
       const Step& step = s.rounds[k][r];
       if (step.send_to < 0) continue;
       const Step& peer = s.rounds[k][static_cast<size_t>(step.send_to)];
-      sink(ScheduledMessage{k, static_cast<int>(r), step.send_to, step.send, peer.action});
+      sink.message(ScheduledMessage{k, static_cast<int>(r), step.send_to, step.send, peer.action});
     }
 }
 
@@ -83,16 +119,13 @@ Schedule ScheduleCache::build(const ScheduleKey& key) const {
   return s;
 }
 
-CachedSchedule ScheduleCache::stream(const ScheduleKey& key, const MessageSink* also) const {
+CachedSchedule ScheduleCache::stream(const ScheduleKey& key, ScheduleSink* also) const {
   CachedSchedule e;
   e.key = key;
   e.traffic.assign(static_cast<size_t>(ranks()), {});
+  TrafficSink sink(e, also);
   const ScheduleOutline outline =
-      stream_schedule(key.kind, key.algorithm, ranks(), key.count, key.root, node_of_rank_,
-                      [&](const ScheduledMessage& m) {
-                        add_traffic(m, e);
-                        if (also != nullptr) (*also)(m);
-                      });
+      stream_schedule(key.kind, key.algorithm, ranks(), key.count, key.root, node_of_rank_, sink);
   e.algorithm = outline.algorithm;
   e.rounds = outline.rounds;
   return e;
@@ -106,7 +139,7 @@ void ScheduleCache::account_steps(size_t steps) {
   cached_steps_ += steps;
 }
 
-const CachedSchedule& ScheduleCache::entry(const ScheduleKey& key, const MessageSink* also) {
+const CachedSchedule& ScheduleCache::entry(const ScheduleKey& key, ScheduleSink* also) {
   if (auto it = entries_.find(key); it != entries_.end()) {
     if (also == nullptr) return it->second;
     if (scope_ == CacheScope::kTrafficOnly)

@@ -70,8 +70,9 @@ class ScheduleCache {
   // (then starts afresh: references from earlier calls become invalid); kAllRanks keeps every
   // entry (references stay valid) but drops whole schedules beyond kMaxSteps steps in all.
   // `also` (may be null) is given every message of the schedule: as it is built or streamed
-  // for a new entry, else from the kept schedule (kAllRanks) or streamed again.
-  const CachedSchedule& entry(const ScheduleKey& key, const MessageSink* also = nullptr);
+  // for a new entry, else from the kept schedule (kAllRanks) or streamed again. Streamed
+  // (kTrafficOnly), ring phases come whole (ScheduleSink::ring), and so does their traffic.
+  const CachedSchedule& entry(const ScheduleKey& key, ScheduleSink* also = nullptr);
   // kAllRanks: the whole schedule of an entry, rebuilt if it was dropped.
   std::shared_ptr<const Schedule> schedule(const CachedSchedule& entry);
 
@@ -82,7 +83,7 @@ class ScheduleCache {
 
  private:
   Schedule build(const ScheduleKey& key) const;
-  CachedSchedule stream(const ScheduleKey& key, const MessageSink* also) const;
+  CachedSchedule stream(const ScheduleKey& key, ScheduleSink* also) const;
   void account_steps(size_t steps);
 
   std::vector<int> node_of_rank_;

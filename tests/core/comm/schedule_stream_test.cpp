@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/comm/collective_schedule.hpp"
@@ -62,11 +63,11 @@ TEST(ScheduleStream, EmitsExactlyTheMessagesOfTheStoredSchedule) {
         const size_t count = c.kind == CollectiveKind::kBarrier ? 0 : 1001;
         const Schedule s = make_schedule(c.kind, c.algorithm, p, count, c.root, nodes);
         std::vector<Message> streamed;
-        const ScheduleOutline outline = stream_schedule(
-            c.kind, c.algorithm, p, count, c.root, nodes, [&](const ScheduledMessage& m) {
-              streamed.emplace_back(m.round, m.from, m.to, m.segment.offset, m.segment.count,
-                                    m.action);
-            });
+        EachMessage sink([&](const ScheduledMessage& m) {
+          streamed.emplace_back(m.round, m.from, m.to, m.segment.offset, m.segment.count, m.action);
+        });
+        const ScheduleOutline outline =
+            stream_schedule(c.kind, c.algorithm, p, count, c.root, nodes, sink);
         std::sort(streamed.begin(), streamed.end());
         SCOPED_TRACE(std::string(to_string(c.kind)) + " " + std::string(to_string(c.algorithm)) +
                      " p=" + std::to_string(p) + " per node " + std::to_string(per_node));
@@ -86,8 +87,7 @@ TEST(ScheduleStream, TrafficOnlyCacheHasTheTrafficOfWholeSchedulesAndNoSteps) {
     const ScheduleKey key = whole.key(CollectiveKind::kAllreduce, Algorithm::kAuto, count, 0);
     const CachedSchedule& a = whole.entry(key);
     size_t messages = 0;
-    auto tally = [&](const ScheduledMessage&) { ++messages; };
-    const MessageSink count_them = tally;
+    EachMessage count_them([&](const ScheduledMessage&) { ++messages; });
     const CachedSchedule& b = traffic.entry(key, &count_them);
     EXPECT_EQ(b.algorithm, a.algorithm);
     EXPECT_EQ(b.messages, a.messages);
@@ -104,6 +104,43 @@ TEST(ScheduleStream, TrafficOnlyCacheHasTheTrafficOfWholeSchedulesAndNoSteps) {
     messages = 0;  // a found entry streams its messages again for a sink
     EXPECT_EQ(&traffic.entry(key, &count_them), &b);
     EXPECT_EQ(messages, a.messages);
+  }
+}
+
+// Ring phases streamed whole carry their traffic in closed form: every count (with and without a
+// remainder over the ring, fewer elements than ranks, none), every ring schedule and the
+// hierarchical allreduce over nodes of 1 to 4 ranks give each rank the stored schedule's bytes
+// and messages.
+TEST(ScheduleStream, RingPhasesCarryTheStoredSchedulesTraffic) {
+  for (int p : {2, 5, 8, 12}) {
+    for (int per_node : {1, 2, 4}) {
+      if (p % per_node != 0) continue;
+      const std::vector<int> nodes = nodes_of(p, per_node);
+      ScheduleCache whole(nodes, CacheScope::kAllRanks);
+      ScheduleCache traffic(nodes, CacheScope::kTrafficOnly);
+      for (size_t count : {size_t{0}, size_t{3}, size_t{96}, size_t{1001}}) {
+        for (const auto& [kind, algorithm] :
+             {std::pair{CollectiveKind::kAllreduce, Algorithm::kRing},
+              std::pair{CollectiveKind::kAllreduce, Algorithm::kHierarchical},
+              std::pair{CollectiveKind::kReduceScatter, Algorithm::kRing},
+              std::pair{CollectiveKind::kAllgather, Algorithm::kRing}}) {
+          SCOPED_TRACE(std::string(to_string(kind)) + " " + std::string(to_string(algorithm)) +
+                       " p=" + std::to_string(p) + " per node " + std::to_string(per_node) +
+                       " count " + std::to_string(count));
+          const ScheduleKey key = whole.key(kind, algorithm, count, 0, WireFormat::kBf16);
+          const CachedSchedule& a = whole.entry(key);
+          const CachedSchedule& b = traffic.entry(key);
+          EXPECT_EQ(b.messages, a.messages);
+          EXPECT_EQ(b.rounds, a.rounds);
+          ASSERT_EQ(b.traffic.size(), a.traffic.size());
+          for (size_t r = 0; r < a.traffic.size(); ++r) {
+            EXPECT_EQ(b.traffic[r].bytes_sent, a.traffic[r].bytes_sent) << r;
+            EXPECT_EQ(b.traffic[r].bytes_recv, a.traffic[r].bytes_recv) << r;
+            EXPECT_EQ(b.traffic[r].sends, a.traffic[r].sends) << r;
+          }
+        }
+      }
+    }
   }
 }
 

@@ -1,0 +1,81 @@
+// RoundMaxima: a schedule's analytic duration, ring phases in closed form.
+#include "backends/sim/round_maxima.hpp"
+
+#include <algorithm>
+#include <bit>
+
+namespace syncopate::sim {
+namespace {
+
+// Maxima of ranges of a fixed array in O(1) each after O(n log n) (a sparse table).
+class RangeMax {
+ public:
+  explicit RangeMax(std::vector<double> values) {
+    levels_.push_back(std::move(values));
+    for (size_t width = 2; width <= levels_[0].size(); width *= 2) {
+      const std::vector<double>& below = levels_.back();
+      std::vector<double> level(levels_[0].size() - width + 1);
+      for (size_t i = 0; i < level.size(); ++i) level[i] = std::max(below[i], below[i + width / 2]);
+      levels_.push_back(std::move(level));
+    }
+  }
+  // The largest of values[first, first + count), count >= 1.
+  double max(size_t first, size_t count) const {
+    const size_t level = std::bit_width(count) - 1;
+    const std::vector<double>& v = levels_[level];
+    return std::max(v[first], v[first + count - (size_t{1} << level)]);
+  }
+
+ private:
+  std::vector<std::vector<double>> levels_;  // level l: maxima of windows of 2^l values
+};
+
+}  // namespace
+
+double& RoundMaxima::round(size_t k) {
+  if (longest_.size() <= k) longest_.resize(k + 1, 0.0);
+  return longest_[k];
+}
+
+void RoundMaxima::message(const ScheduledMessage& m) {
+  double& longest = round(m.round);
+  longest = std::max(longest, seconds_(m.from, m.to, m.segment.count));
+}
+
+void RoundMaxima::ring(const RingPhase& phase) {
+  const size_t m = phase.ring.size(), rounds = phase.rounds();
+  if (rounds == 0) return;
+  const size_t base = phase.segment.count / m, extra = phase.segment.count % m;
+  // Per pair i (twice over, so that a cyclic range is a plain one): a base-size block's time,
+  // and a larger one's.
+  std::vector<double> small(2 * m), large(extra > 0 ? 2 * m : 0);
+  for (size_t i = 0; i < m; ++i) {
+    const int from = phase.ring[i], to = phase.ring[(i + 1) % m];
+    small[i] = small[i + m] = seconds_(from, to, base);
+    if (extra > 0) large[i] = large[i + m] = seconds_(from, to, base + 1);
+  }
+  const RangeMax small_max(std::move(small));
+  if (extra == 0) {
+    const double longest = small_max.max(0, m);
+    for (size_t k = 0; k < rounds; ++k)
+      round(phase.round0 + k) = std::max(round(phase.round0 + k), longest);
+    return;
+  }
+  const RangeMax large_max(std::move(large));
+  for (size_t k = 0; k < rounds; ++k) {
+    // Pair i carries block (i - k - shift) mod m, of base + 1 elements when that is < extra.
+    const size_t first = (k + static_cast<size_t>(phase.shift)) % m;
+    double longest = large_max.max(first, extra);
+    if (extra < m) longest = std::max(longest, small_max.max(first + extra, m - extra));
+    double& r = round(phase.round0 + k);
+    r = std::max(r, longest);
+  }
+}
+
+double RoundMaxima::total() const {
+  double total = 0;
+  for (double round : longest_) total += round;
+  return total;
+}
+
+}  // namespace syncopate::sim
