@@ -2,9 +2,11 @@
 #include "core/train/memory.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/comm/comm.hpp"
 #include "core/nn/model_summary.hpp"
+#include "core/train/powersgd.hpp"
 
 namespace syncopate {
 namespace {
@@ -48,6 +50,12 @@ GpuMemory memory_per_gpu(const Scenario& s) {
   if (zero && s.strategy.stage >= 3)
     m.parameters = 4 * (shard + 2 * largest_unit(summary, s.strategy.bucket_mb));
   m.gradients = 4 * (zero && s.strategy.stage >= 2 ? shard : n);
+  // ddp with PowerSGD: its error feedback and factors, with the gradients.
+  if (s.strategy.compression == Compression::kPowerSgd) {
+    const std::unique_ptr<Model> model = make_model(s.model.spec(), Storage::kShapeOnly);
+    const PowerSgd powersgd(param_tensors(s.model.spec(), *model), s.strategy.powersgd_rank, 0);
+    m.gradients += 4 * powersgd.state_floats(n);
+  }
   m.optimizer_state = 4 * state_floats(s.optimizer) * (zero ? shard : n);
   // diloco's outer optimizer: the global model and, with momentum, its buffer.
   if (s.strategy.kind == StrategyKind::kDiloco)

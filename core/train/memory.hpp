@@ -6,7 +6,8 @@
 // gradients, stage 3 and the parameters, of which it also holds two whole units gathered: the
 // one computing and the one prefetched), plus the activations kept for backward at the per-worker
 // batch. diloco's outer optimizer state (the global model, 4 bytes per parameter, and its momentum
-// buffer, 4 more unless outer_momentum is 0) counts as optimizer state.
+// buffer, 4 more unless outer_momentum is 0) counts as optimizer state; PowerSGD's error feedback
+// (4 bytes per parameter) and factors (its P, Q and packed vectors) count with the gradients.
 #include <cstdint>
 #include <string>
 

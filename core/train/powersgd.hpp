@@ -53,6 +53,11 @@ class PowerSgd {
               std::span<float> scratch = {});
   // Elements each step allreduces: sum of (n + m) r over the matrices, plus the vectors.
   size_t elements_per_step() const { return p_size_ + q_size_ + vector_count_; }
+  // Floats it holds once it has run a step on a gradient buffer of `grads` floats: the error
+  // feedback (one per gradient, with ErrorFeedback::kOn), every P and Q, the packed vectors.
+  size_t state_floats(size_t grads) const {
+    return (feedback_ == ErrorFeedback::kOn ? grads : 0) + elements_per_step();
+  }
   // Checkpoints: what one step hands the next, the error feedback and every Q (both empty
   // before the first step).
   void save_state(ByteWriter& out) const;

@@ -122,5 +122,22 @@ TEST(MemoryPerGpu, DescribeNamesEveryPart) {
   EXPECT_EQ(format_bytes(999), "999 B");
 }
 
+// ddp with PowerSGD at rank 4 on the mlp (dense 784-256, 256-128, 128-10 with biases): the
+// gradients, the error feedback of the same size, P (256 + 128 + 10 rows x 4), Q (784 + 256 +
+// 128 columns x 4) and the 394 biases packed as vectors.
+TEST(MemoryPerGpu, PowerSgdHoldsItsErrorFeedbackAndFactorsWithTheGradients) {
+  const std::string text =
+      "workers = 4\n[model]\nname = \"mlp\"\n[data]\ndataset = \"synthetic\"\n";
+  const Scenario plain = parse_scenario(text, "<test>", {"strategy.name=ddp"});
+  const Scenario powersgd = parse_scenario(
+      text, "<test>",
+      {"strategy.name=ddp", "strategy.compression=powersgd", "strategy.powersgd_rank=4"});
+  constexpr uint64_t params = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+  constexpr uint64_t factors = (256 + 128 + 10) * 4 + (784 + 256 + 128) * 4 + (256 + 128 + 10);
+  EXPECT_EQ(memory_per_gpu(plain).gradients, 4 * params);
+  EXPECT_EQ(memory_per_gpu(powersgd).gradients, 4 * (params + params + factors));
+  EXPECT_EQ(memory_per_gpu(powersgd).parameters, memory_per_gpu(plain).parameters);
+}
+
 }  // namespace
 }  // namespace syncopate
