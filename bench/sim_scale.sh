@@ -9,8 +9,8 @@
 # events per second: one per layer pass, optimizer step and collective of every worker), and
 # the simulated epoch. The machine's load average is printed first.
 #   bench/sim_scale.sh        the default grid: 1,024, 4,096, 16,384 and 65,536 GPUs, analytic,
-#                             fast-forward on, noise off (about 6 minutes on 2 cores, most of
-#                             it at 65,536 GPUs: 5.5 minutes, 5.7 GB)
+#                             fast-forward on, noise off (about 2 minutes on 2 cores, most of
+#                             it at 65,536 GPUs: 1.5 minutes, 5.7 GB)
 #   GPUS="1024 4096" bench/sim_scale.sh                 the small points only (a minute)
 #   STEPS=one GPUS="16384 65536" bench/sim_scale.sh     one step per point (the samples of one
 #                                                       global batch) instead of the epoch
