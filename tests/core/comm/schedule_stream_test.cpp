@@ -35,6 +35,18 @@ std::vector<int> nodes_of(int p, int per_node) {
   return nodes;
 }
 
+// The same messages, rounds and per-rank traffic.
+void expect_same_traffic(const CachedSchedule& b, const CachedSchedule& a) {
+  EXPECT_EQ(b.messages, a.messages);
+  EXPECT_EQ(b.rounds, a.rounds);
+  ASSERT_EQ(b.traffic.size(), a.traffic.size());
+  for (size_t r = 0; r < a.traffic.size(); ++r) {
+    EXPECT_EQ(b.traffic[r].bytes_sent, a.traffic[r].bytes_sent) << r;
+    EXPECT_EQ(b.traffic[r].bytes_recv, a.traffic[r].bytes_recv) << r;
+    EXPECT_EQ(b.traffic[r].sends, a.traffic[r].sends) << r;
+  }
+}
+
 struct Case {
   CollectiveKind kind;
   Algorithm algorithm;
@@ -90,15 +102,8 @@ TEST(ScheduleStream, TrafficOnlyCacheHasTheTrafficOfWholeSchedulesAndNoSteps) {
     EachMessage count_them([&](const ScheduledMessage&) { ++messages; });
     const CachedSchedule& b = traffic.entry(key, &count_them);
     EXPECT_EQ(b.algorithm, a.algorithm);
-    EXPECT_EQ(b.messages, a.messages);
+    expect_same_traffic(b, a);
     EXPECT_EQ(messages, a.messages) << "the sink sees every message once";
-    EXPECT_EQ(b.rounds, a.rounds);
-    ASSERT_EQ(b.traffic.size(), a.traffic.size());
-    for (size_t r = 0; r < a.traffic.size(); ++r) {
-      EXPECT_EQ(b.traffic[r].bytes_sent, a.traffic[r].bytes_sent) << r;
-      EXPECT_EQ(b.traffic[r].bytes_recv, a.traffic[r].bytes_recv) << r;
-      EXPECT_EQ(b.traffic[r].sends, a.traffic[r].sends) << r;
-    }
     EXPECT_EQ(b.schedule, nullptr);
     EXPECT_TRUE(b.steps.empty());
     messages = 0;  // a found entry streams its messages again for a sink
@@ -130,14 +135,7 @@ TEST(ScheduleStream, RingPhasesCarryTheStoredSchedulesTraffic) {
           const ScheduleKey key = whole.key(kind, algorithm, count, 0, WireFormat::kBf16);
           const CachedSchedule& a = whole.entry(key);
           const CachedSchedule& b = traffic.entry(key);
-          EXPECT_EQ(b.messages, a.messages);
-          EXPECT_EQ(b.rounds, a.rounds);
-          ASSERT_EQ(b.traffic.size(), a.traffic.size());
-          for (size_t r = 0; r < a.traffic.size(); ++r) {
-            EXPECT_EQ(b.traffic[r].bytes_sent, a.traffic[r].bytes_sent) << r;
-            EXPECT_EQ(b.traffic[r].bytes_recv, a.traffic[r].bytes_recv) << r;
-            EXPECT_EQ(b.traffic[r].sends, a.traffic[r].sends) << r;
-          }
+          expect_same_traffic(b, a);
         }
       }
     }
