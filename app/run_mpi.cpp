@@ -87,10 +87,10 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
   const double start = MPI_Wtime();
   const AcceleratorFactory accelerator = accelerator_for(scenario);
   const TrainData data = prepare_data(scenario, false);
+  mpi::MpiStopLatch stop_latch(*comm);  // every rank stops at one boundary after a signal
   // Time 0 is the start of training on every rank alike: start-up and data loading excluded.
   comm->barrier();
   mpi::MpiExecutor exec;
-  mpi::MpiStopLatch stop_latch(*comm);  // every rank stops at one boundary after a signal
   CheckpointPlan plan = target.plan;
   plan.stop_latch = &stop_latch;
   const WorkerReport mine =
