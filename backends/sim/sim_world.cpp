@@ -54,6 +54,7 @@ SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
                   return f.kind == FaultKind::kStraggler;
                 });
   workers_.resize(static_cast<size_t>(options.workers));
+  live_ = options.workers;
   for (int i = 0; i < options.workers; ++i) {
     WorkerState& w = workers_[static_cast<size_t>(i)];
     w.id = i;
@@ -85,6 +86,7 @@ bool SimWorld::all_agree(int id, bool vote) {
   agreement->all_yes = agreement->all_yes && vote;
   agreement->voted[static_cast<size_t>(id)] = 1;
   ++agreement->arrived;
+  ++agreement->live_votes;  // a lost worker votes no more
   resolve_agreement();
   if (!agreement->done->fired()) {
     BlockedScope scope(me, BlockedOn{.operation = "all_agree"});
@@ -94,27 +96,21 @@ bool SimWorld::all_agree(int id, bool vote) {
   return agreement->result;
 }
 
-// Releases the open agreement once every live worker voted.
+// Releases the open agreement once every live worker voted (O(1): a vote is counted once, and
+// taken back when its worker is lost).
 void SimWorld::resolve_agreement() {
-  if (!agreement_) return;
-  int live_votes = 0;
-  for (size_t w = 0; w < workers_.size(); ++w)
-    if (agreement_->voted[w] && !workers_[w].lost) ++live_votes;
-  if (live_votes < live_workers()) return;
+  if (!agreement_ || agreement_->live_votes < live_) return;
   const std::shared_ptr<Agreement> agreement = std::move(agreement_);
   agreement->result = agreement->all_yes;
   agreement->done->fire();
-}
-
-int SimWorld::live_workers() const {
-  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
-                                        [](const WorkerState& w) { return !w.lost; }));
 }
 
 std::vector<std::shared_ptr<Job>> SimWorld::lose_worker(int id, const std::string& kind) {
   WorkerState& lost = worker(id);
   if (lost.lost) return {};
   lost.lost = true;
+  --live_;
+  if (agreement_ && agreement_->voted[static_cast<size_t>(id)]) --agreement_->live_votes;
   losses_.push_back({.worker = id, .at_s = simgrid::s4u::Engine::get_clock(), .kind = kind});
   std::vector<std::shared_ptr<Job>> failed;
   std::erase_if(groups_, [](const std::weak_ptr<Group>& g) { return g.expired(); });

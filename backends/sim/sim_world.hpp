@@ -142,7 +142,7 @@ class SimWorld {
   std::vector<std::shared_ptr<Job>> lose_worker(int worker, const std::string& kind);
   void release(std::span<const std::shared_ptr<Job>> failed);
   bool alive(int worker) const { return !workers_[static_cast<size_t>(worker)].lost; }
-  int live_workers() const;
+  int live_workers() const { return live_; }
   const std::vector<WorkerLoss>& losses() const { return losses_; }
   // Every group of the simulation (Group::create).
   std::vector<std::weak_ptr<Group>>& groups() { return groups_; }
@@ -162,6 +162,7 @@ class SimWorld {
   struct Agreement {
     std::vector<char> voted;  // per worker
     int arrived = 0;
+    int live_votes = 0;  // the votes of workers not lost
     bool all_yes = true;
     bool result = false;
     std::shared_ptr<SimEvent> done;
@@ -171,6 +172,7 @@ class SimWorld {
   SimOptions options_;
   bool own_clocks_ = false;
   std::vector<WorkerState> workers_;
+  int live_ = 0;  // workers not lost
   SimStats stats_;
   int next_group_id_ = 0;
   std::shared_ptr<Agreement> agreement_;
