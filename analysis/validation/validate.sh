@@ -74,7 +74,7 @@ done
 
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
-notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in $out)"
+notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
        --note "simulated: sim backend, platform loopback (profile $(sed -n "s/^profile = \"\(.*\)\".*/\1/p" "$root/platforms/loopback.toml")); measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1"
        --note "settings: ${sets[*]:-none}; local_sgd strategy.every=8")
