@@ -138,7 +138,8 @@ class SimWorld {
   // Elastic runs: marks `worker` lost at the current date by a fault of `kind`, and fails the
   // collectives of every group holding it (Group::lose_member; no SimGrid call). The caller
   // stops the worker's actor and then calls release(): the survivors waiting on those
-  // collectives, or in all_agree, go on (and retry on the live members).
+  // collectives (at message fidelity, their helper actors stopped first: Job::release), or in
+  // all_agree, go on (and retry on the live members).
   std::vector<std::shared_ptr<Job>> lose_worker(int worker, const std::string& kind);
   void release(std::span<const std::shared_ptr<Job>> failed);
   bool alive(int worker) const { return !workers_[static_cast<size_t>(worker)].lost; }
