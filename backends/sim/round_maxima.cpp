@@ -54,19 +54,18 @@ void RoundMaxima::ring(const RingPhase& phase) {
     small[i] = small[i + m] = seconds_(from, to, base);
     if (extra > 0) large[i] = large[i + m] = seconds_(from, to, base + 1);
   }
-  const RangeMax small_max(std::move(small));
-  if (extra == 0) {
-    const double longest = small_max.max(0, m);
+  if (extra == 0) {  // every block alike: every round's longest is the longest pair's
+    const double longest = *std::max_element(small.begin(), small.begin() + m);
     for (size_t k = 0; k < rounds; ++k)
       round(phase.round0 + k) = std::max(round(phase.round0 + k), longest);
     return;
   }
-  const RangeMax large_max(std::move(large));
+  const RangeMax small_max(std::move(small)), large_max(std::move(large));
   for (size_t k = 0; k < rounds; ++k) {
     // Pair i carries block (i - k - shift) mod m, of base + 1 elements when that is < extra.
     const size_t first = (k + static_cast<size_t>(phase.shift)) % m;
-    double longest = large_max.max(first, extra);
-    if (extra < m) longest = std::max(longest, small_max.max(first + extra, m - extra));
+    const double longest =  // extra < m: some pairs carry base-size blocks
+        std::max(large_max.max(first, extra), small_max.max(first + extra, m - extra));
     double& r = round(phase.round0 + k);
     r = std::max(r, longest);
   }
