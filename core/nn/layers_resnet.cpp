@@ -122,7 +122,10 @@ class Residual final : public Layer {
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override {
     sum_grad_.resize(y.shape());
     const int64_t n = y.numel();
-    for (int64_t i = 0; i < n; ++i) sum_grad_[i] = !relu_ || y[i] > 0.0f ? dy[i] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = dy[i];  // read unconditionally, so that the loop vectorises (see ReLU)
+      sum_grad_[i] = !relu_ || y[i] > 0.0f ? g : 0.0f;
+    }
     run_backward(main_, main_acts_, main_grads_, x, dx);
     if (shortcut_.empty()) {
       if (dx) {
