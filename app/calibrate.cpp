@@ -4,6 +4,7 @@
 
 #include "core/base/check.hpp"
 #include "core/base/data_dir.hpp"
+#include "core/tensor/gemm.hpp"
 
 #if defined(SYNCOPATE_HAVE_MPI)
 #include <unistd.h>
@@ -67,7 +68,7 @@ Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch,
                " cores online)",
            "load average at the start (1, 5, 15 min): " + load,
            "ranks: " + std::to_string(ranks) + " (one node; every rank measured at once)",
-           "build: " + build_type(),
+           "build: " + build_type() + "; GEMM kernel " + std::string(gemm_kernel()),
            "command: " + o.command_line + " (under mpirun, " + std::to_string(ranks) + " ranks)",
            "samples: " + std::to_string(o.repeats) + " per rank per figure at batch " +
                std::to_string(batch) + ", pooled over the ranks; figures are medians, with p10",

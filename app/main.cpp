@@ -26,6 +26,7 @@
 #include "core/base/check.hpp"
 #include "core/base/data_dir.hpp"
 #include "core/nn/model.hpp"
+#include "core/tensor/gemm.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -151,6 +152,7 @@ int run(RunOptions& o, int* argc, char*** argv) {
     target.plan.every_steps = scenario.checkpoint.every_steps;
   }
   check_model_and_data(scenario);
+  gemm_kernel();  // a bad SYNCOPATE_GEMM_KERNEL is refused here, before anything is written
   // On MPI rank 0 chooses it, once MPI runs.
   if (target.dir.empty() && scenario.backend != BackendKind::kMpi) open_run_dir(target, scenario);
   install_stop_signals();

@@ -8,7 +8,9 @@
 #endif
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/base/check.hpp"
@@ -20,17 +22,15 @@ namespace {
 using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MutableMap = Eigen::Map<RowMajorMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-// The product kernel for this CPU, chosen once (see gemm_product.hpp).
-using ProductFn = void (*)(const gemm_detail::Product&);
-ProductFn pick_product() {
-#if defined(SYNCOPATE_GEMM_AVX2_FMA)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return gemm_detail::product_avx2_fma;
-#endif
-  return gemm_detail::product_generic;
+// The kernel for this CPU, chosen at the first product (SYNCOPATE_GEMM_KERNEL, see
+// gemm_product.hpp); a bad request throws there, and again at the next call.
+const gemm_detail::Kernel& active_kernel() {
+  static const gemm_detail::Kernel kernel = [] {
+    const char* requested = std::getenv("SYNCOPATE_GEMM_KERNEL");
+    return gemm_detail::choose_kernel(requested ? requested : "");
+  }();
+  return kernel;
 }
-const ProductFn product = pick_product();
 
 void check_view(const char* name, int64_t rows, int64_t cols, int64_t ld, const void* data) {
   SYNC_CHECK(rows >= 0 && cols >= 0 && ld >= cols && (data != nullptr || rows * cols == 0),
@@ -70,12 +70,60 @@ void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const 
     cm *= beta;
   }
   if (k == 0 || alpha == 0.0f) return;
-  product({ta, tb, m, n, k, alpha, a.data, a.ld, b.data, b.ld, c.data, c.ld});
+  active_kernel().product({ta, tb, m, n, k, alpha, a.data, a.ld, b.data, b.ld, c.data, c.ld});
 }
 
-std::string_view gemm_kernel() {
-  return product == gemm_detail::product_generic ? "generic" : "avx2_fma";
+std::string_view gemm_kernel() { return active_kernel().name; }
+
+namespace gemm_detail {
+
+Kernel choose_kernel(std::string_view requested) {
+  struct Candidate {
+    Kernel kernel;
+    bool built, runs;
+  };
+  bool avx2_fma = false, avx512 = false;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  avx512 = avx2_fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#endif
+  // Fastest first.
+  const Candidate candidates[] = {
+#if defined(SYNCOPATE_GEMM_AVX512)
+    {{"avx512", product_avx512}, true, avx512},
+#else
+    {{"avx512", nullptr}, false, avx512},
+#endif
+#if defined(SYNCOPATE_GEMM_AVX2_FMA)
+    {{"avx2_fma", product_avx2_fma}, true, avx2_fma},
+#else
+    {{"avx2_fma", nullptr}, false, avx2_fma},
+#endif
+    {{"generic", product_generic}, true, true},
+  };
+  const bool automatic = requested.empty() || requested == "auto";
+  std::string usable = "auto";
+  for (const Candidate& c : candidates) {
+    if (automatic && c.built && c.runs) return c.kernel;
+    if (c.built && c.runs) usable += ", " + std::string(c.kernel.name);
+  }
+  for (const Candidate& c : candidates) {
+    if (c.kernel.name != requested) continue;
+    if (c.built && c.runs) return c.kernel;
+    throw UserError("SYNCOPATE_GEMM_KERNEL = \"" + std::string(requested) + "\": " +
+                    (c.built ? "this CPU cannot run it"
+                             : "not in this build (the AVX kernels are built only into "
+                               "optimised builds for generic x86-64, SYNCOPATE_MARCH empty)") +
+                    "; usable here: " + usable);
+  }
+  throw UserError(
+      "SYNCOPATE_GEMM_KERNEL = \"" + std::string(requested) +
+      "\": unknown kernel; allowed: auto, avx512, avx2_fma, generic (usable here: " + usable + ")");
 }
+
+}  // namespace gemm_detail
 
 void add_row_sums(const MatrixView& a, std::span<float> sums) {
   check_view("add_row_sums", a.rows, a.cols, a.ld, a.data);

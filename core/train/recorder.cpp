@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/base/check.hpp"
+#include "core/tensor/gemm.hpp"
 #include "core/train/memory.hpp"
 
 namespace syncopate {
@@ -201,6 +202,7 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   j["backend_stats"] = Json::object();
   for (const auto& [name, value] : info.extra) j["backend_stats"][name] = figure(value);
   j["wall_seconds"] = info.wall_seconds;
+  j["gemm_kernel"] = gemm_kernel();  // the CPU arithmetic's bits depend on it
   if (!info.lost_workers.empty()) {
     j["lost_workers"] = Json::array();
     for (const LostWorker& lost : info.lost_workers)

@@ -118,4 +118,29 @@ TEST(Preflight, SimGridXmlThatSimGridWouldAbortOnIsAUserError) {
       << out;
 }
 
+TEST(Preflight, UnknownGemmKernelIsAUserErrorBeforeTraining) {
+  std::string out;
+  EXPECT_EQ(
+      syncopate::run_command("cd " + scratch().string() + " && SYNCOPATE_GEMM_KERNEL=avx1024 " +
+                                 kBin + " run --quiet " + kLongRun + "--out gemm-run",
+                             &out),
+      1)
+      << out;
+  EXPECT_TRUE(has(out, "SYNCOPATE_GEMM_KERNEL = \"avx1024\": unknown kernel")) << out;
+  EXPECT_FALSE(fs::exists(scratch() / "gemm-run")) << "a refused run wrote its folder";
+}
+
+TEST(Preflight, SummaryNamesTheGemmKernelThatRan) {
+  std::string out;
+  ASSERT_EQ(syncopate::run_command("cd " + scratch().string() +
+                                       " && SYNCOPATE_GEMM_KERNEL=generic " + kBin +
+                                       " run --quiet --set epochs=1 --set data.train_samples=640 " +
+                                       "--backend local --workers 1 --out generic-run",
+                                   &out),
+            0)
+      << out;
+  EXPECT_TRUE(has(syncopate::read_text(scratch() / "generic-run" / "summary.json"),
+                  "\"gemm_kernel\": \"generic\""));
+}
+
 }  // namespace
