@@ -32,8 +32,9 @@ MutableMatrixView matrix(std::span<float> values, int64_t rows, int64_t cols);
 void gemm(Trans trans_a, Trans trans_b, float alpha, const MatrixView& a, const MatrixView& b,
           float beta, const MutableMatrixView& c);
 
-// The product kernel gemm() runs on this CPU: "avx2_fma" (chosen at run time where the CPU has
-// both and the build has the kernel, see gemm_product.hpp) or "generic" (the build's target).
+// The product kernel gemm() runs on this CPU: "avx512" or "avx2_fma" (chosen at run time where
+// the CPU has them and the build has the kernel, see gemm_product.hpp), or "generic" (the
+// build's target); SYNCOPATE_GEMM_KERNEL may pin one. Throws UserError for a bad pin.
 std::string_view gemm_kernel();
 
 // sums[r] += sum of row r of a (a bias gradient over an NCHW image: one row per channel).
