@@ -205,6 +205,17 @@ Shifted shifted(const ConvGeometry& g, int64_t ky, int64_t kx) {
           (ky - g.padding) * g.width + (kx - g.padding)};
 }
 
+// Zeros the entries of one col row (Ho x Wo, ld w) in the padding columns of the valid rows: a
+// column or two, written element by element down the column. Per-row fills of one or two floats
+// each became a memset call (the compiler turns such loops into calls), 2,700 of them per image
+// of the cnn's second convolution, most of im2col's time.
+void zero_columns(float* row, int64_t w, const Shifted& sh) {
+  for (int64_t ox = 0; ox < sh.cols.lo; ++ox)
+    for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) row[oy * w + ox] = 0.0f;
+  for (int64_t ox = sh.cols.hi; ox < w; ++ox)
+    for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) row[oy * w + ox] = 0.0f;
+}
+
 void im2col_same_stride1(const float* x, const ConvGeometry& g, float* col, int64_t col_ld) {
   const int64_t h = g.height, w = g.width, plane = h * w, k = g.kernel;
   for (int64_t c = 0; c < g.channels; ++c) {
@@ -219,12 +230,7 @@ void im2col_same_stride1(const float* x, const ConvGeometry& g, float* col, int6
         std::memcpy(out + begin, in + begin + sh.shift,
                     static_cast<size_t>(end - begin) * sizeof(float));
         std::fill(out + end, out + plane, 0.0f);
-        if (sh.cols.lo > 0 || sh.cols.hi < w) {
-          for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) {
-            std::fill(out + oy * w, out + oy * w + sh.cols.lo, 0.0f);
-            std::fill(out + oy * w + sh.cols.hi, out + (oy + 1) * w, 0.0f);
-          }
-        }
+        zero_columns(out, w, sh);
       }
     }
   }
@@ -239,12 +245,7 @@ void col2im_same_stride1(float* col, int64_t col_ld, const ConvGeometry& g, floa
         float* in = col + ((c * k + ky) * k + kx) * col_ld;
         const Shifted sh = shifted(g, ky, kx);
         // Zero the entries that belong to padding columns, then add one contiguous range.
-        if (sh.cols.lo > 0 || sh.cols.hi < w) {
-          for (int64_t oy = sh.rows.lo; oy < sh.rows.hi; ++oy) {
-            std::fill(in + oy * w, in + oy * w + sh.cols.lo, 0.0f);
-            std::fill(in + oy * w + sh.cols.hi, in + (oy + 1) * w, 0.0f);
-          }
-        }
+        zero_columns(in, w, sh);
         const int64_t begin = std::max(sh.rows.lo * w, -sh.shift);
         const int64_t end = std::min(sh.rows.hi * w, plane - sh.shift);
         float* dst = out + sh.shift;
