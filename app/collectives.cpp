@@ -75,7 +75,7 @@ Algorithm run_once(Communicator& comm, CollectiveKind kind, Buffers& b) {
       comm.broadcast(b.all, 0);
       break;
     case CollectiveKind::kAllgather:
-      comm.allgather(b.mine, b.all);
+      comm.allgather(b.mine, b.all, WireFormat::kFp32);
       break;
   }
   return Algorithm::kAuto;

@@ -65,7 +65,7 @@ std::vector<PciLocation> gather_gpus(Communicator& control, int device, bool has
   const std::array<float, 3> packed{static_cast<float>(mine.domain), static_cast<float>(mine.bus),
                                     static_cast<float>(mine.device)};
   std::vector<float> all(packed.size() * static_cast<size_t>(control.size()));
-  control.allgather(packed, all);
+  control.allgather(packed, all, WireFormat::kFp32);
   std::vector<PciLocation> gpus(static_cast<size_t>(control.size()));
   for (size_t r = 0; r < gpus.size(); ++r)
     gpus[r] = {static_cast<int>(all[3 * r]), static_cast<int>(all[3 * r + 1]),
@@ -245,7 +245,7 @@ void NcclCommunicator::init(int device) {
   // srun --gpus-per-task every rank sees one device, its own).
   std::vector<float> nodes(static_cast<size_t>(size_));
   const float my_node = static_cast<float>(control_->node());
-  control_->allgather(std::span<const float>(&my_node, 1), nodes);
+  control_->allgather(std::span<const float>(&my_node, 1), nodes, WireFormat::kFp32);
   node_of_rank_.assign(nodes.begin(), nodes.end());
   int local = 0;
   for (int r = 0; r < rank_; ++r)
@@ -415,13 +415,17 @@ void NcclCommunicator::enqueue_steps(const std::vector<Step>& steps, float* data
   }
 }
 
-void NcclCommunicator::enqueue_allreduce(float* data, size_t count,
-                                         const CollectiveOptions& options) {
-  if (options.wire != WireFormat::kFp32)
-    throw UserError("nccl: allreduce in " + std::string(to_string(options.wire)) + " on rank " +
-                    std::to_string(rank_) +
+void NcclCommunicator::check_fp32(const char* operation, WireFormat wire) const {
+  if (wire != WireFormat::kFp32)
+    throw UserError("nccl: " + std::string(operation) + " in " + std::string(to_string(wire)) +
+                    " on rank " + std::to_string(rank_) +
                     ": compressed collectives are not implemented on the NCCL transport; "
                     "allowed: fp32 (strategy.compression = \"none\", or mpi.transport = \"mpi\")");
+}
+
+void NcclCommunicator::enqueue_allreduce(float* data, size_t count,
+                                         const CollectiveOptions& options) {
+  check_fp32("allreduce", options.wire);
   if (count == 0) return;
   if (options_.native) {
     SYNC_NCCL_CHECK(
@@ -489,7 +493,9 @@ WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<fl
   return std::make_unique<NcclWork>(*this, out, op, timeout_s, buffer, event, offset);
 }
 
-WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
+                                          WireFormat wire) {
+  check_fp32("allgather", wire);
   check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
@@ -501,7 +507,8 @@ WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span
 }
 
 WorkPtr NcclCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                               ReduceOp op) {
+                                               ReduceOp op, WireFormat wire) {
+  check_fp32("reduce_scatter", wire);
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
   return staged_async(in, out, block.offset, op, default_timeout(), [&](float* device) {
@@ -540,7 +547,9 @@ void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   if (rank_ == root) finish(op, size_, data);
 }
 
-void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all,
+                                 WireFormat wire) {
+  check_fp32("allgather", wire);
   check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
@@ -551,8 +560,9 @@ void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> a
   });
 }
 
-void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
-                                      ReduceOp op) {
+void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                                      WireFormat wire) {
+  check_fp32("reduce_scatter", wire);
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
   host_scratch_.assign(in.begin(), in.end());

@@ -94,12 +94,15 @@ class NcclCommunicator final : public Communicator {
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
-  void allgather(std::span<const float> mine, std::span<float> all) override;
-  void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  // In fp32 only (a 16-bit `wire` is a UserError, as allreduce's).
+  void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) override;
+  void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                      WireFormat wire) override;
   // Queued on stream() after the operations before them, as allreduce_async.
-  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) override;
-  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                               ReduceOp op) override;
+  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
+                          WireFormat wire) override;
+  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
+                               WireFormat wire) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -128,6 +131,8 @@ class NcclCommunicator final : public Communicator {
   void check_open() const;
   void check_rank(int rank, const char* operation, const char* what, bool self_allowed) const;
   void check_block(size_t got, size_t n, const char* operation, const char* what) const;
+  // UserError unless wire is fp32.
+  void check_fp32(const char* operation, WireFormat wire) const;
   // This rank's steps of a schedule (the schedule cache's), with scratch grown to fit them.
   const std::vector<Step>& steps_of(CollectiveKind kind, Algorithm algorithm, size_t count,
                                     int root);

@@ -124,39 +124,45 @@ Algorithm MpiCommunicator::allreduce_waited(std::span<float> data,
 }
 
 // The contribution is copied into `all` now; the ring runs on the asynchronous channel.
-WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
+                                         WireFormat wire) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
-  place_contribution(mine, all);
-  return engine_->submit([this, all](PollPolicy poll) {
+  place_contribution(mine, all, wire);
+  return engine_->submit([this, all, wire](PollPolicy poll) {
     poll.timeout_s = default_timeout();
-    return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll);
+    return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll,
+                       wire);
   });
 }
 
 // The input is copied now (the task owns the copy); `out` receives the block when it ran.
 WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                              ReduceOp op) {
+                                              ReduceOp op, WireFormat wire) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   auto work = std::make_shared<std::vector<float>>(in.begin(), in.end());
-  return engine_->submit([this, work, out, op](PollPolicy poll) {
+  prepare(op, size_, *work, wire);
+  return engine_->submit([this, work, out, op, wire](PollPolicy poll) {
     poll.timeout_s = default_timeout();
     const Algorithm ran =
-        async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll);
-    finish_block(*work, out, op);
+        async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll, wire);
+    finish_block(*work, out, op, wire);
     return ran;
   });
 }
 
-void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<float> all) const {
+void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<float> all,
+                                         WireFormat wire) const {
   const BlockRange block = block_of(all.size(), size_, rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
+  prepare(ReduceOp::kSum, size_, all.subspan(block.offset, block.count), wire);
 }
 
-void MpiCommunicator::finish_block(std::span<float> work, std::span<float> out, ReduceOp op) const {
+void MpiCommunicator::finish_block(std::span<float> work, std::span<float> out, ReduceOp op,
+                                   WireFormat wire) const {
   const BlockRange block = block_of(work.size(), size_, rank_);
   const std::span<float> reduced = work.subspan(block.offset, block.count);
-  finish(op, size_, reduced);
+  finish(op, size_, reduced, wire);
   std::copy(reduced.begin(), reduced.end(), out.begin());
 }
 
@@ -195,17 +201,20 @@ void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   if (rank_ == root) finish(op, size_, data);
 }
 
-void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> all,
+                                WireFormat wire) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
-  place_contribution(mine, all);
-  main_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll());
+  place_contribution(mine, all, wire);
+  main_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll(), wire);
 }
 
-void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
+void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                                     WireFormat wire) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
-  main_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, work_, 0, op, poll());
-  finish_block(work_, out, op);
+  prepare(op, size_, work_, wire);
+  main_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, work_, 0, op, poll(), wire);
+  finish_block(work_, out, op, wire);
 }
 
 void MpiCommunicator::barrier() {

@@ -69,12 +69,14 @@ class MpiCommunicator final : public Communicator {
   void allreduce_blocking(std::span<float> data, const CollectiveOptions& options);
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
-  void allgather(std::span<const float> mine, std::span<float> all) override;
-  void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) override;
+  void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) override;
+  void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                      WireFormat wire) override;
   // Jobs of the asynchronous engine, as allreduce_async (same channel, same order).
-  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) override;
-  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                               ReduceOp op) override;
+  WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
+                          WireFormat wire) override;
+  WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
+                               WireFormat wire) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -103,10 +105,12 @@ class MpiCommunicator final : public Communicator {
   // UserError unless got == block_of(n, size, rank).count.
   void check_block(size_t got, size_t n, const char* operation, const char* what) const;
   void add_bytes(uint64_t sent, uint64_t received);
-  // allgather: this rank's block into its place in `all` (nothing when it is there already).
-  void place_contribution(std::span<const float> mine, std::span<float> all) const;
+  // allgather: this rank's block into its place in `all` (nothing when it is there already),
+  // rounded to the wire format as the other blocks will arrive.
+  void place_contribution(std::span<const float> mine, std::span<float> all, WireFormat wire) const;
   // reduce_scatter: this rank's reduced block of `work`, finished (kAvg), into `out`.
-  void finish_block(std::span<float> work, std::span<float> out, ReduceOp op) const;
+  void finish_block(std::span<float> work, std::span<float> out, ReduceOp op,
+                    WireFormat wire) const;
 
   int rank_ = 0, size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_rank_;

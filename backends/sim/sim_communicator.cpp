@@ -124,12 +124,13 @@ class JobWork final : public Work {
 class ScatterWork final : public Work {
  public:
   ScatterWork(WorkPtr collective, std::unique_ptr<std::vector<float>> buffer, BlockRange block,
-              std::span<float> out, ReduceOp op, int size)
+              std::span<float> out, ReduceOp op, WireFormat wire, int size)
       : buffer_(std::move(buffer)),
         collective_(std::move(collective)),
         block_(block),
         out_(out),
         op_(op),
+        wire_(wire),
         size_(size) {}
   // The collective's own Work waits in its destructor if this one was never waited for.
   void wait() override {
@@ -138,7 +139,7 @@ class ScatterWork final : public Work {
     collective_->wait();
     const auto first = buffer_->begin() + static_cast<std::ptrdiff_t>(block_.offset);
     std::copy(first, first + static_cast<std::ptrdiff_t>(block_.count), out_.begin());
-    finish(op_, size_, out_);
+    finish(op_, size_, out_, wire_);
   }
   Completion completion() const override { return collective_->completion(); }
 
@@ -150,6 +151,7 @@ class ScatterWork final : public Work {
   BlockRange block_;
   std::span<float> out_;
   ReduceOp op_;
+  WireFormat wire_;
   int size_;
   bool done_ = false;
 };
@@ -248,7 +250,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
     drain();
     {
       BlockedScope scope(me_, what);
-      if (world_.emulate()) prepare_rank(call, size(), data);
+      if (world_.emulate()) prepare_rank(call, rank_, size(), data);
       run_steps(*group_, rank_, *schedule, data, call.op, call.wire, &me_.blocked);
     }
     if (world_.emulate()) finish_rank(call, rank_, size(), data);
@@ -266,7 +268,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
         try {
           if (previous) previous->done.wait();  // one collective at a time, in issue order
           me.in_flight = what;
-          if (group->world().emulate()) prepare_rank(call, group->size(), data);
+          if (group->world().emulate()) prepare_rank(call, rank, group->size(), data);
           run_steps(*group, rank, *schedule, data, call.op, call.wire, &me.in_flight,
                     collective.get());
           if (collective) group->end_part(rank, *collective);
@@ -315,16 +317,18 @@ void SimCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
       ->wait();
 }
 
-void SimCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
-  start_allgather(mine, all, false)->wait();
+void SimCommunicator::allgather(std::span<const float> mine, std::span<float> all,
+                                WireFormat wire) {
+  start_allgather(mine, all, wire, false)->wait();
 }
 
-WorkPtr SimCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
-  return start_allgather(mine, all, true);
+WorkPtr SimCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
+                                         WireFormat wire) {
+  return start_allgather(mine, all, wire, true);
 }
 
 WorkPtr SimCommunicator::start_allgather(std::span<const float> mine, std::span<float> all,
-                                         bool async) {
+                                         WireFormat wire, bool async) {
   const BlockRange block = block_of(all.size(), size(), rank_);
   if (mine.size() != block.count)
     throw UserError(
@@ -333,20 +337,21 @@ WorkPtr SimCommunicator::start_allgather(std::span<const float> mine, std::span<
         "; allowed: block_of(all.size(), size(), rank()).count = " + std::to_string(block.count));
   if (world_.emulate())
     std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(block.offset));
-  return start({.kind = CollectiveKind::kAllgather, .count = all.size()}, all, async);
+  return start({.kind = CollectiveKind::kAllgather, .count = all.size(), .wire = wire}, all, async);
 }
 
-void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) {
-  start_reduce_scatter(in, out, op, false)->wait();
+void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                                     WireFormat wire) {
+  start_reduce_scatter(in, out, op, wire, false)->wait();
 }
 
 WorkPtr SimCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                              ReduceOp op) {
-  return start_reduce_scatter(in, out, op, true);
+                                              ReduceOp op, WireFormat wire) {
+  return start_reduce_scatter(in, out, op, wire, true);
 }
 
 WorkPtr SimCommunicator::start_reduce_scatter(std::span<const float> in, std::span<float> out,
-                                              ReduceOp op, bool async) {
+                                              ReduceOp op, WireFormat wire, bool async) {
   const BlockRange block = block_of(in.size(), size(), rank_);
   if (out.size() != block.count)
     throw UserError(
@@ -356,9 +361,10 @@ WorkPtr SimCommunicator::start_reduce_scatter(std::span<const float> in, std::sp
   auto work = std::make_unique<std::vector<float>>();
   if (world_.emulate()) work->assign(in.begin(), in.end());
   WorkPtr collective =
-      start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op}, *work, async);
+      start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op, .wire = wire},
+            *work, async);
   if (!world_.emulate()) return collective;
-  return std::make_unique<ScatterWork>(std::move(collective), std::move(work), block, out, op,
+  return std::make_unique<ScatterWork>(std::move(collective), std::move(work), block, out, op, wire,
                                        size());
 }
 

@@ -28,7 +28,7 @@ struct CollCall {
   size_t count = 0;
   int root = 0;
   ReduceOp op = ReduceOp::kSum;
-  WireFormat wire = WireFormat::kFp32;  // allreduce only
+  WireFormat wire = WireFormat::kFp32;  // allreduce, allgather and reduce_scatter
   bool operator==(const CollCall&) const = default;
 };
 
@@ -188,7 +188,7 @@ class Group : public std::enable_shared_from_this<Group> {
 
 // Runs what a collective does before its schedule for rank `rank` (a 16-bit wire format's
 // rounding) and after it (ReduceOp::kAvg's division).
-void prepare_rank(const CollCall& call, int p, std::span<float> data);
+void prepare_rank(const CollCall& call, int rank, int p, std::span<float> data);
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
 
 // Message fidelity: runs rank `rank`'s steps with real SimGrid comms, in the calling actor.

@@ -185,22 +185,28 @@ class Communicator {
   // Result on root only; other ranks' buffers are left unspecified.
   virtual void reduce(std::span<float> data, int root, ReduceOp op) = 0;
   // mine.size() == block_of(all.size(), size(), rank()).count; `all` receives every block.
-  virtual void allgather(std::span<const float> mine, std::span<float> all) = 0;
+  // `wire` is what travels (CollectiveOptions::wire): in fp16 or bf16 every block, this
+  // rank's own too, arrives rounded to it, so that every member holds the same `all`.
+  virtual void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) = 0;
   // out.size() == block_of(in.size(), size(), rank()).count; out receives the reduced block.
-  virtual void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op) = 0;
+  // In fp16 or bf16 the reduction runs in that format, as an allreduce's does
+  // (core/comm/compression.hpp).
+  virtual void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                              WireFormat wire) = 0;
   // The same two, asynchronous: they return at once (misuse is still a UserError of the call)
   // and complete in wait(), with the blocking calls' result bit for bit. `mine` and `in` are
   // read by the call (they may change afterwards); `all` and `out` belong to the operation until
   // wait() returns. They are ordered with this communicator's other asynchronous collectives
   // (allreduce_async) in issue order. By default (a backend with no overlap to offer) they run
   // the blocking call and return a completed Work.
-  virtual WorkPtr allgather_async(std::span<const float> mine, std::span<float> all) {
-    allgather(mine, all);
+  virtual WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
+                                  WireFormat wire) {
+    allgather(mine, all, wire);
     return std::make_unique<CompletedWork>();
   }
-  virtual WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                       ReduceOp op) {
-    reduce_scatter(in, out, op);
+  virtual WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
+                                       WireFormat wire) {
+    reduce_scatter(in, out, op, wire);
     return std::make_unique<CompletedWork>();
   }
   virtual void barrier() = 0;

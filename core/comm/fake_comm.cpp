@@ -100,14 +100,15 @@ void FakeCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   on_call(CallKind::kReduce, default_timeout());
   inner_.reduce(data, root, op);
 }
-void FakeCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+void FakeCommunicator::allgather(std::span<const float> mine, std::span<float> all,
+                                 WireFormat wire) {
   on_call(CallKind::kAllgather, default_timeout());
-  inner_.allgather(mine, all);
+  inner_.allgather(mine, all, wire);
 }
-void FakeCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
-                                      ReduceOp op) {
+void FakeCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                                      WireFormat wire) {
   on_call(CallKind::kReduceScatter, default_timeout());
-  inner_.reduce_scatter(in, out, op);
+  inner_.reduce_scatter(in, out, op, wire);
 }
 void FakeCommunicator::barrier() {
   on_call(CallKind::kBarrier, default_timeout());

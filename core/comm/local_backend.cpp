@@ -46,17 +46,19 @@ class LocalSharedModel final : public SharedModel {
 
 }  // namespace
 
-// With one rank every reduction is the identity (avg divides by 1, exactly).
+// With one rank every reduction is the identity (avg divides by 1, exactly), and nothing travels:
+// no wire format rounds anything.
 WorkPtr LocalCommunicator::allreduce_async(std::span<float>, const CollectiveOptions&) {
   return std::make_unique<CompletedWork>();
 }
 void LocalCommunicator::broadcast(std::span<float>, int root) { check_root(root, "broadcast"); }
 void LocalCommunicator::reduce(std::span<float>, int root, ReduceOp) { check_root(root, "reduce"); }
-void LocalCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+void LocalCommunicator::allgather(std::span<const float> mine, std::span<float> all, WireFormat) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
   std::copy(mine.begin(), mine.end(), all.begin());
 }
-void LocalCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp) {
+void LocalCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp,
+                                       WireFormat) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   std::copy(in.begin(), in.end(), out.begin());
 }

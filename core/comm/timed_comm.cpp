@@ -130,19 +130,20 @@ Algorithm TimedCommunicator::allreduce_waited(std::span<float> data,
   if (tracer_ != nullptr && end > start) tracer_->span("wait allreduce", "comm", start, end);
   return ran;
 }
-WorkPtr TimedCommunicator::allgather_async(std::span<const float> mine, std::span<float> all) {
+WorkPtr TimedCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
+                                           WireFormat wire) {
   rethrow_deferred();
   const double start = exec_.now();
-  WorkPtr work = inner_.allgather_async(mine, all);
+  WorkPtr work = inner_.allgather_async(mine, all, wire);
   times_.comm_s += exec_.now() - start;
   return std::make_unique<TimedWork>(std::move(work), *this, "allgather", start, all.size_bytes(),
                                      Algorithm::kRing);
 }
 WorkPtr TimedCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                                ReduceOp op) {
+                                                ReduceOp op, WireFormat wire) {
   rethrow_deferred();
   const double start = exec_.now();
-  WorkPtr work = inner_.reduce_scatter_async(in, out, op);
+  WorkPtr work = inner_.reduce_scatter_async(in, out, op, wire);
   times_.comm_s += exec_.now() - start;
   return std::make_unique<TimedWork>(std::move(work), *this, "reduce_scatter", start,
                                      in.size_bytes(), Algorithm::kRing);
@@ -155,15 +156,17 @@ void TimedCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   rethrow_deferred();
   timed("reduce", data.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.reduce(data, root, op); });
 }
-void TimedCommunicator::allgather(std::span<const float> mine, std::span<float> all) {
+void TimedCommunicator::allgather(std::span<const float> mine, std::span<float> all,
+                                  WireFormat wire) {
   rethrow_deferred();
-  timed("allgather", all.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.allgather(mine, all); });
+  timed("allgather", all.size_bytes(), &PhaseTimes::comm_s,
+        [&] { inner_.allgather(mine, all, wire); });
 }
-void TimedCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out,
-                                       ReduceOp op) {
+void TimedCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
+                                       WireFormat wire) {
   rethrow_deferred();
   timed("reduce_scatter", in.size_bytes(), &PhaseTimes::comm_s,
-        [&] { inner_.reduce_scatter(in, out, op); });
+        [&] { inner_.reduce_scatter(in, out, op, wire); });
 }
 void TimedCommunicator::barrier() {
   rethrow_deferred();

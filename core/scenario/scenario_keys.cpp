@@ -493,9 +493,9 @@ std::string diloco_only(const Scenario& s) {
 
 std::string compression_unused(const Scenario& s) {
   using enum StrategyKind;
-  return unless_strategy(s, {kDdp, kHierarchical, kEpochSync, kLocalSgd, kDiloco},
+  return unless_strategy(s, {kDdp, kHierarchical, kEpochSync, kLocalSgd, kDiloco, kZero},
                          "ddp and hierarchical (gradients), epoch_sync, local_sgd and diloco "
-                         "(weights)");
+                         "(weights), and zero (both)");
 }
 
 std::vector<ScenarioKey> strategy_keys() {

@@ -247,7 +247,7 @@ class Hierarchical final : public Strategy {
     std::vector<float> mine(block_of(static_cast<size_t>(p), p, ctx.comm.rank()).count,
                             static_cast<float>(ctx.comm.node()));
     std::vector<float> nodes(static_cast<size_t>(p));
-    ctx.comm.allgather(mine, nodes);
+    ctx.comm.allgather(mine, nodes, WireFormat::kFp32);
     for (int r = 0; r < p; ++r)
       if (static_cast<int>(nodes[static_cast<size_t>(r)]) == ctx.comm.node())
         node_members_.push_back(r);

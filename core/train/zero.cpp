@@ -1,5 +1,6 @@
 // ZeRO stages 1 to 3: reduce-scatter of the gradients, the optimizer over this worker's shard,
-// allgather of the parameters (after the step, or per unit of layers before it is used).
+// allgather of the parameters (after the step, or per unit of layers before it is used), in fp32
+// or in a 16-bit wire format (strategy.compression).
 #include "core/train/zero.hpp"
 
 #include <algorithm>
@@ -48,8 +49,8 @@ std::vector<int> piece_of_layers(const Model& model, const std::vector<Piece>& p
 
 class Zero final : public Strategy {
  public:
-  Zero(int stage, double bucket_mb, const OptimizerConfig& optimizer)
-      : stage_(stage), bucket_mb_(bucket_mb), optimizer_config_(optimizer) {}
+  Zero(int stage, double bucket_mb, const OptimizerConfig& optimizer, WireFormat wire)
+      : stage_(stage), bucket_mb_(bucket_mb), optimizer_config_(optimizer), wire_(wire) {}
 
   void on_train_begin(WorkerContext& ctx) override {
     const auto n = static_cast<size_t>(ctx.model.num_params());
@@ -80,8 +81,8 @@ class Zero final : public Strategy {
     if (stage_ == 3) {
       piece_of_layer_ = piece_of_layers(ctx.model, pieces_);
       gathers_.resize(pieces_.size());
-      if (!ctx.exec.cost_only()) copy_shard_from_model(ctx);  // the shard is the master copy
     }
+    if (keeps_master_shard() && !ctx.exec.cost_only()) copy_shard_from_model(ctx);
   }
   // This worker's share of the global batch: the reduce-scatter's sum is then the mean.
   float gradient_scale(const WorkerContext& ctx, const GlobalBatch& batch) const override {
@@ -112,14 +113,15 @@ class Zero final : public Strategy {
     if (stage_ == 1) return;
     for (const Piece& piece : pieces_)
       if (piece.first_layer == layer)
-        scatters_.push_back(ctx.comm.reduce_scatter_async(
-            ctx.grads.subspan(piece.offset, piece.count), shard_of(grads_, piece), ReduceOp::kSum));
+        scatters_.push_back(
+            ctx.comm.reduce_scatter_async(ctx.grads.subspan(piece.offset, piece.count),
+                                          shard_of(grads_, piece), ReduceOp::kSum, wire_));
   }
   void before_step(WorkerContext& ctx) override {
     if (stage_ == 1) reduce_scatter(ctx, pieces_.front());
     for (WorkPtr& work : scatters_) work->wait();
     scatters_.clear();
-    if (stage_ == 3 || ctx.exec.cost_only()) return;
+    if (keeps_master_shard() || ctx.exec.cost_only()) return;
     copy_shard_from_model(ctx);  // the allgather of the last step left the model whole
   }
   OptimizerTarget optimizer_target(WorkerContext&) override {
@@ -133,25 +135,36 @@ class Zero final : public Strategy {
     if (stage_ == 3) gather_all(ctx);
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
-  // The optimizer state of this worker's shard (the parameters are the worker's own).
-  void save_state(const WorkerContext&, ByteWriter& out) const override {
+  // The optimizer state of this worker's shard; in a 16-bit wire format also the fp32 master
+  // shard, which the checkpointed (gathered, rounded) model does not hold. In fp32 the model's
+  // block is the shard bit for bit, and on_train_begin takes it from there.
+  void save_state(const WorkerContext& ctx, ByteWriter& out) const override {
     out.put_span<float>(optimizer_->state());
+    if (wire_ != WireFormat::kFp32 && !ctx.exec.cost_only()) out.put_span<float>(params_);
   }
-  void restore_state(WorkerContext&, ByteReader& in) override {
+  void restore_state(WorkerContext& ctx, ByteReader& in) override {
     in.get_into<float>(optimizer_->state());
+    if (wire_ != WireFormat::kFp32 && !ctx.exec.cost_only()) in.get_into<float>(params_);
   }
 
  private:
+  // Whether the shard is the master copy of this worker's parameters, taken from the model once
+  // at the start: in stage 3 the model holds only gathered units; in a 16-bit wire format the
+  // gathered model is rounded, and the optimizer must keep stepping the fp32 values (as mixed
+  // precision keeps fp32 master weights). Otherwise the shard is copied from the model, which
+  // the last allgather left whole and exact, before every step.
+  bool keeps_master_shard() const { return stage_ == 3 || wire_ != WireFormat::kFp32; }
   static std::span<float> shard_of(std::span<float> buffer, const Piece& piece) {
     return buffer.subspan(piece.shard_offset, piece.block.count);
   }
   void reduce_scatter(WorkerContext& ctx, const Piece& piece) {
     ctx.comm.reduce_scatter(ctx.grads.subspan(piece.offset, piece.count), shard_of(grads_, piece),
-                            ReduceOp::kSum);
+                            ReduceOp::kSum, wire_);
   }
   void gather_all(WorkerContext& ctx) {
     for (const Piece& piece : pieces_)
-      ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count));
+      ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count),
+                         wire_);
   }
   void copy_shard_from_model(WorkerContext& ctx) {
     for (const Piece& piece : pieces_) {
@@ -176,12 +189,13 @@ class Zero final : public Strategy {
     if (work) return;
     const Piece& piece = pieces_[static_cast<size_t>(k)];
     work = ctx.comm.allgather_async(shard_of(params_, piece),
-                                    ctx.params.subspan(piece.offset, piece.count));
+                                    ctx.params.subspan(piece.offset, piece.count), wire_);
   }
 
   int stage_;
   double bucket_mb_;
   OptimizerConfig optimizer_config_;
+  WireFormat wire_;
   std::vector<Piece> pieces_;
   std::vector<float> storage_;
   std::span<float> params_, grads_;  // this worker's shard: its parameters and summed gradients
@@ -198,7 +212,8 @@ class Zero final : public Strategy {
 std::unique_ptr<Strategy> make_zero(const Scenario& scenario) {
   const StrategySection& s = scenario.strategy;
   SYNC_CHECK(s.stage >= 1 && s.stage <= 3, "zero stage " << s.stage << " (refused at parsing)");
-  return std::make_unique<Zero>(s.stage, s.bucket_mb, scenario.optimizer);
+  return std::make_unique<Zero>(s.stage, s.bucket_mb, scenario.optimizer,
+                                wire_format(s.compression));
 }
 
 }  // namespace syncopate

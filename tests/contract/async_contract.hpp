@@ -47,20 +47,20 @@ inline void check_async_collectives(Communicator& comm, Recorder& rec) {
   const int p = comm.size(), me = comm.rank();
   AsyncCase blocking = async_case(me, p);
   const CommCounters start = comm.counters();
-  comm.reduce_scatter(blocking.in, blocking.sum, ReduceOp::kSum);
-  comm.allgather(blocking.contribution, blocking.all);
+  comm.reduce_scatter(blocking.in, blocking.sum, ReduceOp::kSum, WireFormat::kFp32);
+  comm.allgather(blocking.contribution, blocking.all, WireFormat::kFp32);
   comm.allreduce(blocking.reduced, {});
-  comm.reduce_scatter(blocking.in, blocking.avg, ReduceOp::kAvg);
+  comm.reduce_scatter(blocking.in, blocking.avg, ReduceOp::kAvg, WireFormat::kFp32);
   const CommCounters middle = comm.counters();
 
   AsyncCase async = async_case(me, p);
   std::vector<float> in = async.in, contribution = async.contribution;
   std::vector<WorkPtr> works;
-  works.push_back(comm.reduce_scatter_async(in, async.sum, ReduceOp::kSum));
-  works.push_back(comm.allgather_async(contribution, async.all));
+  works.push_back(comm.reduce_scatter_async(in, async.sum, ReduceOp::kSum, WireFormat::kFp32));
+  works.push_back(comm.allgather_async(contribution, async.all, WireFormat::kFp32));
   std::fill(contribution.begin(), contribution.end(), 1e30f);  // read by the call already
   works.push_back(comm.allreduce_async(async.reduced, {}));
-  works.push_back(comm.reduce_scatter_async(in, async.avg, ReduceOp::kAvg));
+  works.push_back(comm.reduce_scatter_async(in, async.avg, ReduceOp::kAvg, WireFormat::kFp32));
   std::fill(in.begin(), in.end(), 1e30f);
   for (size_t k = works.size(); k-- > 0;) works[k]->wait();
   const CommCounters end = comm.counters();

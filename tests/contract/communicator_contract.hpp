@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/comm/comm.hpp"
+#include "core/comm/compression.hpp"
 #include "tests/contract/async_contract.hpp"
 #include "tests/contract/misuse_contract.hpp"
 #include "tests/contract/recorder.hpp"
@@ -34,6 +35,8 @@ struct ContractOptions {
   bool check_shared_model = true;
   // Misuse must raise the contract's errors (tests/contract/misuse_contract.hpp).
   bool check_misuse = true;
+  // Allgather and reduce-scatter in fp16 and bf16 (NCCL: not implemented, refused).
+  bool check_wire_formats = true;
 };
 
 namespace detail {
@@ -168,7 +171,7 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
       data[i] = static_cast<float>(me + 1) / 3.0f + static_cast<float>(i) / 7.0f;
     comm.allreduce(data, {.op = ReduceOp::kAvg, .algorithm = algorithm});
     std::vector<float> all(n * up);
-    comm.allgather(data, all);
+    comm.allgather(data, all, WireFormat::kFp32);
     for (int r = 0; r < p; ++r)
       rec.expect(n == 0 || std::memcmp(all.data() + static_cast<size_t>(r) * n, data.data(),
                                        n * sizeof(float)) == 0,
@@ -214,7 +217,7 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
     std::vector<float> contribution(mine.count);
     for (size_t i = 0; i < mine.count; ++i) contribution[i] = detail::value(me, mine.offset + i, s);
     std::vector<float> all(n, -99.0f);
-    comm.allgather(contribution, all);
+    comm.allgather(contribution, all, WireFormat::kFp32);
     std::vector<float> want(n);
     for (int r = 0; r < p; ++r) {
       const BlockRange b = block_of(n, p, r);
@@ -229,11 +232,41 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
       const std::vector<float> in = inputs(me, n, ++salt);
       const BlockRange mine = block_of(n, p, me);
       std::vector<float> out(mine.count, -99.0f);
-      comm.reduce_scatter(in, out, op);
+      comm.reduce_scatter(in, out, op, WireFormat::kFp32);
       const std::vector<float> full = expected(op, p, n, salt);
       rec.expect_equal(
           "reduce_scatter(" + std::string(to_string(op)) + ", n=" + std::to_string(n) + ")", out,
           std::span<const float>(full).subspan(mine.offset, mine.count));
+    }
+
+  // In a 16-bit wire format every block of an allgather arrives rounded to it, this rank's own
+  // too; a reduce-scatter of small integers stays exact (every partial sum is representable).
+  // One rank sends nothing and rounds nothing.
+  if (options.check_wire_formats)
+    for (WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16}) {
+      const size_t n = 2 * up + 3;
+      const int s = ++salt;
+      const BlockRange mine = block_of(n, p, me);
+      const auto sent = [&](int r, size_t i) {
+        const float v = detail::value(r, i, s) + 0.1f;  // 0.1 is not representable in either
+        return p == 1 ? v : round_to_wire(v, wire);
+      };
+      std::vector<float> contribution(mine.count);
+      for (size_t i = 0; i < mine.count; ++i)
+        contribution[i] = detail::value(me, mine.offset + i, s) + 0.1f;
+      std::vector<float> all(n, -99.0f), want(n);
+      comm.allgather(contribution, all, wire);
+      for (int r = 0; r < p; ++r) {
+        const BlockRange b = block_of(n, p, r);
+        for (size_t i = 0; i < b.count; ++i) want[b.offset + i] = sent(r, b.offset + i);
+      }
+      rec.expect_equal("allgather(" + std::string(to_string(wire)) + ")", all, want);
+      const std::vector<float> in = inputs(me, n, ++salt);
+      std::vector<float> out(mine.count, -99.0f);
+      comm.reduce_scatter(in, out, ReduceOp::kSum, wire);
+      const std::vector<float> full = expected(ReduceOp::kSum, p, n, salt);
+      rec.expect_equal("reduce_scatter(sum, " + std::string(to_string(wire)) + ")", out,
+                       std::span<const float>(full).subspan(mine.offset, mine.count));
     }
 
   detail::check_async_collectives(comm, rec);

@@ -55,11 +55,11 @@ inline void check_local_misuse(Communicator& comm, Recorder& rec, bool shared_mo
   const std::span<float> all(buffer);
   expect_error(rec, "allgather with one float too many", Expect::kUserError, [&] {
     std::vector<float> mine(block_of(all.size(), p, me).count + 1, 1.0f);
-    comm.allgather(mine, all);
+    comm.allgather(mine, all, WireFormat::kFp32);
   });
   expect_error(rec, "reduce_scatter into one float too few", Expect::kUserError, [&] {
     std::vector<float> out(block_of(all.size(), p, me).count - 1);  // 3p + 2 floats: count >= 3
-    comm.reduce_scatter(all, out, ReduceOp::kSum);
+    comm.reduce_scatter(all, out, ReduceOp::kSum, WireFormat::kFp32);
   });
   expect_error(rec, "broadcast from root size()", Expect::kUserError,
                [&] { comm.broadcast(all, p); });

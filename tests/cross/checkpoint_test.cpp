@@ -528,6 +528,14 @@ TEST(PowerSgdMidEpochResume, EndsAsTheUninterruptedRunOnSim) {
   expect_mid_epoch_resume_equivalent("mid-sim-powersgd", args, "", 14, 1e-12);
 }
 
+// zero in a 16-bit wire format: the gathered model is rounded, so the checkpoint holds the fp32
+// master shards too (without them the resumed run steps rounded weights and ends elsewhere).
+TEST(ZeroFp16Resume, EndsAsTheUninterruptedRunOnSim) {
+  const std::string args = run_args("zero", "sim", 4) + " --set strategy.compression=fp16";
+  expect_resume_equivalent("sim-zero-fp16", args, "", 2, 1e-12);
+  expect_mid_epoch_resume_equivalent("mid-sim-zero-fp16", args, "", 14, 1e-12);
+}
+
 // 38 steps an epoch at one worker: stopped at epoch 0's step 16.
 TEST(LocalMidEpochResume, EndsAsTheUninterruptedRun) {
   expect_mid_epoch_resume_equivalent("mid-local", run_args("serial", "local", 1), "", 14, -1);

@@ -181,7 +181,7 @@ TEST(MpiCollectives, ReduceScatterMatchesInMemorySchedule) {
       const uint32_t salt = 300 + static_cast<uint32_t>(n);
       const BlockRange block = block_of(n, p, rank);
       std::vector<float> out(block.count, NAN);
-      comm.reduce_scatter(input_of(rank, n, salt), out, op);
+      comm.reduce_scatter(input_of(rank, n, salt), out, op, WireFormat::kFp32);
 
       auto expected = in_memory(make_reduce_scatter_schedule(p, n), op, all_inputs(p, n, salt));
       std::span<float> mine(expected[static_cast<size_t>(rank)].data() + block.offset, block.count);
@@ -198,7 +198,7 @@ TEST(MpiCollectives, AllgatherPutsEveryRanksBlockInPlace) {
   for (const size_t n : {size_t{1}, size_t{3}, size_t{1001}}) {
     const BlockRange mine = block_of(n, p, rank);
     std::vector<float> all(n, NAN);
-    comm.allgather(input_of(rank, mine.count, 400), all);
+    comm.allgather(input_of(rank, mine.count, 400), all, WireFormat::kFp32);
     for (int r = 0; r < p; ++r) {
       const BlockRange block = block_of(n, p, r);
       const std::vector<float> theirs = input_of(r, block.count, 400);

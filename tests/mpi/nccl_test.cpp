@@ -20,6 +20,9 @@ namespace {
 
 using cuda::NcclCommunicator;
 
+// NCCL refuses compressed collectives (strategy.compression is refused on its transport).
+const contract::ContractOptions kNoWire{.check_wire_formats = false};
+
 // Collective: true on every rank iff every node has at least as many CUDA devices as ranks.
 bool every_rank_has_a_device(MpiCommunicator& comm) {
   int on_node = 0;
@@ -50,9 +53,9 @@ TEST(NcclOverMpi, TooFewDevicesIsTheSameUserErrorOnEveryRank) {
 TEST(NcclOverMpi, HoldsTheContract) {
   if (!every_rank_has_a_device(world())) GTEST_SKIP() << "fewer CUDA devices than ranks";
   NcclCommunicator comm(world());
-  expect_no_failures(contract::check_communicator_contract(comm));
+  expect_no_failures(contract::check_communicator_contract(comm, kNoWire));
   std::unique_ptr<Communicator> half = comm.split(comm.rank() % 2, -comm.rank());
-  expect_no_failures(contract::check_communicator_contract(*half));
+  expect_no_failures(contract::check_communicator_contract(*half, kNoWire));
   // A group keeps each rank on its parent's GPU (the model's memory is there).
   const auto* nccl_half = dynamic_cast<const NcclCommunicator*>(half.get());
   ASSERT_NE(nccl_half, nullptr);
@@ -62,7 +65,7 @@ TEST(NcclOverMpi, HoldsTheContract) {
 TEST(NcclOverMpi, NativeModeHoldsTheContract) {
   if (!every_rank_has_a_device(world())) GTEST_SKIP() << "fewer CUDA devices than ranks";
   NcclCommunicator comm(world(), {.native = true});
-  expect_no_failures(contract::check_communicator_contract(comm));
+  expect_no_failures(contract::check_communicator_contract(comm, kNoWire));
 }
 
 TEST(NcclOverMpi, AllreduceGivesTheMpiBackendsBitsForEveryAlgorithmAndOp) {

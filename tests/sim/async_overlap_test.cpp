@@ -42,21 +42,21 @@ TEST_P(AsyncScatterGatherTest, OverlapsComputeAndSerialisesInIssueOrder) {
       double* o = &out[4 * static_cast<size_t>(comm.rank())];
       // 1. Compute (2 ms) longer than the reduce-scatter: it hides entirely.
       double t = exec.now();
-      WorkPtr work = comm.reduce_scatter_async(full, block, ReduceOp::kSum);
+      WorkPtr work = comm.reduce_scatter_async(full, block, ReduceOp::kSum, WireFormat::kFp32);
       exec.compute({.flops = 2e9, .kind = OpKind::kGemm}, [] {});
       work->wait();
       o[0] = exec.now() - t;
       // 2. Compute (0.1 ms) shorter than the allgather: the allgather's time is what shows.
       t = exec.now();
-      work = comm.allgather_async(block, full);
+      work = comm.allgather_async(block, full, WireFormat::kFp32);
       exec.compute({.flops = 1e8, .kind = OpKind::kGemm}, [] {});
       work->wait();
       o[1] = exec.now() - t;
       // 3. A reduce-scatter, an allgather and a ring allreduce issued back to back.
       comm.barrier();
       t = exec.now();
-      WorkPtr a = comm.reduce_scatter_async(full, block, ReduceOp::kSum);
-      WorkPtr b = comm.allgather_async(block, full);
+      WorkPtr a = comm.reduce_scatter_async(full, block, ReduceOp::kSum, WireFormat::kFp32);
+      WorkPtr b = comm.allgather_async(block, full, WireFormat::kFp32);
       WorkPtr c = comm.allreduce_async(full, {.algorithm = Algorithm::kRing});
       b->wait();
       o[2] = exec.now() - t;
