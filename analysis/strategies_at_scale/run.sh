@@ -2,7 +2,7 @@
 # Strategies at scale: GPT-2 XL on 1,024 GPUs of mn5-acc (scenarios/gpt2-xl-strategies-1024.toml:
 # cost-only, analytic fidelity, 100 steps of one 1,024-token sequence per GPU, AdamW), one run per
 # strategy of the comparison (ddp, zero stages 1 and 3, local_sgd, diloco, epoch_sync; zero
-# stage 2 as well); then table.py writes analysis/strategies_at_scale/strategies_at_scale.md
+# stage 2 as well; ddp and zero with compressed communication); then table.py writes analysis/strategies_at_scale/strategies_at_scale.md
 # (seconds per step, memory per GPU with its parts, bytes, exposed and total communication).
 #
 #   analysis/strategies_at_scale/run.sh [--out DIR] [--bin PATH]
@@ -36,6 +36,10 @@ points=(
   "local_sgd --strategy local_sgd --set strategy.every=8"
   "diloco --strategy diloco --set strategy.every=8"
   "epoch_sync --strategy epoch_sync"
+  "ddp-bf16 --strategy ddp --set strategy.compression=bf16"
+  "ddp-powersgd --strategy ddp --set strategy.compression=powersgd --set strategy.powersgd_rank=4"
+  "zero1-bf16 --strategy zero --set strategy.stage=1 --set strategy.compression=bf16"
+  "zero3-200mb-bf16 --strategy zero --set strategy.stage=3 --set strategy.bucket_mb=200 --set strategy.compression=bf16"
 )
 for point in "${points[@]}"; do
   read -r name args <<<"$point"

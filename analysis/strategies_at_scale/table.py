@@ -20,6 +20,10 @@ ROWS = [
     ("local_sgd", "local_sgd, H = 8"),
     ("diloco", "diloco, H = 8"),
     ("epoch_sync", "epoch_sync"),
+    ("ddp-bf16", "ddp, compression = bf16"),
+    ("ddp-powersgd", "ddp, compression = powersgd, rank 4"),
+    ("zero1-bf16", "zero, stage 1, compression = bf16"),
+    ("zero3-200mb-bf16", "zero, stage 3 (200 MiB units), compression = bf16"),
 ]
 
 

@@ -34,17 +34,42 @@ std::vector<Piece> bucket_pieces(const Model& model, double bucket_mb) {
   return pieces;
 }
 
-// For every layer, the piece that holds its parameters (-1: it has none).
+// For every layer, the piece whose parameters it reads (-1: none): the one that holds its own,
+// or for a tied output projection (tied_dense, GPT-2's), which has none, the embedding's, whose
+// weights it reads. Stage 3 gathers that piece again for it, forward and backward, as FSDP
+// gathers the unit that holds a shared weight wherever it is used.
 std::vector<int> piece_of_layers(const Model& model, const std::vector<Piece>& pieces) {
   std::vector<int> piece_of(static_cast<size_t>(model.num_layers()), -1);
+  int embedding = -1;
   for (int i = 0; i < model.num_layers(); ++i) {
+    if (embedding < 0 && model.layer(i).kind() == "embedding") embedding = i;
     const BlockRange range = model.param_range(i);
     if (range.count == 0) continue;
     for (size_t k = 0; k < pieces.size(); ++k)
       if (range.offset >= pieces[k].offset && range.offset < pieces[k].offset + pieces[k].count)
         piece_of[static_cast<size_t>(i)] = static_cast<int>(k);
   }
+  for (int i = 0; i < model.num_layers(); ++i)
+    if (model.layer(i).kind() == "tied_dense") {
+      SYNC_CHECK(embedding >= 0 && embedding < i, "tied_dense layer " << i << " without an "
+                                                                      << "embedding before it");
+      piece_of[static_cast<size_t>(i)] = piece_of[static_cast<size_t>(embedding)];
+    }
   return piece_of;
+}
+
+// For every layer, the piece that the pass uses next after this layer's (-1: none): that of the
+// first later layer (step +1, forward) or earlier one (step -1, backward) that reads another one.
+std::vector<int> next_pieces(const std::vector<int>& piece_of, int step) {
+  const int n = static_cast<int>(piece_of.size());
+  const auto piece = [&](int i) { return piece_of[static_cast<size_t>(i)]; };
+  std::vector<int> next(piece_of.size(), -1);
+  for (int i = 0; i < n; ++i) {
+    int j = i + step;
+    while (j >= 0 && j < n && (piece(j) < 0 || piece(j) == piece(i))) j += step;
+    if (j >= 0 && j < n) next[static_cast<size_t>(i)] = piece(j);
+  }
+  return next;
 }
 
 class Zero final : public Strategy {
@@ -80,6 +105,8 @@ class Zero final : public Strategy {
     optimizer_ = make_optimizer(optimizer_config_, ctx.exec.cost_only() ? 0 : shard);
     if (stage_ == 3) {
       piece_of_layer_ = piece_of_layers(ctx.model, pieces_);
+      forward_next_ = next_pieces(piece_of_layer_, +1);
+      backward_next_ = next_pieces(piece_of_layer_, -1);
       gathers_.resize(pieces_.size());
     }
     if (keeps_master_shard() && !ctx.exec.cost_only()) copy_shard_from_model(ctx);
@@ -98,7 +125,7 @@ class Zero final : public Strategy {
     if (layer == 0) active_ = -1;  // a new pass: every unit is gathered again
     const int k = piece_of_layer_[static_cast<size_t>(layer)];
     if (k < 0 || k == active_) return;
-    use_unit(ctx, k, k - 1);  // pieces_ run from the last layers to the first
+    use_unit(ctx, k, forward_next_[static_cast<size_t>(layer)]);
   }
   // Stage 3: the same for backward, prefetching the unit before it.
   void before_backward_layer(WorkerContext& ctx, int layer) override {
@@ -106,7 +133,7 @@ class Zero final : public Strategy {
     if (layer == ctx.model.num_layers() - 1) active_ = -1;
     const int k = piece_of_layer_[static_cast<size_t>(layer)];
     if (k < 0 || k == active_) return;
-    use_unit(ctx, k, k + 1);
+    use_unit(ctx, k, backward_next_[static_cast<size_t>(layer)]);
   }
   // Stages 2 and 3: each bucket reduce-scattered as soon as backward has filled it.
   void after_backward_layer(WorkerContext& ctx, int layer) override {
@@ -201,8 +228,9 @@ class Zero final : public Strategy {
   std::span<float> params_, grads_;  // this worker's shard: its parameters and summed gradients
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<WorkPtr> scatters_;  // stages 2 and 3: reduce-scatters in flight
-  // Stage 3: each layer's unit, each unit's allgather in flight, the unit in use (-1: none).
-  std::vector<int> piece_of_layer_;
+  // Stage 3: each layer's unit and the unit that each pass uses after it (prefetched), each
+  // unit's allgather in flight, the unit in use (-1: none).
+  std::vector<int> piece_of_layer_, forward_next_, backward_next_;
   std::vector<WorkPtr> gathers_;
   int active_ = -1;
 };
