@@ -124,7 +124,7 @@ bool agreed_scenario(mpi::MpiCommunicator& comm, const std::function<Scenario()>
   int ok = error.empty() ? 1 : 0, all_ok = 0;
   MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm.handle());
   if (all_ok == 0) {
-    if (error.empty()) error = command + ": another rank could not read its scenario";
+    if (error.empty()) error = command + ": another rank refused its scenario or its settings";
   } else {
     try {
       mpi::check_same_everywhere(comm, scenario.resolved_toml, comm.size());
@@ -147,9 +147,12 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
     return 1;
   }
   Scenario scenario;
-  if (!agreed_scenario(
-          *comm, [&] { return resolve(o, comm->size()); }, "calibrate", scenario))
-    return 1;
+  // A bad SYNCOPATE_GEMM_KERNEL is refused here, agreed by every rank, before any timing.
+  const auto checked = [&] {
+    gemm_kernel();
+    return resolve(o, comm->size());
+  };
+  if (!agreed_scenario(*comm, checked, "calibrate", scenario)) return 1;
   Calibration c;
   c.name = std::filesystem::path(o.out).stem().string();
   const std::string load = load_average();

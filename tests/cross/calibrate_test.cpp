@@ -122,4 +122,22 @@ TEST(Calibrate, RanksWithDifferentScenariosAllFail) {
   EXPECT_FALSE(fs::exists(scratch() / "split.toml"));
 }
 
+// A GEMM kernel that one rank cannot use is refused on every rank before any timing.
+TEST(Calibrate, AnUnknownGemmKernelIsRefusedOnEveryRank) {
+  const std::string out_file = " --out " + (scratch() / "kernel.toml").string();
+  std::string cmd = mpirun(1) + " " + kBin + " calibrate " + kScenario + out_file +
+                    " : -np 1 -x SYNCOPATE_GEMM_KERNEL=avx1024 " + kBin + " calibrate " +
+                    kScenario + out_file;
+  std::string out;
+  EXPECT_NE(syncopate::run_command(cmd, &out), 0) << out;
+  EXPECT_NE(out.find("error on rank 1: SYNCOPATE_GEMM_KERNEL = \"avx1024\": unknown kernel"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(
+      out.find("error on rank 0: calibrate: another rank refused its scenario or its settings"),
+      std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(scratch() / "kernel.toml"));
+}
+
 }  // namespace
