@@ -130,7 +130,8 @@ BENCHMARK(BM_Gemm)->Name("BM_Gemm/square_512")->Args({512, 512, 512, 0, 0});
 void BM_Conv(benchmark::State& state) {
   const int64_t cin = state.range(0), cout = state.range(1), hw = state.range(2);
   const int pass = static_cast<int>(state.range(3));
-  auto layer = conv2d(cin, cout, 3, 1, 1);
+  const auto algorithm = static_cast<ConvAlgorithm>(state.range(4));
+  auto layer = conv2d(cin, cout, 3, 1, 1, Bias::kYes, algorithm);
   auto params = random_floats(static_cast<size_t>(layer->num_params()), 7);
   std::vector<float> grads(params.size());
   layer->bind(params, grads);
@@ -153,10 +154,13 @@ void BM_Conv(benchmark::State& state) {
       benchmark::Counter(1e-9 * cost.flops, benchmark::Counter::kIsIterationInvariantRate);
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
-BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv1_fwd")->Args({1, 32, 28, 0});
-BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv1_bwd_no_dx")->Args({1, 32, 28, 2});
-BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_fwd")->Args({32, 64, 14, 0});
-BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_bwd")->Args({32, 64, 14, 1});
+// The last argument: ConvAlgorithm (0 auto: Winograd for conv2, im2col for conv1; 1 im2col).
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv1_fwd")->Args({1, 32, 28, 0, 0});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv1_bwd_no_dx")->Args({1, 32, 28, 2, 0});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_fwd")->Args({32, 64, 14, 0, 0});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_bwd")->Args({32, 64, 14, 1, 0});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_fwd_im2col")->Args({32, 64, 14, 0, 1});
+BENCHMARK(BM_Conv)->Name("BM_Conv/cnn_conv2_bwd_im2col")->Args({32, 64, 14, 1, 1});
 
 // ---- whole training steps ----
 

@@ -1,11 +1,14 @@
 // Conv2D as im2col + GEMM, one image at a time (the im2col buffer stays small and hot in cache;
-// backward recomputes it instead of keeping a batch-sized copy from forward).
+// backward recomputes it instead of keeping a batch-sized copy from forward); 3x3 stride-1
+// convolutions with padding 1 and enough input channels by Winograd's F(2x2, 3x3)
+// (core/tensor/winograd.hpp) over groups of images instead, with 2.25x fewer multiplications.
 #include <algorithm>
 #include <vector>
 
-#include "core/tensor/gemm.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/layers_common.hpp"
+#include "core/tensor/gemm.hpp"
+#include "core/tensor/winograd.hpp"
 
 namespace syncopate {
 namespace {
@@ -15,18 +18,25 @@ using layers::cost;
 class Conv2D final : public Layer {
  public:
   Conv2D(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride, int64_t padding,
-         Bias bias)
+         Bias bias, ConvAlgorithm algorithm)
       : cin_(in_channels),
         cout_(out_channels),
         k_(kernel),
         stride_(stride),
         pad_(padding),
-        bias_(bias == Bias::kYes) {
+        bias_(bias == Bias::kYes),
+        algorithm_(algorithm) {
     layers::require_arg(cin_ > 0, "conv2d", "in_channels", cin_, "> 0");
     layers::require_arg(cout_ > 0, "conv2d", "out_channels", cout_, "> 0");
     layers::require_arg(k_ > 0, "conv2d", "kernel", k_, "> 0");
     layers::require_arg(stride_ > 0, "conv2d", "stride", stride_, "> 0");
     layers::require_arg(pad_ >= 0, "conv2d", "padding", pad_, ">= 0");
+    if (algorithm == ConvAlgorithm::kWinograd && !winograd::applies(k_, stride_, pad_))
+      throw UserError(
+          "conv2d: the Winograd algorithm takes a 3x3 kernel of stride 1 and padding "
+          "1; got kernel " +
+          std::to_string(k_) + ", stride " + std::to_string(stride_) + ", padding " +
+          std::to_string(pad_));
   }
   std::string_view kind() const override { return "conv2d"; }
   Shape output_shape(const Shape& input) const override {
@@ -56,6 +66,7 @@ class Conv2D final : public Layer {
 
   // y[n] (Cout, P) = W (Cout, K) * im2col(x[n]) (K, P) + b.
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
+    if (winograd_for(x.shape())) return winograd_forward(x, y);
     const ConvGeometry g = geometry(x.shape());
     const int64_t kk = g.col_rows(), p = g.col_cols(), batch = x.dim(0);
     const int64_t in_size = cin_ * g.height * g.width, out_size = cout_ * p;
@@ -76,6 +87,7 @@ class Conv2D final : public Layer {
 
   // dW += dy[n] * im2col(x[n])^T; db += rowsum(dy[n]); dx[n] = col2im(W^T * dy[n]).
   void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
+    if (winograd_for(x.shape())) return winograd_backward(x, dy, dx);
     const ConvGeometry g = geometry(x.shape());
     const int64_t kk = g.col_rows(), p = g.col_cols(), batch = x.dim(0);
     const int64_t in_size = cin_ * g.height * g.width, out_size = cout_ * p;
@@ -122,6 +134,94 @@ class Conv2D final : public Layer {
   }
 
  private:
+  // Below this many input channels the products are too thin for the transforms to pay (the
+  // first layer of an image model: 1 or 3 channels); im2col then.
+  static constexpr int64_t kWinogradMinChannels = 8;
+  // Above this many tiles x channels of one image (large planes of many channels: 16 MB per
+  // workspace) im2col, whose workspace is 2.25x smaller than the transformed image.
+  static constexpr int64_t kWinogradMaxTileChannels = int64_t{1} << 18;
+
+  // Whether this input runs by Winograd: always when asked for, never when asked for im2col;
+  // by default where F(2x2, 3x3) applies, with enough input channels and a moderate workspace.
+  bool winograd_for(const Shape& input) const {
+    if (algorithm_ != ConvAlgorithm::kAuto) return algorithm_ == ConvAlgorithm::kWinograd;
+    const winograd::Tiling t{input[2], input[3]};
+    return winograd::applies(k_, stride_, pad_) && cin_ >= kWinogradMinChannels &&
+           t.tiles() * winograd::padded_channels(std::max(cin_, cout_)) <= kWinogradMaxTileChannels;
+  }
+  // Images per group: about this many tiles, so that the 16 products are wide enough and the
+  // transformed group stays in cache.
+  static constexpr int64_t kWinogradGroupTiles = 256;
+
+  int64_t winograd_group(const winograd::Tiling& t) const {
+    return std::max<int64_t>(1, kWinogradGroupTiles / t.tiles());
+  }
+  // m[xi] (rows x n, row length ldm) = a[xi] (rows x k, row length lda) * b[xi] (k x n), for the
+  // 16 positions.
+  static void winograd_products(const float* a, int64_t lda, const float* b, float* m, int64_t ldm,
+                                int64_t rows, int64_t k, int64_t n) {
+    for (int64_t xi = 0; xi < winograd::kPositions; ++xi)
+      gemm(Trans::kNo, Trans::kNo, 1.0f, {a + xi * rows * lda, rows, k, lda},
+           {b + xi * k * n, k, n, n}, 0.0f, {m + xi * rows * ldm, rows, n, ldm});
+  }
+
+  void winograd_forward(const Tensor& x, Tensor& y) {
+    const winograd::Tiling t{x.dim(2), x.dim(3)};
+    const int64_t batch = x.dim(0), plane = t.height * t.width, group = winograd_group(t);
+    const int64_t in_ld = winograd::padded_channels(cin_);
+    const int64_t out_ld = winograd::padded_channels(cout_);
+    u_.resize(static_cast<size_t>(winograd::kPositions * cout_ * cin_));
+    winograd::transform_filters(w_, cout_, cin_, /*flip=*/false, u_);
+    for (int64_t n = 0; n < batch; n += group) {
+      const int64_t images = std::min(group, batch - n), rows = images * t.tiles();
+      v_.resize(static_cast<size_t>(winograd::kPositions * rows * in_ld));
+      m_.resize(static_cast<size_t>(winograd::kPositions * rows * out_ld));
+      winograd::transform_input(x.data() + n * cin_ * plane, images, cin_, t, v_.data(), in_ld);
+      winograd_products(v_.data(), in_ld, u_.data(), m_.data(), out_ld, rows, cin_, cout_);
+      winograd::transform_output(m_.data(), out_ld, images, cout_, t,
+                                 bias_ ? std::span<const float>(b_) : std::span<const float>(),
+                                 y.data() + n * cout_ * plane);
+    }
+  }
+
+  // dW = G^T (sum over tiles of (A dy A^T) . (B^T x B)) G; dx = the convolution of dy with the
+  // rotated, transposed filters (the same forward transforms); db = the row sums of dy.
+  void winograd_backward(const Tensor& x, const Tensor& dy, Tensor* dx) {
+    const winograd::Tiling t{x.dim(2), x.dim(3)};
+    const int64_t batch = x.dim(0), plane = t.height * t.width, group = winograd_group(t);
+    const int64_t positions = winograd::kPositions;
+    const int64_t in_ld = winograd::padded_channels(cin_);
+    const int64_t out_ld = winograd::padded_channels(cout_);
+    z_.assign(static_cast<size_t>(positions * cout_ * cin_), 0.0f);
+    if (dx) {
+      u_.resize(static_cast<size_t>(positions * cout_ * cin_));
+      winograd::transform_filters(w_, cout_, cin_, /*flip=*/true, u_);
+    }
+    for (int64_t n = 0; n < batch; n += group) {
+      const int64_t images = std::min(group, batch - n), rows = images * t.tiles();
+      const float* dyn = dy.data() + n * cout_ * plane;
+      v_.resize(static_cast<size_t>(positions * rows * in_ld));
+      p_.resize(static_cast<size_t>(positions * rows * out_ld));
+      winograd::transform_input(x.data() + n * cin_ * plane, images, cin_, t, v_.data(), in_ld);
+      winograd::transform_output_grad(dyn, images, cout_, t, p_.data(), out_ld);
+      for (int64_t xi = 0; xi < positions; ++xi)
+        gemm(Trans::kYes, Trans::kNo, 1.0f, {p_.data() + xi * rows * out_ld, rows, cout_, out_ld},
+             {v_.data() + xi * rows * in_ld, rows, cin_, in_ld}, 1.0f,
+             {z_.data() + xi * cout_ * cin_, cout_, cin_, cin_});
+      if (bias_)
+        for (int64_t i = 0; i < images; ++i)
+          add_row_sums({dyn + i * cout_ * plane, cout_, plane, plane}, db_);
+      if (dx) {  // p_ is free again: the weight-gradient products are done
+        m_.resize(static_cast<size_t>(positions * rows * in_ld));
+        winograd::transform_input(dyn, images, cout_, t, p_.data(), out_ld);
+        winograd_products(p_.data(), out_ld, u_.data(), m_.data(), in_ld, rows, cout_, cin_);
+        winograd::transform_output(m_.data(), in_ld, images, cin_, t, {},
+                                   dx->data() + n * cin_ * plane);
+      }
+    }
+    winograd::add_filter_grads(z_, cout_, cin_, dw_);
+  }
+
   int64_t weight_count() const { return cout_ * cin_ * k_ * k_; }
   ConvGeometry geometry(const Shape& input) const {
     return {cin_, input[2], input[3], k_, stride_, pad_};
@@ -129,15 +229,20 @@ class Conv2D final : public Layer {
 
   int64_t cin_, cout_, k_, stride_, pad_;
   bool bias_;
+  ConvAlgorithm algorithm_;
   std::span<float> w_, b_, dw_, db_;
   std::vector<float> col_;  // im2col workspace of one image, reused across calls
+  // Winograd workspaces, reused across calls: transformed filters, a group's transformed
+  // input, output gradient and products, the summed weight-gradient products.
+  std::vector<float> u_, v_, p_, m_, z_;
 };
 
 }  // namespace
 
 std::unique_ptr<Layer> conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel,
-                              int64_t stride, int64_t padding, Bias bias) {
-  return std::make_unique<Conv2D>(in_channels, out_channels, kernel, stride, padding, bias);
+                              int64_t stride, int64_t padding, Bias bias, ConvAlgorithm algorithm) {
+  return std::make_unique<Conv2D>(in_channels, out_channels, kernel, stride, padding, bias,
+                                  algorithm);
 }
 
 }  // namespace syncopate

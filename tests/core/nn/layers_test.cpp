@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "core/base/check.hpp"
-#include "core/tensor/gemm.hpp"
 #include "core/nn/layer.hpp"
+#include "core/tensor/gemm.hpp"
 #include "tests/core/nn/layers_testing.hpp"
 
 namespace syncopate {
@@ -17,6 +17,7 @@ using testing::conv_ref;
 using testing::GradCheckOptions;
 using testing::normalised_error;
 using testing::random_floats;
+using testing::to_double;
 using testing::Vec;
 
 // C = alpha op(A) op(B) + beta C on sub-matrices (ld > cols), every transpose combination.
@@ -180,6 +181,64 @@ TEST(Conv2D, ForwardAndGradientsMatchDoubleReference) {
     no_input_grad.input_grad = false;
     check_layer(*layer, in, ref, no_input_grad);
   }
+}
+
+// 3x3, stride 1, padding 1, 8 input channels or more: Winograd's F(2x2, 3x3) over groups of
+// images (core/tensor/winograd.hpp). Odd and one-pixel planes (tiles reaching past the plane),
+// a batch that is not a multiple of the group (3x3 planes: 64 images a group), no bias.
+TEST(Conv2D, WinogradPathMatchesDoubleReference) {
+  for (const ConvCase& c :
+       {ConvCase{1, 8, 14, 14, 3, 3, 1, 1, Bias::kYes},
+        ConvCase{2, 9, 5, 7, 3, 3, 1, 1, Bias::kYes}, ConvCase{2, 8, 1, 1, 4, 3, 1, 1, Bias::kNo},
+        ConvCase{65, 8, 3, 3, 1, 3, 1, 1, Bias::kYes},
+        ConvCase{1, 16, 2, 6, 12, 3, 1, 1, Bias::kNo}}) {
+    auto layer = conv2d(c.cin, c.cout, c.k, c.stride, c.pad, c.bias);
+    const int64_t nw = c.cout * c.cin * c.k * c.k;
+    const Shape in{c.batch, c.cin, c.h, c.w};
+    EXPECT_EQ(layer->output_shape(in), (Shape{c.batch, c.cout, c.h, c.w}));
+    const auto ref = [&](const Vec& x, const Vec& p) {
+      return conv_ref(x, p, 0, c.bias == Bias::kYes ? nw : -1, c.batch, c.cin, c.h, c.w, c.cout,
+                      c.k, c.stride, c.pad);
+    };
+    SCOPED_TRACE(::testing::Message() << "batch " << c.batch << " cin " << c.cin << " plane " << c.h
+                                      << "x" << c.w << " cout " << c.cout);
+    check_layer(*layer, in, ref);
+    GradCheckOptions no_input_grad;
+    no_input_grad.input_grad = false;
+    check_layer(*layer, in, ref, no_input_grad);
+  }
+}
+
+// Both algorithms on the same parameters and data: outputs and every gradient agree to float
+// rounding (the transforms add and halve, so not bit for bit).
+TEST(Conv2D, WinogradAgreesWithIm2col) {
+  const int64_t batch = 6, cin = 8, cout = 16, hw = 7;
+  std::unique_ptr<Layer> layers[2] = {
+      conv2d(cin, cout, 3, 1, 1, Bias::kYes, ConvAlgorithm::kIm2col),
+      conv2d(cin, cout, 3, 1, 1, Bias::kYes, ConvAlgorithm::kWinograd)};
+  const auto params = random_floats(static_cast<size_t>(layers[0]->num_params()), 4);
+  const Shape in{batch, cin, hw, hw};
+  const Tensor x(in, random_floats(static_cast<size_t>(numel(in)), 5));
+  const Shape out = layers[0]->output_shape(in);
+  const Tensor dy(out, random_floats(static_cast<size_t>(numel(out)), 6));
+  Vec y[2], dx[2], grads[2];
+  for (int a = 0; a < 2; ++a) {
+    auto p = params;
+    std::vector<float> g(params.size(), 0.0f);
+    layers[a]->bind(p, g);
+    Tensor ya(out), dxa(in);
+    layers[a]->forward(x, ya, {});
+    layers[a]->backward(x, ya, dy, &dxa);
+    y[a] = to_double(ya.span());
+    dx[a] = to_double(dxa.span());
+    grads[a] = to_double(g);
+  }
+  EXPECT_LT(normalised_error(y[1], y[0]), 1e-6) << "forward";
+  EXPECT_LT(normalised_error(dx[1], dx[0]), 1e-6) << "input gradient";
+  EXPECT_LT(normalised_error(grads[1], grads[0]), 1e-6) << "parameter gradients";
+  EXPECT_NE(y[1], y[0]) << "the two algorithms ran the same code";
+  EXPECT_THROW(conv2d(8, 8, 3, 2, 1, Bias::kYes, ConvAlgorithm::kWinograd), UserError);
+  EXPECT_THROW(conv2d(8, 8, 5, 1, 2, Bias::kYes, ConvAlgorithm::kWinograd), UserError);
 }
 
 TEST(Conv2D, CostAndShapeErrors) {

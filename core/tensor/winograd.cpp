@@ -1,0 +1,281 @@
+// Winograd F(2x2, 3x3): the transforms. The matrices (Lavin and Gray 2016):
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   (input:  B^T d B, 4x4 -> 4x4)
+//   G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] (filter: G g G^T, 3x3 -> 4x4)
+//   A^T = [1 1 1 0; 0 1 -1 -1]                      (output: A^T m A, 4x4 -> 2x2)
+// Each image is first turned channels-last (pixel-major, channels padded to a multiple of 4, a
+// zero border around it), so that a tile's 16 values of 4 channels are 16 vector loads and
+// every transform runs on 4 channels at once.
+#include "core/tensor/winograd.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "core/base/check.hpp"
+
+namespace syncopate::winograd {
+namespace {
+
+// Four floats: GCC's vector extension (plain SSE on the generic x86-64 target).
+typedef float V4 __attribute__((vector_size(16)));
+V4 load(const float* p) {
+  V4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void store(float* p, V4 v) { std::memcpy(p, &v, sizeof v); }
+
+// (G g G^T) for one 3x3 filter g (row-major) into u[0..15], `step` floats between positions.
+void filter_tile(const float* g, float* u, int64_t step) {
+  float t[4][3];  // G g
+  for (int c = 0; c < 3; ++c) {
+    t[0][c] = g[c];
+    t[1][c] = 0.5f * (g[c] + g[3 + c] + g[6 + c]);
+    t[2][c] = 0.5f * (g[c] - g[3 + c] + g[6 + c]);
+    t[3][c] = g[6 + c];
+  }
+  for (int r = 0; r < 4; ++r) {
+    u[(4 * r + 0) * step] = t[r][0];
+    u[(4 * r + 1) * step] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+    u[(4 * r + 2) * step] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+    u[(4 * r + 3) * step] = t[r][2];
+  }
+}
+
+// Rows a, b, c, d of a 4x4 block become its columns.
+void transpose(V4& a, V4& b, V4& c, V4& d) {
+  typedef int I4 __attribute__((vector_size(16)));
+  const V4 ab_lo = __builtin_shuffle(a, b, I4{0, 4, 1, 5});
+  const V4 ab_hi = __builtin_shuffle(a, b, I4{2, 6, 3, 7});
+  const V4 cd_lo = __builtin_shuffle(c, d, I4{0, 4, 1, 5});
+  const V4 cd_hi = __builtin_shuffle(c, d, I4{2, 6, 3, 7});
+  a = __builtin_shuffle(ab_lo, cd_lo, I4{0, 1, 4, 5});
+  b = __builtin_shuffle(ab_lo, cd_lo, I4{2, 3, 6, 7});
+  c = __builtin_shuffle(ab_hi, cd_hi, I4{0, 1, 4, 5});
+  d = __builtin_shuffle(ab_hi, cd_hi, I4{2, 3, 6, 7});
+}
+
+// One image (channels, h, w) into `pixels` (rows x cols x c4, channels-last) at row and column
+// offset `at`: pixel (y, x) at ((y + at) * cols + x + at) * c4; blocks of 4 channels by 4 pixels
+// are transposed in registers. Only the image's pixels and channels are written: the border and
+// the padding lanes keep the zeros they were made with.
+void to_channels_last(const float* image, int64_t channels, int64_t h, int64_t w, int64_t at,
+                      int64_t cols, int64_t c4, float* pixels) {
+  int64_t c = 0;
+  for (; c + 4 <= channels; c += 4) {
+    for (int64_t y = 0; y < h; ++y) {
+      const float* in = image + (c * h + y) * w;
+      float* row = pixels + ((y + at) * cols + at) * c4 + c;
+      int64_t x = 0;
+      for (; x + 4 <= w; x += 4) {
+        V4 a = load(in + x), b = load(in + h * w + x), d2 = load(in + 2 * h * w + x);
+        V4 d3 = load(in + 3 * h * w + x);
+        transpose(a, b, d2, d3);
+        store(row + x * c4, a);
+        store(row + (x + 1) * c4, b);
+        store(row + (x + 2) * c4, d2);
+        store(row + (x + 3) * c4, d3);
+      }
+      for (; x < w; ++x)
+        for (int64_t k = 0; k < 4; ++k) row[x * c4 + k] = in[k * h * w + x];
+    }
+  }
+  for (; c < channels; ++c) {
+    const float* plane = image + c * h * w;
+    for (int64_t y = 0; y < h; ++y) {
+      float* row = pixels + ((y + at) * cols + at) * c4 + c;
+      for (int64_t x = 0; x < w; ++x) row[x * c4] = plane[y * w + x];
+    }
+  }
+}
+
+// The inverse: pixels (h x cols x c4, channels-last, from offset 0) into image (channels, h, w).
+void from_channels_last(const float* pixels, int64_t cols, int64_t c4, int64_t channels, int64_t h,
+                        int64_t w, float* image) {
+  int64_t c = 0;
+  for (; c + 4 <= channels; c += 4) {
+    for (int64_t y = 0; y < h; ++y) {
+      const float* row = pixels + y * cols * c4 + c;
+      float* out = image + (c * h + y) * w;
+      int64_t x = 0;
+      for (; x + 4 <= w; x += 4) {
+        V4 a = load(row + x * c4), b = load(row + (x + 1) * c4), d2 = load(row + (x + 2) * c4);
+        V4 d3 = load(row + (x + 3) * c4);
+        transpose(a, b, d2, d3);
+        store(out + x, a);
+        store(out + h * w + x, b);
+        store(out + 2 * h * w + x, d2);
+        store(out + 3 * h * w + x, d3);
+      }
+      for (; x < w; ++x)
+        for (int64_t k = 0; k < 4; ++k) out[k * h * w + x] = row[x * c4 + k];
+    }
+  }
+  for (; c < channels; ++c) {
+    float* plane = image + c * h * w;
+    for (int64_t y = 0; y < h; ++y) {
+      const float* row = pixels + y * cols * c4 + c;
+      for (int64_t x = 0; x < w; ++x) plane[y * w + x] = row[x * c4];
+    }
+  }
+}
+
+}  // namespace
+
+bool applies(int64_t kernel, int64_t stride, int64_t padding) {
+  return kernel == 3 && stride == 1 && padding == 1;
+}
+
+void transform_filters(std::span<const float> w, int64_t outs, int64_t ins, bool flip,
+                       std::span<float> u) {
+  SYNC_CHECK(static_cast<int64_t>(w.size()) == outs * ins * 9, "filters of " << w.size());
+  SYNC_CHECK(static_cast<int64_t>(u.size()) == kPositions * outs * ins, "u of " << u.size());
+  const int64_t step = outs * ins;  // between positions xi
+  float rotated[9];
+  for (int64_t o = 0; o < outs; ++o) {
+    for (int64_t i = 0; i < ins; ++i) {
+      const float* g = w.data() + (o * ins + i) * 9;
+      if (flip) {
+        for (int k = 0; k < 9; ++k) rotated[k] = g[8 - k];
+        filter_tile(rotated, u.data() + o * ins + i, step);
+      } else {
+        filter_tile(g, u.data() + i * outs + o, step);
+      }
+    }
+  }
+}
+
+void transform_input(const float* x, int64_t images, int64_t channels, const Tiling& tiling,
+                     float* v, int64_t ld) {
+  const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
+  const int64_t ty_n = tiling.tiles_y(), tiles = tiling.tiles();
+  const int64_t c4 = padded_channels(channels);
+  SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
+  const int64_t xi_step = images * tiles * ld;
+  // Padded rows and columns -1 .. 2 * tiles: a zero border of one pixel, two past an odd plane.
+  const int64_t cols = 2 * tx_n + 2;
+  std::vector<float> pixels(static_cast<size_t>((2 * ty_n + 2) * cols * c4), 0.0f);
+  for (int64_t n = 0; n < images; ++n) {
+    to_channels_last(x + n * channels * h * w, channels, h, w, 1, cols, c4, pixels.data());
+    for (int64_t ty = 0; ty < ty_n; ++ty) {
+      for (int64_t tx = 0; tx < tx_n; ++tx) {
+        const float* patch = pixels.data() + (2 * ty * cols + 2 * tx) * c4;
+        float* out = v + (n * tiles + ty * tx_n + tx) * ld;
+        for (int64_t c = 0; c < c4; c += 4) {
+          V4 e[4][4];  // B^T d: the rows
+          for (int s = 0; s < 4; ++s) {
+            const V4 d0 = load(patch + s * c4 + c), d1 = load(patch + (cols + s) * c4 + c);
+            const V4 d2 = load(patch + (2 * cols + s) * c4 + c);
+            const V4 d3 = load(patch + (3 * cols + s) * c4 + c);
+            e[0][s] = d0 - d2;
+            e[1][s] = d1 + d2;
+            e[2][s] = d2 - d1;
+            e[3][s] = d1 - d3;
+          }
+          for (int r = 0; r < 4; ++r) {  // (B^T d) B: the columns
+            store(out + (4 * r + 0) * xi_step + c, e[r][0] - e[r][2]);
+            store(out + (4 * r + 1) * xi_step + c, e[r][1] + e[r][2]);
+            store(out + (4 * r + 2) * xi_step + c, e[r][2] - e[r][1]);
+            store(out + (4 * r + 3) * xi_step + c, e[r][1] - e[r][3]);
+          }
+        }
+      }
+    }
+  }
+}
+
+void transform_output(const float* m, int64_t ld, int64_t images, int64_t channels,
+                      const Tiling& tiling, std::span<const float> bias, float* y) {
+  const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
+  const int64_t ty_n = tiling.tiles_y(), tiles = tiling.tiles();
+  const int64_t c4 = padded_channels(channels);
+  SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
+  const int64_t xi_step = images * tiles * ld;
+  std::vector<float> padded_bias(static_cast<size_t>(c4), 0.0f);
+  if (!bias.empty()) std::memcpy(padded_bias.data(), bias.data(), bias.size_bytes());
+  // One image's output channels-last, 2 ty_n x 2 tx_n pixels; then cropped into y.
+  const int64_t cols = 2 * tx_n;
+  std::vector<float> pixels(static_cast<size_t>(2 * ty_n * cols * c4));
+  for (int64_t n = 0; n < images; ++n) {
+    for (int64_t ty = 0; ty < ty_n; ++ty) {
+      for (int64_t tx = 0; tx < tx_n; ++tx) {
+        const float* in = m + (n * tiles + ty * tx_n + tx) * ld;
+        float* top_left = pixels.data() + (2 * ty * cols + 2 * tx) * c4;
+        float* bottom_left = top_left + cols * c4;
+        for (int64_t c = 0; c < c4; c += 4) {
+          V4 top[4], bottom[4];  // A^T m: the rows
+          for (int j = 0; j < 4; ++j) {
+            const V4 m0 = load(in + j * xi_step + c), m1 = load(in + (4 + j) * xi_step + c);
+            const V4 m2 = load(in + (8 + j) * xi_step + c);
+            const V4 m3 = load(in + (12 + j) * xi_step + c);
+            top[j] = m0 + m1 + m2;
+            bottom[j] = m1 - m2 - m3;
+          }
+          const V4 b = load(padded_bias.data() + c);  // (A^T m) A: the columns
+          store(top_left + c, top[0] + top[1] + top[2] + b);
+          store(top_left + c4 + c, top[1] - top[2] - top[3] + b);
+          store(bottom_left + c, bottom[0] + bottom[1] + bottom[2] + b);
+          store(bottom_left + c4 + c, bottom[1] - bottom[2] - bottom[3] + b);
+        }
+      }
+    }
+    from_channels_last(pixels.data(), cols, c4, channels, h, w, y + n * channels * h * w);
+  }
+}
+
+void transform_output_grad(const float* dy, int64_t images, int64_t channels, const Tiling& tiling,
+                           float* p, int64_t ld) {
+  const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
+  const int64_t ty_n = tiling.tiles_y(), tiles = tiling.tiles();
+  const int64_t c4 = padded_channels(channels);
+  SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
+  const int64_t xi_step = images * tiles * ld;
+  const int64_t cols = 2 * tx_n;  // a zero column past an odd plane (and a zero row)
+  std::vector<float> pixels(static_cast<size_t>(2 * ty_n * cols * c4), 0.0f);
+  for (int64_t n = 0; n < images; ++n) {
+    to_channels_last(dy + n * channels * h * w, channels, h, w, 0, cols, c4, pixels.data());
+    for (int64_t ty = 0; ty < ty_n; ++ty) {
+      for (int64_t tx = 0; tx < tx_n; ++tx) {
+        const float* top = pixels.data() + (2 * ty * cols + 2 * tx) * c4;
+        const float* bottom = top + cols * c4;
+        float* out = p + (n * tiles + ty * tx_n + tx) * ld;
+        for (int64_t c = 0; c < c4; c += 4) {
+          const V4 a0 = load(top + c), b0 = load(top + c4 + c);
+          const V4 a1 = load(bottom + c), b1 = load(bottom + c4 + c);
+          // A dy: rows (a0 b0), (a0+a1 b0+b1), (a0-a1 b0-b1), (-a1 -b1); then (.) A^T.
+          const V4 ra[4] = {a0, a0 + a1, a0 - a1, -a1};
+          const V4 rb[4] = {b0, b0 + b1, b0 - b1, -b1};
+          for (int r = 0; r < 4; ++r) {
+            store(out + (4 * r + 0) * xi_step + c, ra[r]);
+            store(out + (4 * r + 1) * xi_step + c, ra[r] + rb[r]);
+            store(out + (4 * r + 2) * xi_step + c, ra[r] - rb[r]);
+            store(out + (4 * r + 3) * xi_step + c, -rb[r]);
+          }
+        }
+      }
+    }
+  }
+}
+
+void add_filter_grads(std::span<const float> z, int64_t outs, int64_t ins, std::span<float> dw) {
+  SYNC_CHECK(static_cast<int64_t>(z.size()) == kPositions * outs * ins, "z of " << z.size());
+  SYNC_CHECK(static_cast<int64_t>(dw.size()) == outs * ins * 9, "dw of " << dw.size());
+  const int64_t step = outs * ins;
+  for (int64_t k = 0; k < step; ++k) {
+    float s[4][4];
+    for (int xi = 0; xi < 16; ++xi) s[xi / 4][xi % 4] = z[static_cast<size_t>(xi * step + k)];
+    float t[3][4];  // G^T z: the rows
+    for (int c = 0; c < 4; ++c) {
+      t[0][c] = s[0][c] + 0.5f * (s[1][c] + s[2][c]);
+      t[1][c] = 0.5f * (s[1][c] - s[2][c]);
+      t[2][c] = 0.5f * (s[1][c] + s[2][c]) + s[3][c];
+    }
+    float* g = dw.data() + k * 9;
+    for (int r = 0; r < 3; ++r) {  // (G^T z) G: the columns
+      g[3 * r + 0] += t[r][0] + 0.5f * (t[r][1] + t[r][2]);
+      g[3 * r + 1] += 0.5f * (t[r][1] - t[r][2]);
+      g[3 * r + 2] += 0.5f * (t[r][1] + t[r][2]) + t[r][3];
+    }
+  }
+}
+
+}  // namespace syncopate::winograd
