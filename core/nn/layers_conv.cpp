@@ -202,8 +202,10 @@ class Conv2D final : public Layer {
       const float* dyn = dy.data() + n * cout_ * plane;
       v_.resize(static_cast<size_t>(positions * rows * in_ld));
       p_.resize(static_cast<size_t>(positions * rows * out_ld));
+      if (dx) vdy_.resize(static_cast<size_t>(positions * rows * out_ld));
       winograd::transform_input(x.data() + n * cin_ * plane, images, cin_, t, v_.data(), in_ld);
-      winograd::transform_output_grad(dyn, images, cout_, t, p_.data(), out_ld);
+      winograd::transform_output_grad(dyn, images, cout_, t, p_.data(), out_ld,
+                                      dx ? vdy_.data() : nullptr);
       for (int64_t xi = 0; xi < positions; ++xi)
         gemm(Trans::kYes, Trans::kNo, 1.0f, {p_.data() + xi * rows * out_ld, rows, cout_, out_ld},
              {v_.data() + xi * rows * in_ld, rows, cin_, in_ld}, 1.0f,
@@ -211,10 +213,9 @@ class Conv2D final : public Layer {
       if (bias_)
         for (int64_t i = 0; i < images; ++i)
           add_row_sums({dyn + i * cout_ * plane, cout_, plane, plane}, db_);
-      if (dx) {  // p_ is free again: the weight-gradient products are done
+      if (dx) {
         m_.resize(static_cast<size_t>(positions * rows * in_ld));
-        winograd::transform_input(dyn, images, cout_, t, p_.data(), out_ld);
-        winograd_products(p_.data(), out_ld, u_.data(), m_.data(), in_ld, rows, cout_, cin_);
+        winograd_products(vdy_.data(), out_ld, u_.data(), m_.data(), in_ld, rows, cout_, cin_);
         winograd::transform_output(m_.data(), in_ld, images, cin_, t, {},
                                    dx->data() + n * cin_ * plane);
       }
@@ -233,8 +234,9 @@ class Conv2D final : public Layer {
   std::span<float> w_, b_, dw_, db_;
   std::vector<float> col_;  // im2col workspace of one image, reused across calls
   // Winograd workspaces, reused across calls: transformed filters, a group's transformed
-  // input, output gradient and products, the summed weight-gradient products.
-  std::vector<float> u_, v_, p_, m_, z_;
+  // input, output gradient (for dW), output gradient as input (for dx) and products, the summed
+  // weight-gradient products.
+  std::vector<float> u_, v_, p_, vdy_, m_, z_;
 };
 
 }  // namespace

@@ -119,6 +119,47 @@ void from_channels_last(const float* pixels, int64_t cols, int64_t c4, int64_t c
   }
 }
 
+// One image channels-last with a zero border: padded rows and columns -1 .. 2 * tiles (one
+// pixel around the plane, two past an odd side), c4 floats per pixel.
+struct BorderedImage {
+  BorderedImage(const Tiling& tiling, int64_t c4_)
+      : rows(2 * tiling.tiles_y() + 2), cols(2 * tiling.tiles_x() + 2), c4(c4_) {}
+  std::vector<float> make() const {
+    return std::vector<float>(static_cast<size_t>(rows * cols * c4));
+  }
+  int64_t rows, cols, c4;
+};
+
+// B^T d B of every tile of one bordered image into out[xi * xi_step + t * ld + c].
+void input_tiles(const float* pixels, const BorderedImage& image, const Tiling& tiling, float* out,
+                 int64_t ld, int64_t xi_step) {
+  const int64_t cols = image.cols, c4 = image.c4, tx_n = tiling.tiles_x();
+  for (int64_t ty = 0; ty < tiling.tiles_y(); ++ty) {
+    for (int64_t tx = 0; tx < tx_n; ++tx) {
+      const float* patch = pixels + (2 * ty * cols + 2 * tx) * c4;
+      float* tile = out + (ty * tx_n + tx) * ld;
+      for (int64_t c = 0; c < c4; c += 4) {
+        V4 e[4][4];  // B^T d: the rows
+        for (int s = 0; s < 4; ++s) {
+          const V4 d0 = load(patch + s * c4 + c), d1 = load(patch + (cols + s) * c4 + c);
+          const V4 d2 = load(patch + (2 * cols + s) * c4 + c);
+          const V4 d3 = load(patch + (3 * cols + s) * c4 + c);
+          e[0][s] = d0 - d2;
+          e[1][s] = d1 + d2;
+          e[2][s] = d2 - d1;
+          e[3][s] = d1 - d3;
+        }
+        for (int r = 0; r < 4; ++r) {  // (B^T d) B: the columns
+          store(tile + (4 * r + 0) * xi_step + c, e[r][0] - e[r][2]);
+          store(tile + (4 * r + 1) * xi_step + c, e[r][1] + e[r][2]);
+          store(tile + (4 * r + 2) * xi_step + c, e[r][2] - e[r][1]);
+          store(tile + (4 * r + 3) * xi_step + c, e[r][1] - e[r][3]);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool applies(int64_t kernel, int64_t stride, int64_t padding) {
@@ -146,40 +187,14 @@ void transform_filters(std::span<const float> w, int64_t outs, int64_t ins, bool
 
 void transform_input(const float* x, int64_t images, int64_t channels, const Tiling& tiling,
                      float* v, int64_t ld) {
-  const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
-  const int64_t ty_n = tiling.tiles_y(), tiles = tiling.tiles();
+  const int64_t h = tiling.height, w = tiling.width, tiles = tiling.tiles();
   const int64_t c4 = padded_channels(channels);
   SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
-  const int64_t xi_step = images * tiles * ld;
-  // Padded rows and columns -1 .. 2 * tiles: a zero border of one pixel, two past an odd plane.
-  const int64_t cols = 2 * tx_n + 2;
-  std::vector<float> pixels(static_cast<size_t>((2 * ty_n + 2) * cols * c4), 0.0f);
+  const BorderedImage image(tiling, c4);
+  std::vector<float> pixels = image.make();
   for (int64_t n = 0; n < images; ++n) {
-    to_channels_last(x + n * channels * h * w, channels, h, w, 1, cols, c4, pixels.data());
-    for (int64_t ty = 0; ty < ty_n; ++ty) {
-      for (int64_t tx = 0; tx < tx_n; ++tx) {
-        const float* patch = pixels.data() + (2 * ty * cols + 2 * tx) * c4;
-        float* out = v + (n * tiles + ty * tx_n + tx) * ld;
-        for (int64_t c = 0; c < c4; c += 4) {
-          V4 e[4][4];  // B^T d: the rows
-          for (int s = 0; s < 4; ++s) {
-            const V4 d0 = load(patch + s * c4 + c), d1 = load(patch + (cols + s) * c4 + c);
-            const V4 d2 = load(patch + (2 * cols + s) * c4 + c);
-            const V4 d3 = load(patch + (3 * cols + s) * c4 + c);
-            e[0][s] = d0 - d2;
-            e[1][s] = d1 + d2;
-            e[2][s] = d2 - d1;
-            e[3][s] = d1 - d3;
-          }
-          for (int r = 0; r < 4; ++r) {  // (B^T d) B: the columns
-            store(out + (4 * r + 0) * xi_step + c, e[r][0] - e[r][2]);
-            store(out + (4 * r + 1) * xi_step + c, e[r][1] + e[r][2]);
-            store(out + (4 * r + 2) * xi_step + c, e[r][2] - e[r][1]);
-            store(out + (4 * r + 3) * xi_step + c, e[r][1] - e[r][3]);
-          }
-        }
-      }
-    }
+    to_channels_last(x + n * channels * h * w, channels, h, w, 1, image.cols, c4, pixels.data());
+    input_tiles(pixels.data(), image, tiling, v + n * tiles * ld, ld, images * tiles * ld);
   }
 }
 
@@ -223,19 +238,20 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
 }
 
 void transform_output_grad(const float* dy, int64_t images, int64_t channels, const Tiling& tiling,
-                           float* p, int64_t ld) {
+                           float* p, int64_t ld, float* v) {
   const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
   const int64_t ty_n = tiling.tiles_y(), tiles = tiling.tiles();
   const int64_t c4 = padded_channels(channels);
   SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
   const int64_t xi_step = images * tiles * ld;
-  const int64_t cols = 2 * tx_n;  // a zero column past an odd plane (and a zero row)
-  std::vector<float> pixels(static_cast<size_t>(2 * ty_n * cols * c4), 0.0f);
+  const BorderedImage image(tiling, c4);
+  const int64_t cols = image.cols;
+  std::vector<float> pixels = image.make();
   for (int64_t n = 0; n < images; ++n) {
-    to_channels_last(dy + n * channels * h * w, channels, h, w, 0, cols, c4, pixels.data());
+    to_channels_last(dy + n * channels * h * w, channels, h, w, 1, cols, c4, pixels.data());
     for (int64_t ty = 0; ty < ty_n; ++ty) {
       for (int64_t tx = 0; tx < tx_n; ++tx) {
-        const float* top = pixels.data() + (2 * ty * cols + 2 * tx) * c4;
+        const float* top = pixels.data() + ((2 * ty + 1) * cols + 2 * tx + 1) * c4;
         const float* bottom = top + cols * c4;
         float* out = p + (n * tiles + ty * tx_n + tx) * ld;
         for (int64_t c = 0; c < c4; c += 4) {
@@ -253,6 +269,7 @@ void transform_output_grad(const float* dy, int64_t images, int64_t channels, co
         }
       }
     }
+    if (v) input_tiles(pixels.data(), image, tiling, v + n * tiles * ld, ld, xi_step);
   }
 }
 

@@ -54,9 +54,10 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
 
 // p[xi][n * tiles + t][c] = (A dy_t A^T)[xi], dy_t the 2x2 block of dy (images, channels, H, W)
 // under tile t (zero past an odd plane): the adjoint of transform_output, for the weight
-// gradient, which is G^T (sum over tiles of p . v) G.
+// gradient, which is G^T (sum over tiles of p . v) G. When v is not null, also
+// transform_input(dy, ...) into v (the input gradient's input), from the same channels-last copy.
 void transform_output_grad(const float* dy, int64_t images, int64_t channels, const Tiling& tiling,
-                           float* p, int64_t ld);
+                           float* p, int64_t ld, float* v);
 
 // dw[o][i] (3x3) += G^T z[xi][o][i] G: the weight gradient from the summed products.
 void add_filter_grads(std::span<const float> z, int64_t outs, int64_t ins, std::span<float> dw);
