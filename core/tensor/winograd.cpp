@@ -15,7 +15,7 @@
 namespace syncopate::winograd {
 namespace {
 
-// Four floats: GCC's vector extension (plain SSE on the generic x86-64 target).
+// Four floats: GCC's and clang's vector extension (plain SSE on the generic x86-64 target).
 typedef float V4 __attribute__((vector_size(16)));
 V4 load(const float* p) {
   V4 v;
@@ -43,15 +43,14 @@ void filter_tile(const float* g, float* u, int64_t step) {
 
 // Rows a, b, c, d of a 4x4 block become its columns.
 void transpose(V4& a, V4& b, V4& c, V4& d) {
-  typedef int I4 __attribute__((vector_size(16)));
-  const V4 ab_lo = __builtin_shuffle(a, b, I4{0, 4, 1, 5});
-  const V4 ab_hi = __builtin_shuffle(a, b, I4{2, 6, 3, 7});
-  const V4 cd_lo = __builtin_shuffle(c, d, I4{0, 4, 1, 5});
-  const V4 cd_hi = __builtin_shuffle(c, d, I4{2, 6, 3, 7});
-  a = __builtin_shuffle(ab_lo, cd_lo, I4{0, 1, 4, 5});
-  b = __builtin_shuffle(ab_lo, cd_lo, I4{2, 3, 6, 7});
-  c = __builtin_shuffle(ab_hi, cd_hi, I4{0, 1, 4, 5});
-  d = __builtin_shuffle(ab_hi, cd_hi, I4{2, 3, 6, 7});
+  const V4 ab_lo = __builtin_shufflevector(a, b, 0, 4, 1, 5);
+  const V4 ab_hi = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  const V4 cd_lo = __builtin_shufflevector(c, d, 0, 4, 1, 5);
+  const V4 cd_hi = __builtin_shufflevector(c, d, 2, 6, 3, 7);
+  a = __builtin_shufflevector(ab_lo, cd_lo, 0, 1, 4, 5);
+  b = __builtin_shufflevector(ab_lo, cd_lo, 2, 3, 6, 7);
+  c = __builtin_shufflevector(ab_hi, cd_hi, 0, 1, 4, 5);
+  d = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 6, 7);
 }
 
 // One image (channels, h, w) into `pixels` (rows x cols x c4, channels-last) at row and column
