@@ -121,8 +121,8 @@ void from_channels_last(const float* pixels, int64_t cols, int64_t c4, int64_t c
 // One image channels-last with a zero border: padded rows and columns -1 .. 2 * tiles (one
 // pixel around the plane, two past an odd side), c4 floats per pixel.
 struct BorderedImage {
-  BorderedImage(const Tiling& tiling, int64_t c4_)
-      : rows(2 * tiling.tiles_y() + 2), cols(2 * tiling.tiles_x() + 2), c4(c4_) {}
+  BorderedImage(const Tiling& tiling, int64_t padded)
+      : rows(2 * tiling.tiles_y() + 2), cols(2 * tiling.tiles_x() + 2), c4(padded) {}
   std::vector<float> make() const {
     return std::vector<float>(static_cast<size_t>(rows * cols * c4));
   }
