@@ -53,17 +53,17 @@ void transpose(V4& a, V4& b, V4& c, V4& d) {
   d = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 6, 7);
 }
 
-// One image (channels, h, w) into `pixels` (rows x cols x c4, channels-last) at row and column
-// offset `at`: pixel (y, x) at ((y + at) * cols + x + at) * c4; blocks of 4 channels by 4 pixels
-// are transposed in registers. Only the image's pixels and channels are written: the border and
-// the padding lanes keep the zeros they were made with.
-void to_channels_last(const float* image, int64_t channels, int64_t h, int64_t w, int64_t at,
-                      int64_t cols, int64_t c4, float* pixels) {
+// One image (channels, h, w) into `pixels` (rows x cols x c4, channels-last) inside a border of
+// one pixel: pixel (y, x) at ((y + 1) * cols + x + 1) * c4; blocks of 4 channels by 4 pixels are
+// transposed in registers. Only the image's pixels and channels are written: the border and the
+// padding lanes keep the zeros they were made with.
+void to_channels_last(const float* image, int64_t channels, int64_t h, int64_t w, int64_t cols,
+                      int64_t c4, float* pixels) {
   int64_t c = 0;
   for (; c + 4 <= channels; c += 4) {
     for (int64_t y = 0; y < h; ++y) {
       const float* in = image + (c * h + y) * w;
-      float* row = pixels + ((y + at) * cols + at) * c4 + c;
+      float* row = pixels + ((y + 1) * cols + 1) * c4 + c;
       int64_t x = 0;
       for (; x + 4 <= w; x += 4) {
         V4 a = load(in + x), b = load(in + h * w + x), d2 = load(in + 2 * h * w + x);
@@ -81,7 +81,7 @@ void to_channels_last(const float* image, int64_t channels, int64_t h, int64_t w
   for (; c < channels; ++c) {
     const float* plane = image + c * h * w;
     for (int64_t y = 0; y < h; ++y) {
-      float* row = pixels + ((y + at) * cols + at) * c4 + c;
+      float* row = pixels + ((y + 1) * cols + 1) * c4 + c;
       for (int64_t x = 0; x < w; ++x) row[x * c4] = plane[y * w + x];
     }
   }
@@ -192,7 +192,7 @@ void transform_input(const float* x, int64_t images, int64_t channels, const Til
   const BorderedImage image(tiling, c4);
   std::vector<float> pixels = image.make();
   for (int64_t n = 0; n < images; ++n) {
-    to_channels_last(x + n * channels * h * w, channels, h, w, 1, image.cols, c4, pixels.data());
+    to_channels_last(x + n * channels * h * w, channels, h, w, image.cols, c4, pixels.data());
     input_tiles(pixels.data(), image, tiling, v + n * tiles * ld, ld, images * tiles * ld);
   }
 }
@@ -247,7 +247,7 @@ void transform_output_grad(const float* dy, int64_t images, int64_t channels, co
   const int64_t cols = image.cols;
   std::vector<float> pixels = image.make();
   for (int64_t n = 0; n < images; ++n) {
-    to_channels_last(dy + n * channels * h * w, channels, h, w, 1, cols, c4, pixels.data());
+    to_channels_last(dy + n * channels * h * w, channels, h, w, cols, c4, pixels.data());
     for (int64_t ty = 0; ty < ty_n; ++ty) {
       for (int64_t tx = 0; tx < tx_n; ++tx) {
         const float* top = pixels.data() + ((2 * ty + 1) * cols + 2 * tx + 1) * c4;
