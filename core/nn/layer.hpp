@@ -46,6 +46,17 @@ class Layer {
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) = 0;
   virtual Cost forward_cost(const Shape& input) const = 0;
   virtual Cost backward_cost(const Shape& input, bool input_grad) const = 0;
+
+  // Fusion with a ReLU directly before this layer, on the CPU. A layer that absorbs_relu()
+  // computes forward(relu(x)) in forward_after_relu(x, y), and in backward_after_relu a dx that
+  // is the gradient with respect to x, before the ReLU; the model then runs the pair as this
+  // layer's passes alone and never stores the ReLU's output (Model::relu_absorbed). Max pooling
+  // does: the max of ReLUs is the ReLU of the max, and the same input wins, so the results are
+  // the same bits as the two layers' (unless x holds NaNs: a NaN the ReLU would zero can win).
+  // Costs (the simulator's model) stay the two layers'.
+  virtual bool absorbs_relu() const { return false; }
+  virtual void forward_after_relu(const Tensor& x, Tensor& y, const StepContext& ctx);
+  virtual void backward_after_relu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx);
 };
 
 enum class Bias { kYes, kNo };

@@ -204,6 +204,14 @@ class Dropout final : public Layer {
 
 }  // namespace
 
+void Layer::forward_after_relu(const Tensor& /*x*/, Tensor& /*y*/, const StepContext& /*ctx*/) {
+  SYNC_CHECK(false, kind() << " does not absorb a ReLU");
+}
+void Layer::backward_after_relu(const Tensor& /*x*/, const Tensor& /*y*/, const Tensor& /*dy*/,
+                                Tensor* /*dx*/) {
+  SYNC_CHECK(false, kind() << " does not absorb a ReLU");
+}
+
 std::unique_ptr<Layer> dense(int64_t in, int64_t out, Bias bias) {
   return std::make_unique<Dense>(in, out, bias);
 }

@@ -4,9 +4,10 @@
 #include <limits>
 #include <vector>
 
-#include "core/tensor/gemm.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/layers_common.hpp"
+#include "core/tensor/gemm.hpp"
+#include "core/tensor/vec4.hpp"
 
 namespace syncopate {
 namespace {
@@ -52,33 +53,21 @@ class MaxPool2D final : public WindowPool {
   MaxPool2D(int64_t kernel, int64_t stride, int64_t padding)
       : WindowPool("maxpool2d", kernel, stride, padding) {}
   void forward(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
-    const ConvGeometry g = geometry(x.shape());
-    const int64_t planes = x.dim(0) * x.dim(1), in_plane = g.height * g.width;
-    const int64_t out_plane = g.out_height() * g.out_width();
-    argmax_.resize(static_cast<size_t>(planes * out_plane));
-    for (int64_t p = 0; p < planes; ++p) {
-      const float* in = x.data() + p * in_plane;
-      float* out = y.data() + p * out_plane;
-      int32_t* at = argmax_.data() + p * out_plane;
-      if (k_ == 2 && stride_ == 2 && pad_ == 0) {
-        forward_plane_2x2(in, g, out, at);
-      } else {
-        forward_plane(in, g, out, at);
-      }
-    }
+    run_forward(x, y, false);
   }
   void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override {
-    if (!dx) return;
-    const int64_t in_plane = x.dim(2) * x.dim(3), out_plane = y.dim(2) * y.dim(3);
-    const int64_t planes = x.dim(0) * x.dim(1);
-    const int32_t* best_at = argmax_.data();
-    const float* g = dy.data();
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      float* d = dx->data() + plane * in_plane;
-      // Zeroed plane by plane, so the scatter below finds it in cache.
-      std::fill(d, d + in_plane, 0.0f);
-      for (int64_t i = 0; i < out_plane; ++i) d[*best_at++] += *g++;
-    }
+    if (dx) run_backward(x, y, dy, *dx, false);
+  }
+  // The max of ReLUs is the ReLU of the max: pool x, then clamp the outputs. The winner is
+  // the same input as over relu(x) whenever the max is positive; otherwise the output is 0 and
+  // no gradient passes, whichever input won.
+  bool absorbs_relu() const override { return true; }
+  void forward_after_relu(const Tensor& x, Tensor& y, const StepContext& /*ctx*/) override {
+    run_forward(x, y, true);
+  }
+  void backward_after_relu(const Tensor& x, const Tensor& y, const Tensor& dy,
+                           Tensor* dx) override {
+    if (dx) run_backward(x, y, dy, *dx, true);
   }
   Cost forward_cost(const Shape& input) const override {
     const double out = windows(input);
@@ -92,6 +81,90 @@ class MaxPool2D final : public WindowPool {
   }
 
  private:
+  void run_forward(const Tensor& x, Tensor& y, bool relu) {
+    const ConvGeometry g = geometry(x.shape());
+    const int64_t planes = x.dim(0) * x.dim(1), in_plane = g.height * g.width;
+    const int64_t out_plane = g.out_height() * g.out_width();
+    argmax_.resize(static_cast<size_t>(planes * out_plane));
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* in = x.data() + p * in_plane;
+      float* out = y.data() + p * out_plane;
+      int32_t* at = argmax_.data() + p * out_plane;
+      if (k_ == 2 && stride_ == 2 && pad_ == 0) {
+        forward_plane_2x2(in, g, out, at);
+      } else {
+        forward_plane(in, g, out, at);
+      }
+      if (relu) {
+        for (int64_t i = 0; i < out_plane; ++i) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+      }
+    }
+  }
+  // With `relu`, y holds ReLU'd maxima: a window whose max was not positive passes nothing.
+  void run_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
+                    bool relu) const {
+    const int64_t h = x.dim(2), w = x.dim(3), in_plane = h * w, out_plane = y.dim(2) * y.dim(3);
+    const int64_t planes = x.dim(0) * x.dim(1);
+    const bool tiled = k_ == 2 && stride_ == 2 && pad_ == 0 && h % 2 == 0 && w % 2 == 0;
+    const int32_t* best_at = argmax_.data();
+    const float* g = dy.data();
+    const float* out = relu ? y.data() : nullptr;
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      float* d = dx.data() + plane * in_plane;
+      if (tiled) {
+        backward_plane_2x2(g, best_at, out, h, w, d);
+      } else {
+        // Zeroed plane by plane, so the scatter below finds it in cache.
+        std::fill(d, d + in_plane, 0.0f);
+        for (int64_t i = 0; i < out_plane; ++i) {
+          const float gi = g[i];  // read whatever the mask, as ReLU's backward does
+          d[best_at[i]] += !out || out[i] > 0.0f ? gi : 0.0f;
+        }
+      }
+      g += out_plane;
+      best_at += out_plane;
+      if (out) out += out_plane;
+    }
+  }
+  // 2x2 windows of stride 2 tile an even plane: each window writes its four gradients, the
+  // winner's and three zeros, so nothing is zeroed first or scattered. Four windows at a time:
+  // their eight gradients of each row are two interleaved vectors.
+  static void backward_plane_2x2(const float* g, const int32_t* best_at, const float* out,
+                                 int64_t h, int64_t w, float* d) {
+    using vec4::V4;
+    using vec4::V4i;
+    const int64_t wo = w / 2;
+    const int32_t row = static_cast<int32_t>(w);
+    for (int64_t oy = 0; oy < h / 2; ++oy) {
+      float* top = d + 2 * oy * w;
+      float* bottom = top + w;
+      const int32_t base = static_cast<int32_t>(2 * oy * w);
+      int64_t ox = 0;
+      for (; ox + 4 <= wo; ox += 4) {
+        V4 grad = vec4::load(g + ox) + 0.0f;  // -0 becomes +0, as 0 + g did in the scatter
+        if (out) grad = vec4::keep(grad, vec4::load(out + ox) > 0.0f);
+        const int32_t first = base + static_cast<int32_t>(2 * ox);
+        const V4i at = vec4::load(best_at + ox) - (V4i{0, 2, 4, 6} + first);  // 0, 1, w, w + 1
+        const V4 a = vec4::keep(grad, at == 0), b = vec4::keep(grad, at == 1);
+        const V4 c = vec4::keep(grad, at == row), e = vec4::keep(grad, at == row + 1);
+        vec4::store(top + 2 * ox, __builtin_shufflevector(a, b, 0, 4, 1, 5));
+        vec4::store(top + 2 * ox + 4, __builtin_shufflevector(a, b, 2, 6, 3, 7));
+        vec4::store(bottom + 2 * ox, __builtin_shufflevector(c, e, 0, 4, 1, 5));
+        vec4::store(bottom + 2 * ox + 4, __builtin_shufflevector(c, e, 2, 6, 3, 7));
+      }
+      for (; ox < wo; ++ox) {
+        const float grad = !out || out[ox] > 0.0f ? g[ox] + 0.0f : 0.0f;
+        const int32_t at = best_at[ox] - base - static_cast<int32_t>(2 * ox);
+        top[2 * ox] = at == 0 ? grad : 0.0f;
+        top[2 * ox + 1] = at == 1 ? grad : 0.0f;
+        bottom[2 * ox] = at == row ? grad : 0.0f;
+        bottom[2 * ox + 1] = at == row + 1 ? grad : 0.0f;
+      }
+      g += wo;
+      best_at += wo;
+      if (out) out += wo;
+    }
+  }
   void forward_plane(const float* in, const ConvGeometry& g, float* out, int32_t* best_at) const {
     const int64_t h = g.height, w = g.width, ho = g.out_height(), wo = g.out_width();
     for (int64_t oy = 0; oy < ho; ++oy) {

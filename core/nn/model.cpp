@@ -61,6 +61,11 @@ Model::Model(std::string name, Shape sample_shape, std::vector<std::unique_ptr<L
       break;
     }
   }
+  relu_absorbed_.assign(layers_.size(), 0);
+  if (storage_ == Storage::kReal) {
+    for (size_t i = 0; i + 1 < layers_.size(); ++i)
+      relu_absorbed_[i] = layers_[i]->kind() == "relu" && layers_[i + 1]->absorbs_relu();
+  }
   set_batch(1);
 }
 
@@ -101,7 +106,8 @@ void Model::set_batch(int64_t batch) {
     if (i > 0) shape = layers_[i - 1]->output_shape(shape);
     // No gradient is ever written for the inputs of layers up to the first one with parameters.
     const bool needs_grad = static_cast<int>(i) > first_param_layer_;
-    if (storage_ == Storage::kShapeOnly) {
+    // An absorbed ReLU's output and its gradient are never stored.
+    if (storage_ == Storage::kShapeOnly || (i > 0 && relu_absorbed_[i - 1])) {
       activations_[i] = Tensor::shape_only(shape);
       grads_of_activations_[i] = Tensor::shape_only(needs_grad ? shape : Shape{0});
     } else {
@@ -119,15 +125,27 @@ void Model::forward_layer(int i, const StepContext& ctx) {
   StepContext layer_ctx = ctx;
   layer_ctx.layer = static_cast<uint32_t>(i);
   const size_t u = static_cast<size_t>(i);
-  layers_[u]->forward(activations_[u], activations_[u + 1], layer_ctx);
+  if (relu_absorbed_[u]) return;  // layer i + 1 applies it
+  if (u > 0 && relu_absorbed_[u - 1]) {
+    layers_[u]->forward_after_relu(activations_[u - 1], activations_[u + 1], layer_ctx);
+  } else {
+    layers_[u]->forward(activations_[u], activations_[u + 1], layer_ctx);
+  }
 }
 
 void Model::backward_layer(int i) {
   SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
   if (storage_ == Storage::kShapeOnly || i < first_param_layer_) return;
   const size_t u = static_cast<size_t>(i);
-  layers_[u]->backward(activations_[u], activations_[u + 1], grads_of_activations_[u + 1],
-                       needs_input_grad(i) ? &grads_of_activations_[u] : nullptr);
+  if (relu_absorbed_[u]) return;  // layer i + 1 applied its gradient
+  if (u > 0 && relu_absorbed_[u - 1]) {
+    layers_[u]->backward_after_relu(
+        activations_[u - 1], activations_[u + 1], grads_of_activations_[u + 1],
+        needs_input_grad(i - 1) ? &grads_of_activations_[u - 1] : nullptr);
+  } else {
+    layers_[u]->backward(activations_[u], activations_[u + 1], grads_of_activations_[u + 1],
+                         needs_input_grad(i) ? &grads_of_activations_[u] : nullptr);
+  }
 }
 
 Cost Model::forward_cost(int i) const {

@@ -67,6 +67,10 @@ class Model {
   // compute its input gradient (so neither does layer 0), and layers before it skip backward.
   void backward_layer(int i);
   bool needs_input_grad(int i) const;
+  // Whether layer i is a ReLU that layer i + 1 runs inside its own passes (Layer::absorbs_relu):
+  // then forward_layer(i) and backward_layer(i) do nothing, layer i + 1's passes do both, and
+  // the ReLU's output is never stored. The results are the same bits.
+  bool relu_absorbed(int i) const { return relu_absorbed_[static_cast<size_t>(i)] != 0; }
   // Layer i's cost at the current batch (a shape-only model computes it once per batch size).
   Cost forward_cost(int i) const;
   Cost backward_cost(int i) const;
@@ -86,7 +90,8 @@ class Model {
   std::vector<float> param_storage_, grad_storage_;
   std::span<float> params_, grads_;
   std::vector<BlockRange> ranges_;
-  int first_param_layer_ = 0;  // layers before it have no parameters
+  int first_param_layer_ = 0;        // layers before it have no parameters
+  std::vector<char> relu_absorbed_;  // per layer: see relu_absorbed()
   int64_t batch_ = 0;
   std::vector<Tensor> activations_;           // activations_[i] is layer i's input
   std::vector<Tensor> grads_of_activations_;  // same shapes

@@ -7,22 +7,29 @@
 // every transform runs on 4 channels at once.
 #include "core/tensor/winograd.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
 #include "core/base/check.hpp"
+#include "core/tensor/vec4.hpp"
 
 namespace syncopate::winograd {
 namespace {
 
-// Four floats: GCC's and clang's vector extension (plain SSE on the generic x86-64 target).
-typedef float V4 __attribute__((vector_size(16)));
-V4 load(const float* p) {
-  V4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+using vec4::load;
+using vec4::store;
+using vec4::V4;
+
+// Per-thread scratch of n floats in one of two slots, kept across calls as the GEMM keeps its
+// packing buffers: once the first step has sized them, a training step allocates nothing.
+std::span<float> scratch(int slot, int64_t n) {
+  thread_local std::array<std::vector<float>, 2> buffers;
+  std::vector<float>& b = buffers[static_cast<size_t>(slot)];
+  if (b.size() < static_cast<size_t>(n)) b.resize(static_cast<size_t>(n));
+  return {b.data(), static_cast<size_t>(n)};
 }
-void store(float* p, V4 v) { std::memcpy(p, &v, sizeof v); }
 
 // (G g G^T) for one 3x3 filter g (row-major) into u[0..15], `step` floats between positions.
 void filter_tile(const float* g, float* u, int64_t step) {
@@ -123,8 +130,11 @@ void from_channels_last(const float* pixels, int64_t cols, int64_t c4, int64_t c
 struct BorderedImage {
   BorderedImage(const Tiling& tiling, int64_t padded)
       : rows(2 * tiling.tiles_y() + 2), cols(2 * tiling.tiles_x() + 2), c4(padded) {}
-  std::vector<float> make() const {
-    return std::vector<float>(static_cast<size_t>(rows * cols * c4));
+  // The image in this thread's scratch, zeroed.
+  float* make() const {
+    const std::span<float> pixels = scratch(0, rows * cols * c4);
+    std::fill(pixels.begin(), pixels.end(), 0.0f);
+    return pixels.data();
   }
   int64_t rows, cols, c4;
 };
@@ -190,10 +200,10 @@ void transform_input(const float* x, int64_t images, int64_t channels, const Til
   const int64_t c4 = padded_channels(channels);
   SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
   const BorderedImage image(tiling, c4);
-  std::vector<float> pixels = image.make();
+  float* pixels = image.make();
   for (int64_t n = 0; n < images; ++n) {
-    to_channels_last(x + n * channels * h * w, channels, h, w, image.cols, c4, pixels.data());
-    input_tiles(pixels.data(), image, tiling, v + n * tiles * ld, ld, images * tiles * ld);
+    to_channels_last(x + n * channels * h * w, channels, h, w, image.cols, c4, pixels);
+    input_tiles(pixels, image, tiling, v + n * tiles * ld, ld, images * tiles * ld);
   }
 }
 
@@ -204,16 +214,17 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
   const int64_t c4 = padded_channels(channels);
   SYNC_CHECK(ld >= c4, "row length " << ld << " for " << channels << " channels");
   const int64_t xi_step = images * tiles * ld;
-  std::vector<float> padded_bias(static_cast<size_t>(c4), 0.0f);
+  const std::span<float> padded_bias = scratch(0, c4);
+  std::fill(padded_bias.begin(), padded_bias.end(), 0.0f);
   if (!bias.empty()) std::memcpy(padded_bias.data(), bias.data(), bias.size_bytes());
   // One image's output channels-last, 2 ty_n x 2 tx_n pixels; then cropped into y.
   const int64_t cols = 2 * tx_n;
-  std::vector<float> pixels(static_cast<size_t>(2 * ty_n * cols * c4));
+  float* pixels = scratch(1, 2 * ty_n * cols * c4).data();
   for (int64_t n = 0; n < images; ++n) {
     for (int64_t ty = 0; ty < ty_n; ++ty) {
       for (int64_t tx = 0; tx < tx_n; ++tx) {
         const float* in = m + (n * tiles + ty * tx_n + tx) * ld;
-        float* top_left = pixels.data() + (2 * ty * cols + 2 * tx) * c4;
+        float* top_left = pixels + (2 * ty * cols + 2 * tx) * c4;
         float* bottom_left = top_left + cols * c4;
         for (int64_t c = 0; c < c4; c += 4) {
           V4 top[4], bottom[4];  // A^T m: the rows
@@ -232,7 +243,7 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
         }
       }
     }
-    from_channels_last(pixels.data(), cols, c4, channels, h, w, y + n * channels * h * w);
+    from_channels_last(pixels, cols, c4, channels, h, w, y + n * channels * h * w);
   }
 }
 
@@ -245,12 +256,12 @@ void transform_output_grad(const float* dy, int64_t images, int64_t channels, co
   const int64_t xi_step = images * tiles * ld;
   const BorderedImage image(tiling, c4);
   const int64_t cols = image.cols;
-  std::vector<float> pixels = image.make();
+  float* pixels = image.make();
   for (int64_t n = 0; n < images; ++n) {
-    to_channels_last(dy + n * channels * h * w, channels, h, w, cols, c4, pixels.data());
+    to_channels_last(dy + n * channels * h * w, channels, h, w, cols, c4, pixels);
     for (int64_t ty = 0; ty < ty_n; ++ty) {
       for (int64_t tx = 0; tx < tx_n; ++tx) {
-        const float* top = pixels.data() + ((2 * ty + 1) * cols + 2 * tx + 1) * c4;
+        const float* top = pixels + ((2 * ty + 1) * cols + 2 * tx + 1) * c4;
         const float* bottom = top + cols * c4;
         float* out = p + (n * tiles + ty * tx_n + tx) * ld;
         for (int64_t c = 0; c < c4; c += 4) {
@@ -268,7 +279,7 @@ void transform_output_grad(const float* dy, int64_t images, int64_t channels, co
         }
       }
     }
-    if (v) input_tiles(pixels.data(), image, tiling, v + n * tiles * ld, ld, xi_step);
+    if (v) input_tiles(pixels, image, tiling, v + n * tiles * ld, ld, xi_step);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -96,6 +97,85 @@ TEST(Model, LayerByLayerBackwardMatchesFiniteDifferences) {
   for (size_t i = 0; i < grads.size(); ++i) EXPECT_FLOAT_EQ(model.grads()[i], 2 * grads[i]);
   model.zero_grads();
   for (float g : model.grads()) EXPECT_EQ(g, 0.0f);
+}
+
+// A layer that only passes calls on: it never absorbs a ReLU, so a model with it runs a ReLU
+// before it as a layer of its own.
+class Unfused final : public Layer {
+ public:
+  explicit Unfused(std::unique_ptr<Layer> inner) : inner_(std::move(inner)) {}
+  std::string_view kind() const override { return inner_->kind(); }
+  Shape output_shape(const Shape& input) const override { return inner_->output_shape(input); }
+  void forward(const Tensor& x, Tensor& y, const StepContext& ctx) override {
+    inner_->forward(x, y, ctx);
+  }
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx) override {
+    inner_->backward(x, y, dy, dx);
+  }
+  Cost forward_cost(const Shape& input) const override { return inner_->forward_cost(input); }
+  Cost backward_cost(const Shape& input, bool input_grad) const override {
+    return inner_->backward_cost(input, input_grad);
+  }
+
+ private:
+  std::unique_ptr<Layer> inner_;
+};
+
+// (conv -> relu -> pool) twice, then dense, with the pools absorbing their ReLUs or not. Each
+// pool's output gradient is dense (a convolution or a dense layer follows), so a wrong mask
+// shows.
+std::unique_ptr<Model> relu_pool_model(bool fuse) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  auto block = [&](int64_t in, std::unique_ptr<Layer> pool) {
+    layers.push_back(conv2d(in, 4, 3, 1, 1));
+    layers.push_back(relu());
+    layers.push_back(fuse ? std::move(pool) : std::make_unique<Unfused>(std::move(pool)));
+  };
+  block(2, maxpool2d(2, 2));     // the 2x2 fast path: 10x10 -> 5x5
+  block(4, maxpool2d(3, 2, 1));  // overlapping windows with padding: 5x5 -> 3x3
+  layers.push_back(flatten());
+  layers.push_back(dense(4 * 3 * 3, 5));
+  return std::make_unique<Model>("relu_pool", Shape{2, 10, 10}, std::move(layers));
+}
+
+// Values on a coarse grid, so that windows hold ties, zeros and all-negative maxima.
+std::vector<float> coarse(size_t n, uint32_t seed) {
+  std::vector<float> v = random_floats(n, seed);
+  for (float& x : v) x = std::round(x * 3.0f) / 2.0f;
+  return v;
+}
+
+TEST(Model, MaxPoolAbsorbsTheReluBeforeItWithTheSameBits) {
+  auto fused = relu_pool_model(true);
+  auto plain = relu_pool_model(false);
+  for (int i = 0; i < fused->num_layers(); ++i)
+    EXPECT_EQ(fused->relu_absorbed(i), i == 1 || i == 4);
+  for (int i = 0; i < plain->num_layers(); ++i) EXPECT_FALSE(plain->relu_absorbed(i));
+  const int64_t batch = 3;
+  const Tensor labels({batch}, {0.0f, 3.0f, 4.0f});
+  const std::vector<float> x = coarse(static_cast<size_t>(batch * 200), 4);
+  std::vector<std::vector<float>> outputs, grads;
+  for (Model* m : {fused.get(), plain.get()}) {
+    m->init(5);
+    // Coarse weights too: many pre-ReLU values tie or are exactly 0.
+    const std::vector<float> w = coarse(m->params().size(), 6);
+    std::copy(w.begin(), w.end(), m->params().begin());
+    m->set_batch(batch);
+    std::copy(x.begin(), x.end(), m->input().data());
+    for (int i = 0; i < m->num_layers(); ++i) m->forward_layer(i, {});
+    softmax_cross_entropy(m->output(), labels, &m->output_grad());
+    m->zero_grads();
+    for (int i = m->num_layers() - 1; i >= 0; --i) m->backward_layer(i);
+    outputs.push_back(copy(m->output().span()));
+    grads.push_back(copy(m->grads()));
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(grads[0], grads[1]);
+  // The gradients are not trivially equal: the convolution's reach through both pools.
+  const BlockRange conv = fused->param_range(0);
+  EXPECT_TRUE(std::any_of(grads[0].begin() + static_cast<std::ptrdiff_t>(conv.offset),
+                          grads[0].begin() + static_cast<std::ptrdiff_t>(conv.offset + conv.count),
+                          [](float g) { return g != 0.0f; }));
 }
 
 TEST(Model, InputGradientsOnlyBehindTheFirstParameterLayer) {
