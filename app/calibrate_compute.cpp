@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "app/calibrate.hpp"
 #include "core/nn/loss.hpp"
@@ -50,6 +51,20 @@ ComputeSamples empty_samples(const Model& model, const Optimizer& optimizer) {
                               output,
                               {"forward", forward, {}},
                               {"backward", backward, {}}});
+  }
+  // A ReLU that the next layer absorbs (Model::relu_absorbed) runs inside that layer's passes:
+  // its work is timed there, so its flops and bytes count there too, and its own passes (about
+  // 0 s) feed no fallback speed.
+  for (int i = 0; i + 1 < model.num_layers(); ++i) {
+    if (!model.relu_absorbed(i)) continue;
+    LayerSeries& relu = samples.layers[static_cast<size_t>(i)];
+    LayerSeries& next = samples.layers[static_cast<size_t>(i) + 1];
+    for (auto [from, to] :
+         {std::pair{&relu.forward, &next.forward}, std::pair{&relu.backward, &next.backward}}) {
+      to->cost.flops += from->cost.flops;
+      to->cost.bytes += from->cost.bytes;
+      from->cost.flops = from->cost.bytes = 0;
+    }
   }
   samples.loss = {"loss", loss_cost(model.output().shape()), {}};
   samples.zero_grad = {
