@@ -1,13 +1,14 @@
 // Allreduce over MPI: Syncopate's schedules against MPI's own MPI_Allreduce.
 //
-//   mpirun -np 2 --oversubscribe --bind-to none build/bin/bench_allreduce_mpi [--max-mib 64]
-//          [--reps 15] [--overlap-mib 16]
+//   mpirun -np 2 --oversubscribe --bind-to none build/bin/bench_allreduce_mpi [--min-kib 4]
+//          [--max-mib 64 | --max-kib N] [--reps 15] [--overlap-mib 16]
 //
-// For every size (4 KiB .. max, x4) and algorithm, checks the result first, then times `reps`
+// For every size (min .. max, x4) and algorithm, checks the result first, then times `reps`
 // allreduces (each one timed separately between barriers, the slowest rank's time counts; the
-// algorithms take turns, so that load from other processes affects them alike) and prints the
-// median with the bandwidths as nccl-tests defines them:
-//   algbw = bytes / time,  busbw = algbw * 2 (p - 1) / p.
+// algorithms take turns in a freshly shuffled order, so that load from other processes affects
+// them alike) and prints the median with the bandwidths as nccl-tests defines them:
+//   algbw = bytes / time,  busbw = algbw * 2 (p - 1) / p,
+// and vs_MPI, the median of MPI_Allreduce's time over the algorithm's, repetition by repetition.
 // Then measures how much of an asynchronous allreduce hides behind work (the helper thread of
 // MpiCommunicator): overlap = (t_comm + t_work - t_both) / min(t_comm, t_work), for work that
 // sleeps (a GPU kernel) and for arithmetic on the rank's core.
@@ -22,6 +23,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +45,7 @@ using syncopate::ReduceOp;
 using syncopate::mpi::MpiCommunicator;
 
 struct Options {
+  size_t min_bytes = size_t{4} << 10;
   size_t max_bytes = size_t{64} << 20;
   int reps = 15;
   size_t overlap_bytes = size_t{16} << 20;
@@ -52,16 +56,24 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const long value = std::strtol(argv[i + 1], nullptr, 10);
-    if (flag == "--max-mib")
+    if (flag == "--min-kib")
+      o.min_bytes = static_cast<size_t>(value) << 10;
+    else if (flag == "--max-mib")
       o.max_bytes = static_cast<size_t>(value) << 20;
+    else if (flag == "--max-kib")
+      o.max_bytes = static_cast<size_t>(value) << 10;
     else if (flag == "--reps")
       o.reps = static_cast<int>(value);
     else if (flag == "--overlap-mib")
       o.overlap_bytes = static_cast<size_t>(value) << 20;
     else
-      throw syncopate::UserError("bench_allreduce_mpi: unknown flag " + flag +
-                                 "; allowed: --max-mib, --reps, --overlap-mib");
+      throw syncopate::UserError(
+          "bench_allreduce_mpi: unknown flag " + flag +
+          "; allowed: --min-kib, --max-mib (or --max-kib), --reps, --overlap-mib");
   }
+  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes || o.reps < 1)
+    throw syncopate::UserError(
+        "bench_allreduce_mpi: allowed: 1 <= --min-kib <= the maximum size, --reps >= 1");
   return o;
 }
 
@@ -230,20 +242,26 @@ void measure_overlap(MpiCommunicator& comm, size_t bytes, int reps, bool busy) {
 
 int main(int argc, char** argv) {
   syncopate::mpi::Runtime runtime(&argc, &argv);
-  const Options options = parse(argc, argv);
+  Options options;
+  try {
+    options = parse(argc, argv);
+  } catch (const syncopate::UserError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
   auto comm = MpiCommunicator::world();
   const int p = comm->size();
   if (comm->rank() == 0) {
     std::printf("allreduce, float sum, %d ranks, %s threads, median of %d\n", p,
                 runtime.thread_multiple() ? "MPI_THREAD_MULTIPLE" : "funneled", options.reps);
-    std::printf("%10s  %-24s %12s %12s %12s\n", "bytes", "algorithm", "time_us", "algbw_GB/s",
-                "busbw_GB/s");
+    std::printf("%10s  %-24s %12s %12s %12s %10s\n", "bytes", "algorithm", "time_us", "algbw_GB/s",
+                "busbw_GB/s", "vs_MPI");
   }
   std::vector<float> data(options.max_bytes / sizeof(float));
 #if defined(SYNCOPATE_HAVE_NCCL)
   add_nccl_variants(*comm, data.size());
 #endif
-  for (size_t bytes = 4096; bytes <= options.max_bytes; bytes *= 4) {
+  for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 4) {
     const std::span<float> buffer(data.data(), bytes / sizeof(float));
     std::vector<float> check_buffer(buffer.size());
     for (const Variant& variant : g_variants) {
@@ -251,16 +269,33 @@ int main(int argc, char** argv) {
       std::fill(buffer.begin(), buffer.end(), 0.0f);  // zeros: sums stay finite, no denormals
       allreduce(*comm, buffer, variant);              // warm-up (schedule cache, connections)
     }
-    // Algorithms take turns within each repetition, so load from elsewhere hits all alike.
+    // Algorithms take turns within each repetition, so load from elsewhere hits all alike, in
+    // an order shuffled anew for each repetition (the same on every rank): what ran just before
+    // a call changes its time (by 15-30% at 256 KiB to 1 MiB here), and a fixed cycle gives every
+    // algorithm the same predecessor every time.
     std::vector<std::vector<double>> seconds(g_variants.size());
-    for (int r = 0; r < options.reps; ++r)
-      for (size_t a = 0; a < g_variants.size(); ++a)
+    std::vector<size_t> order(g_variants.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::mt19937 shuffle(static_cast<std::mt19937::result_type>(bytes));
+    for (int r = 0; r < options.reps; ++r) {
+      std::shuffle(order.begin(), order.end(), shuffle);
+      for (const size_t a : order)
         seconds[a].push_back(timed(*comm, [&] { timed_allreduce(*comm, buffer, g_variants[a]); }));
+    }
+    // The paired ratio: MPI_Allreduce's time over this algorithm's in the same repetition, the
+    // median over repetitions (above 1: faster than MPI). Load that hits one repetition hits
+    // both sides of its ratio, which makes it steadier than a ratio of the two medians.
+    const auto native_variant =
+        std::find_if(g_variants.begin(), g_variants.end(),
+                     [](const Variant& v) { return v.path == Path::kNative; });
+    const std::vector<double>& native = seconds[native_variant - g_variants.begin()];
     for (size_t a = 0; a < g_variants.size(); ++a) {
       const double t = median(seconds[a]), algbw = static_cast<double>(bytes) / t / 1e9;
+      std::vector<double> ratios;
+      for (int r = 0; r < options.reps; ++r) ratios.push_back(native[r] / seconds[a][r]);
       if (comm->rank() == 0)
-        std::printf("%10zu  %-24s %12.1f %12.3f %12.3f\n", bytes, g_variants[a].name, t * 1e6,
-                    algbw, algbw * 2.0 * (p - 1) / p);
+        std::printf("%10zu  %-24s %12.1f %12.3f %12.3f %10.2f\n", bytes, g_variants[a].name,
+                    t * 1e6, algbw, algbw * 2.0 * (p - 1) / p, median(ratios));
     }
   }
 #if defined(SYNCOPATE_HAVE_NCCL)
