@@ -1,12 +1,18 @@
 // AsyncEngine: asynchronous collectives in submission order, on a helper thread or in wait().
 #include "backends/mpi/async_engine.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "backends/mpi/mpi_detail.hpp"
 
 namespace syncopate::mpi {
+
+namespace {
+constexpr std::chrono::microseconds kSpinBeforeSleep{200};
+}  // namespace
 
 class AsyncEngine::JobWork final : public Work {
  public:
@@ -120,7 +126,15 @@ void AsyncEngine::wait(Job& job) {
       changed_.notify_all();
     } else {
       doorbell_.start_waiting();  // the helper spins instead of napping while we wait
-      changed_.wait(lock);
+      // Yield for a while before sleeping: a short collective is over before a sleeping
+      // thread could even be woken (a futex wake costs ~20 us when every core is busy).
+      const auto deadline = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+      while (job.state != State::kDone && std::chrono::steady_clock::now() < deadline) {
+        lock.unlock();
+        std::this_thread::yield();
+        lock.lock();
+      }
+      if (job.state != State::kDone) changed_.wait(lock);
       doorbell_.stop_waiting();
     }
   }
