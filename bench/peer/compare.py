@@ -9,9 +9,12 @@ compared by the ratio of their medians of seconds per epoch.
   bench/peer/compare.py epoch_sync --epochs 2 --reps 3
 
 Prints one JSON object: per-side medians, the ratio ours/theirs, final accuracies, and which
-BLAS and versions the peer ran with. The peer must run with an optimised BLAS (OpenBLAS: run
-bench/peer/setup.sh once): with the reference BLAS it refuses, since that peer is not one a user
-would run.
+BLAS, allocator and versions the peer ran with. The peer must run with an optimised BLAS
+(OpenBLAS: run bench/peer/setup.sh once): with the reference BLAS it refuses, since that peer is
+not one a user would run. It runs with TCMalloc preloaded (--peer-malloc tcmalloc, the default),
+as PyTorch's CPU performance guide recommends: under glibc's malloc torch maps and unmaps its
+large tensors every step, which made its cnn epochs swing between 19 s and 73 s here. Ours runs
+with the system's malloc (it allocates nothing per step).
 """
 import argparse
 import csv
@@ -30,9 +33,7 @@ PYTHON = "/usr/bin/python3"  # Debian's torch is installed for the system interp
 
 def peer_blas():
     """The libblas.so.3 that the peer's torch loads (Debian's alternatives), and versions."""
-    arch = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
-                          text=True).stdout.strip() or "x86_64-linux-gnu"
-    target = os.path.realpath(f"/usr/lib/{arch}/libblas.so.3")
+    target = os.path.realpath(f"/usr/lib/{multiarch()}/libblas.so.3")
     probe = subprocess.run(
         [PYTHON, "-c", "import torch, numpy; print(torch.__version__, numpy.__version__)"],
         capture_output=True, text=True)
@@ -46,10 +47,39 @@ def peer_blas():
             "packages": versions}
 
 
-def one_thread_env():
+def multiarch():
+    return subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
+                          text=True).stdout.strip() or "x86_64-linux-gnu"
+
+
+TCMALLOC = f"/usr/lib/{multiarch()}/libtcmalloc_minimal.so.4"
+
+
+def one_thread_env(preload=None):
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = preload
     return env
+
+
+def peer_malloc(choice):
+    """The library to preload for the peer (None: glibc's malloc), checked to be the one the
+    peer's interpreter maps."""
+    if choice == "glibc":
+        return None, {"malloc": "glibc"}
+    if not os.path.exists(TCMALLOC):
+        sys.exit(f"{TCMALLOC} not found: run bench/peer/setup.sh first (or pass --peer-malloc glibc)")
+    probe = subprocess.run(
+        [PYTHON, "-c", "print(any('tcmalloc' in l for l in open('/proc/self/maps')))"],
+        capture_output=True, text=True, env=one_thread_env(TCMALLOC))
+    if probe.stdout.strip() != "True":
+        sys.exit(f"LD_PRELOAD={TCMALLOC} did not load into {PYTHON}: {probe.stderr.strip()}")
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libtcmalloc-minimal4"],
+                         capture_output=True, text=True)
+    return TCMALLOC, {"malloc": "tcmalloc", "LD_PRELOAD": TCMALLOC,
+                      "libtcmalloc-minimal4": out.stdout.strip() or None}
 
 
 def epoch_seconds(run_dir):
@@ -88,14 +118,15 @@ def run_ours(mode, model, epochs, lr, seed, workdir):
     return epoch_seconds(out), accuracy
 
 
-def run_theirs(mode, model, epochs, lr, seed):
+def run_theirs(mode, model, epochs, lr, seed, preload):
     if mode == "single":
         cmd = [PYTHON, os.path.join(ROOT, "bench", "peer", "fmnist_torch.py"),
                "--model", model, "--epochs", str(epochs), "--batch", "64", "--lr", str(lr), "--seed", str(seed)]
     else:
         cmd = [PYTHON, os.path.join(ROOT, "bench", "peer", "ddp_torch.py"),
                "--mode", mode, "--epochs", str(epochs), "--lr", str(lr), "--seed", str(seed)]
-    out = subprocess.run(cmd, check=True, env=one_thread_env(), capture_output=True, text=True)
+    out = subprocess.run(cmd, check=True, env=one_thread_env(preload), capture_output=True,
+                         text=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     per_epoch = result.get("epoch_seconds") or [result["seconds_per_epoch"]]
     accuracy = result.get("final_test_accuracy", result.get("test_accuracy"))
@@ -112,6 +143,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--allow-reference-blas", action="store_true",
                    help="measure even if the peer's torch would load the reference BLAS")
+    p.add_argument("--peer-malloc", choices=["tcmalloc", "glibc"], default="tcmalloc",
+                   help="the peer's allocator (default tcmalloc, preloaded)")
     args = p.parse_args()
     if not os.path.exists(SYNCOPATE):
         sys.exit(f"{SYNCOPATE} not found: build first (scripts/setup.sh)")
@@ -119,12 +152,14 @@ def main():
     if "openblas" not in blas["libblas.so.3"] and not args.allow_reference_blas:
         sys.exit(f"the peer's libblas.so.3 is {blas['libblas.so.3']}, not OpenBLAS: run "
                  "bench/peer/setup.sh first (or pass --allow-reference-blas)")
+    preload, malloc = peer_malloc(args.peer_malloc)
     ours, theirs, acc_ours, acc_theirs = [], [], None, None
     with tempfile.TemporaryDirectory() as workdir:
         for _ in range(args.reps):
             seconds, acc_ours = run_ours(args.mode, args.model, args.epochs, args.lr, args.seed, workdir)
             ours += seconds
-            seconds, acc_theirs = run_theirs(args.mode, args.model, args.epochs, args.lr, args.seed)
+            seconds, acc_theirs = run_theirs(args.mode, args.model, args.epochs, args.lr, args.seed,
+                                              preload)
             theirs += seconds
     m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
     print(json.dumps({
@@ -133,7 +168,8 @@ def main():
         "peer_seconds_per_epoch_median": round(m_theirs, 4),
         "ratio_ours_over_peer": round(m_ours / m_theirs, 3),
         "ours_final_test_accuracy": acc_ours, "peer_final_test_accuracy": acc_theirs,
-        "ours_samples": ours, "peer_samples": theirs, "peer_blas": blas}))
+        "ours_samples": ours, "peer_samples": theirs, "peer_blas": blas,
+        "peer_malloc": malloc}))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,11 @@
 # The peer's set-up for bench/peer/compare.py: Debian's PyTorch with OpenBLAS as the BLAS it
 # loads (libblas.so.3 through the alternatives system). With only the reference BLAS, torch's
 # Linear layers run about 10x slower, which would flatter our ratios; compare.py refuses that.
+# TCMalloc is the allocator PyTorch's CPU performance guide recommends preloading: with glibc's
+# malloc, torch maps and unmaps its large activations step after step (the cnn: about 5 M page
+# faults and 30 s of kernel time per epoch, and epochs from 19 s to 73 s); compare.py preloads it.
 set -euo pipefail
-packages=(python3-torch libopenblas0-pthread)
+packages=(python3-torch libopenblas0-pthread libtcmalloc-minimal4)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
