@@ -66,6 +66,17 @@ ComputeSamples empty_samples(const Model& model, const Optimizer& optimizer) {
       from->cost.flops = from->cost.bytes = 0;
     }
   }
+  // Likewise a backward pass that runs inside an earlier layer's (Model::backward_runs_in: a
+  // pool streaming its input gradient into the convolution before it), with its ReLU's.
+  for (int i = 0; i < model.num_layers(); ++i) {
+    const int host = model.backward_runs_in(i);
+    if (host == i || model.relu_absorbed(i)) continue;
+    Series& from = samples.layers[static_cast<size_t>(i)].backward;
+    Series& to = samples.layers[static_cast<size_t>(host)].backward;
+    to.cost.flops += from.cost.flops;
+    to.cost.bytes += from.cost.bytes;
+    from.cost.flops = from.cost.bytes = 0;
+  }
   samples.loss = {"loss", loss_cost(model.output().shape()), {}};
   samples.zero_grad = {
       "zero_grad",

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/function_ref.hpp"
 #include "core/base/rng.hpp"
 #include "core/nn/cost.hpp"
 #include "core/tensor/tensor.hpp"
@@ -57,6 +58,22 @@ class Layer {
   virtual bool absorbs_relu() const { return false; }
   virtual void forward_after_relu(const Tensor& x, Tensor& y, const StepContext& ctx);
   virtual void backward_after_relu(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx);
+
+  // Streaming a gradient image by image between two layers, on the CPU, so that it is never
+  // stored whole (the first convolution's output gradient in the cnn: 6.4 MB at batch 64, written
+  // by the pool and read back by the convolution, both from memory). A layer that
+  // streams_input_grad() writes the input gradient of one image alone (input_grad_of_image: what
+  // backward, or backward_after_relu when after_relu, writes for that image, given the same
+  // tensors). A layer that takes_streamed_grad(input) computes in backward_streamed exactly what
+  // backward computes, asking dy_of for each image's output gradient, in image order, just
+  // before it uses it. The model pairs them (Model::backward_runs_in); the results are the same
+  // bits. Costs stay each layer's own.
+  using ImageGrad = FunctionRef<void(int64_t image, std::span<float> dy)>;
+  virtual bool streams_input_grad() const { return false; }
+  virtual void input_grad_of_image(const Tensor& x, const Tensor& y, const Tensor& dy,
+                                   bool after_relu, int64_t image, std::span<float> dx) const;
+  virtual bool takes_streamed_grad(const Shape& /*input*/) const { return false; }
+  virtual void backward_streamed(const Tensor& x, ImageGrad dy_of, Tensor* dx);
 };
 
 enum class Bias { kYes, kNo };

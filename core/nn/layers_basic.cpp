@@ -211,6 +211,14 @@ void Layer::backward_after_relu(const Tensor& /*x*/, const Tensor& /*y*/, const 
                                 Tensor* /*dx*/) {
   SYNC_CHECK(false, kind() << " does not absorb a ReLU");
 }
+void Layer::input_grad_of_image(const Tensor& /*x*/, const Tensor& /*y*/, const Tensor& /*dy*/,
+                                bool /*after_relu*/, int64_t /*image*/,
+                                std::span<float> /*dx*/) const {
+  SYNC_CHECK(false, kind() << " does not stream its input gradient");
+}
+void Layer::backward_streamed(const Tensor& /*x*/, ImageGrad /*dy_of*/, Tensor* /*dx*/) {
+  SYNC_CHECK(false, kind() << " does not take a streamed gradient");
+}
 
 std::unique_ptr<Layer> dense(int64_t in, int64_t out, Bias bias) {
   return std::make_unique<Dense>(in, out, bias);

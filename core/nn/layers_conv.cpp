@@ -88,26 +88,19 @@ class Conv2D final : public Layer {
   // dW += dy[n] * im2col(x[n])^T; db += rowsum(dy[n]); dx[n] = col2im(W^T * dy[n]).
   void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
     if (winograd_for(x.shape())) return winograd_backward(x, dy, dx);
+    const int64_t out_size = dy.numel() / std::max<int64_t>(dy.dim(0), 1);
+    for (int64_t n = 0; n < x.dim(0); ++n)
+      backward_image(x, n, dy.span().subspan(static_cast<size_t>(n * out_size)), dx);
+  }
+  // The same, each image's dy asked for just before its turn: it stays in cache.
+  bool takes_streamed_grad(const Shape& input) const override { return !winograd_for(input); }
+  void backward_streamed(const Tensor& x, ImageGrad dy_of, Tensor* dx) override {
+    SYNC_CHECK(!winograd_for(x.shape()), "conv2d: a streamed gradient on the Winograd path");
     const ConvGeometry g = geometry(x.shape());
-    const int64_t kk = g.col_rows(), p = g.col_cols(), batch = x.dim(0);
-    const int64_t in_size = cin_ * g.height * g.width, out_size = cout_ * p;
-    col_.resize(static_cast<size_t>(kk * p));
-    for (int64_t n = 0; n < batch; ++n) {
-      const std::span<const float> xn =
-          x.span().subspan(static_cast<size_t>(n * in_size), static_cast<size_t>(in_size));
-      const MatrixView dyn{dy.data() + n * out_size, cout_, p, p};
-      im2col(xn, g, col_.data(), p);
-      gemm(Trans::kNo, Trans::kYes, 1.0f, dyn, matrix(std::span<const float>(col_), kk, p), 1.0f,
-           matrix(dw_, cout_, kk));
-      if (bias_) add_row_sums(dyn, db_);
-      if (dx) {
-        gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(w_, cout_, kk), dyn, 0.0f,
-             matrix(std::span<float>(col_), kk, p));
-        const std::span<float> dxn =
-            dx->span().subspan(static_cast<size_t>(n * in_size), static_cast<size_t>(in_size));
-        std::fill(dxn.begin(), dxn.end(), 0.0f);
-        col2im_add(col_.data(), p, g, dxn);
-      }
+    dy_image_.resize(static_cast<size_t>(cout_ * g.col_cols()));
+    for (int64_t n = 0; n < x.dim(0); ++n) {
+      dy_of(n, dy_image_);
+      backward_image(x, n, dy_image_, dx);
     }
   }
 
@@ -140,6 +133,29 @@ class Conv2D final : public Layer {
   // Above this many tiles x channels of one image (large planes of many channels: 16 MB per
   // workspace) im2col, whose workspace is 2.25x smaller than the transformed image.
   static constexpr int64_t kWinogradMaxTileChannels = int64_t{1} << 18;
+
+  // Image n's share of backward, dyn its output gradient (Cout x P, at least).
+  void backward_image(const Tensor& x, int64_t n, std::span<const float> dy, Tensor* dx) {
+    const ConvGeometry g = geometry(x.shape());
+    const int64_t kk = g.col_rows(), p = g.col_cols();
+    const int64_t in_size = cin_ * g.height * g.width;
+    col_.resize(static_cast<size_t>(kk * p));
+    const std::span<const float> xn =
+        x.span().subspan(static_cast<size_t>(n * in_size), static_cast<size_t>(in_size));
+    const MatrixView dyn{dy.data(), cout_, p, p};
+    im2col(xn, g, col_.data(), p);
+    gemm(Trans::kNo, Trans::kYes, 1.0f, dyn, matrix(std::span<const float>(col_), kk, p), 1.0f,
+         matrix(dw_, cout_, kk));
+    if (bias_) add_row_sums(dyn, db_);
+    if (dx) {
+      gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(w_, cout_, kk), dyn, 0.0f,
+           matrix(std::span<float>(col_), kk, p));
+      const std::span<float> dxn =
+          dx->span().subspan(static_cast<size_t>(n * in_size), static_cast<size_t>(in_size));
+      std::fill(dxn.begin(), dxn.end(), 0.0f);
+      col2im_add(col_.data(), p, g, dxn);
+    }
+  }
 
   // Whether this input runs by Winograd: always when asked for, never when asked for im2col;
   // by default where F(2x2, 3x3) applies, with enough input channels and a moderate workspace.
@@ -232,7 +248,8 @@ class Conv2D final : public Layer {
   bool bias_;
   ConvAlgorithm algorithm_;
   std::span<float> w_, b_, dw_, db_;
-  std::vector<float> col_;  // im2col workspace of one image, reused across calls
+  std::vector<float> col_;       // im2col workspace of one image, reused across calls
+  std::vector<float> dy_image_;  // one image's streamed output gradient
   // Winograd workspaces, reused across calls: transformed filters, a group's transformed
   // input, output gradient (for dW), output gradient as input (for dx) and products, the summed
   // weight-gradient products.

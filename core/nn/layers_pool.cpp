@@ -69,6 +69,15 @@ class MaxPool2D final : public WindowPool {
                            Tensor* dx) override {
     if (dx) run_backward(x, y, dy, *dx, true);
   }
+  bool streams_input_grad() const override { return true; }
+  void input_grad_of_image(const Tensor& x, const Tensor& y, const Tensor& dy, bool after_relu,
+                           int64_t image, std::span<float> dx) const override {
+    const int64_t channels = x.dim(1);
+    SYNC_CHECK(image >= 0 && image < x.dim(0) &&
+                   static_cast<int64_t>(dx.size()) == channels * x.dim(2) * x.dim(3),
+               "image " << image << " of " << x.dim(0) << ", " << dx.size() << " floats");
+    backward_planes(x, y, dy, after_relu, image * channels, channels, dx.data());
+  }
   Cost forward_cost(const Shape& input) const override {
     const double out = windows(input);
     return cost(out * static_cast<double>(k_ * k_), static_cast<double>(numel(input)) + 2 * out,
@@ -103,14 +112,17 @@ class MaxPool2D final : public WindowPool {
   // With `relu`, y holds ReLU'd maxima: a window whose max was not positive passes nothing.
   void run_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx,
                     bool relu) const {
+    backward_planes(x, y, dy, relu, 0, x.dim(0) * x.dim(1), dx.data());
+  }
+  // The input gradient of planes [first, first + count) (image-major, channel-minor) into d.
+  void backward_planes(const Tensor& x, const Tensor& y, const Tensor& dy, bool relu, int64_t first,
+                       int64_t count, float* d) const {
     const int64_t h = x.dim(2), w = x.dim(3), in_plane = h * w, out_plane = y.dim(2) * y.dim(3);
-    const int64_t planes = x.dim(0) * x.dim(1);
     const bool tiled = k_ == 2 && stride_ == 2 && pad_ == 0 && h % 2 == 0 && w % 2 == 0;
-    const int32_t* best_at = argmax_.data();
-    const float* g = dy.data();
-    const float* out = relu ? y.data() : nullptr;
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      float* d = dx.data() + plane * in_plane;
+    const int32_t* best_at = argmax_.data() + first * out_plane;
+    const float* g = dy.data() + first * out_plane;
+    const float* out = relu ? y.data() + first * out_plane : nullptr;
+    for (int64_t plane = 0; plane < count; ++plane, d += in_plane) {
       if (tiled) {
         backward_plane_2x2(g, best_at, out, h, w, d);
       } else {

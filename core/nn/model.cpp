@@ -62,9 +62,23 @@ Model::Model(std::string name, Shape sample_shape, std::vector<std::unique_ptr<L
     }
   }
   relu_absorbed_.assign(layers_.size(), 0);
+  streams_from_.assign(layers_.size(), -1);
+  streams_to_.assign(layers_.size(), -1);
   if (storage_ == Storage::kReal) {
     for (size_t i = 0; i + 1 < layers_.size(); ++i)
       relu_absorbed_[i] = layers_[i]->kind() == "relu" && layers_[i + 1]->absorbs_relu();
+    // Streaming pairs: layer i and the layer after it (after an absorbed ReLU, if any). Whether a
+    // layer takes a streamed gradient depends on its input's shape beyond the batch.
+    Shape shape{1};
+    shape.insert(shape.end(), sample_shape_.begin(), sample_shape_.end());
+    for (size_t i = 0; i < layers_.size(); shape = layers_[i]->output_shape(shape), ++i) {
+      const size_t next = i + 1 < layers_.size() && relu_absorbed_[i + 1] ? i + 2 : i + 1;
+      if (next < layers_.size() && layers_[i]->num_params() > 0 &&
+          layers_[i]->takes_streamed_grad(shape) && layers_[next]->streams_input_grad()) {
+        streams_from_[i] = static_cast<int>(next);
+        streams_to_[next] = static_cast<int>(i);
+      }
+    }
   }
   set_batch(1);
 }
@@ -106,18 +120,30 @@ void Model::set_batch(int64_t batch) {
     if (i > 0) shape = layers_[i - 1]->output_shape(shape);
     // No gradient is ever written for the inputs of layers up to the first one with parameters.
     const bool needs_grad = static_cast<int>(i) > first_param_layer_;
-    // An absorbed ReLU's output and its gradient are never stored.
-    if (storage_ == Storage::kShapeOnly || (i > 0 && relu_absorbed_[i - 1])) {
+    // An absorbed ReLU's output and its gradient are never stored, nor a streamed gradient.
+    const bool absorbed = i > 0 && relu_absorbed_[i - 1] != 0;
+    const bool streamed = i > 0 && streams_from_[i - 1] >= 0;
+    if (storage_ == Storage::kShapeOnly || absorbed) {
       activations_[i] = Tensor::shape_only(shape);
       grads_of_activations_[i] = Tensor::shape_only(needs_grad ? shape : Shape{0});
     } else {
       activations_[i].resize(shape);
-      grads_of_activations_[i].resize(needs_grad ? shape : Shape{0});
+      if (streamed)
+        grads_of_activations_[i] = Tensor::shape_only(needs_grad ? shape : Shape{0});
+      else
+        grads_of_activations_[i].resize(needs_grad ? shape : Shape{0});
     }
   }
 }
 
 bool Model::needs_input_grad(int i) const { return i > first_param_layer_; }
+
+int Model::backward_runs_in(int i) const {
+  SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
+  size_t u = static_cast<size_t>(i);
+  if (relu_absorbed_[u]) ++u;
+  return streams_to_[u] >= 0 ? streams_to_[u] : static_cast<int>(u);
+}
 
 void Model::forward_layer(int i, const StepContext& ctx) {
   SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
@@ -137,7 +163,23 @@ void Model::backward_layer(int i) {
   SYNC_CHECK(i >= 0 && i < num_layers(), "layer " << i << " of " << num_layers());
   if (storage_ == Storage::kShapeOnly || i < first_param_layer_) return;
   const size_t u = static_cast<size_t>(i);
-  if (relu_absorbed_[u]) return;  // layer i + 1 applied its gradient
+  if (relu_absorbed_[u]) return;    // layer i + 1 applied its gradient
+  if (streams_to_[u] >= 0) return;  // the layer that takes its input gradient runs it
+  if (streams_from_[u] >= 0) {
+    // Layer v's input is this layer's output (an absorbed ReLU's input, if one is between).
+    const size_t v = static_cast<size_t>(streams_from_[u]);
+    const bool after_relu = v == u + 2;
+    const Layer& next = *layers_[v];
+    const Tensor &x = activations_[u + 1], &y = activations_[v + 1];
+    const Tensor& dy = grads_of_activations_[v + 1];
+    layers_[u]->backward_streamed(
+        activations_[u],
+        [&](int64_t image, std::span<float> d) {
+          next.input_grad_of_image(x, y, dy, after_relu, image, d);
+        },
+        needs_input_grad(i) ? &grads_of_activations_[u] : nullptr);
+    return;
+  }
   if (u > 0 && relu_absorbed_[u - 1]) {
     layers_[u]->backward_after_relu(
         activations_[u - 1], activations_[u + 1], grads_of_activations_[u + 1],

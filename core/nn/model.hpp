@@ -71,6 +71,12 @@ class Model {
   // then forward_layer(i) and backward_layer(i) do nothing, layer i + 1's passes do both, and
   // the ReLU's output is never stored. The results are the same bits.
   bool relu_absorbed(int i) const { return relu_absorbed_[static_cast<size_t>(i)] != 0; }
+  // The layer whose backward_layer runs layer i's backward pass: i itself, or for an absorbed
+  // ReLU and for a layer that streams its input gradient (Layer::streams_input_grad, max
+  // pooling) into the layer before it (with an absorbed ReLU between them or not) that takes it
+  // image by image (Layer::takes_streamed_grad, a convolution on the im2col path), that
+  // layer. The gradient between such a pair is then never stored whole. The same bits.
+  int backward_runs_in(int i) const;
   // Layer i's cost at the current batch (a shape-only model computes it once per batch size).
   Cost forward_cost(int i) const;
   Cost backward_cost(int i) const;
@@ -92,6 +98,8 @@ class Model {
   std::vector<BlockRange> ranges_;
   int first_param_layer_ = 0;        // layers before it have no parameters
   std::vector<char> relu_absorbed_;  // per layer: see relu_absorbed()
+  std::vector<int> streams_from_;    // per layer: the layer whose input gradient it pulls, or -1
+  std::vector<int> streams_to_;      // per layer: the layer that pulls its input gradient, or -1
   int64_t batch_ = 0;
   std::vector<Tensor> activations_;           // activations_[i] is layer i's input
   std::vector<Tensor> grads_of_activations_;  // same shapes

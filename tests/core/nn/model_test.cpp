@@ -121,21 +121,22 @@ class Unfused final : public Layer {
   std::unique_ptr<Layer> inner_;
 };
 
-// (conv -> relu -> pool) twice, then dense, with the pools absorbing their ReLUs or not. Each
-// pool's output gradient is dense (a convolution or a dense layer follows), so a wrong mask
-// shows.
-std::unique_ptr<Model> relu_pool_model(bool fuse) {
+// (conv -> relu -> pool) twice, then dense, with the pools absorbing their ReLUs and streaming
+// their input gradients into the convolutions, or not; without the ReLUs (conv -> pool) when
+// !relus. Each pool's output gradient is dense (a convolution or a dense layer follows), so a
+// wrong mask shows.
+std::unique_ptr<Model> conv_pool_model(bool fuse, bool relus = true) {
   std::vector<std::unique_ptr<Layer>> layers;
   auto block = [&](int64_t in, std::unique_ptr<Layer> pool) {
     layers.push_back(conv2d(in, 4, 3, 1, 1));
-    layers.push_back(relu());
+    if (relus) layers.push_back(relu());
     layers.push_back(fuse ? std::move(pool) : std::make_unique<Unfused>(std::move(pool)));
   };
   block(2, maxpool2d(2, 2));     // the 2x2 fast path: 10x10 -> 5x5
   block(4, maxpool2d(3, 2, 1));  // overlapping windows with padding: 5x5 -> 3x3
   layers.push_back(flatten());
   layers.push_back(dense(4 * 3 * 3, 5));
-  return std::make_unique<Model>("relu_pool", Shape{2, 10, 10}, std::move(layers));
+  return std::make_unique<Model>("conv_pool", Shape{2, 10, 10}, std::move(layers));
 }
 
 // Values on a coarse grid, so that windows hold ties, zeros and all-negative maxima.
@@ -145,37 +146,71 @@ std::vector<float> coarse(size_t n, uint32_t seed) {
   return v;
 }
 
-TEST(Model, MaxPoolAbsorbsTheReluBeforeItWithTheSameBits) {
-  auto fused = relu_pool_model(true);
-  auto plain = relu_pool_model(false);
-  for (int i = 0; i < fused->num_layers(); ++i)
-    EXPECT_EQ(fused->relu_absorbed(i), i == 1 || i == 4);
-  for (int i = 0; i < plain->num_layers(); ++i) EXPECT_FALSE(plain->relu_absorbed(i));
+// One training step's output and parameter gradients, on coarse input and weights (many
+// pre-ReLU values tie or are exactly 0).
+struct StepResult {
+  std::vector<float> output, grads;
+};
+StepResult coarse_step(Model& m) {
   const int64_t batch = 3;
   const Tensor labels({batch}, {0.0f, 3.0f, 4.0f});
   const std::vector<float> x = coarse(static_cast<size_t>(batch * 200), 4);
-  std::vector<std::vector<float>> outputs, grads;
-  for (Model* m : {fused.get(), plain.get()}) {
-    m->init(5);
-    // Coarse weights too: many pre-ReLU values tie or are exactly 0.
-    const std::vector<float> w = coarse(m->params().size(), 6);
-    std::copy(w.begin(), w.end(), m->params().begin());
-    m->set_batch(batch);
-    std::copy(x.begin(), x.end(), m->input().data());
-    for (int i = 0; i < m->num_layers(); ++i) m->forward_layer(i, {});
-    softmax_cross_entropy(m->output(), labels, &m->output_grad());
-    m->zero_grads();
-    for (int i = m->num_layers() - 1; i >= 0; --i) m->backward_layer(i);
-    outputs.push_back(copy(m->output().span()));
-    grads.push_back(copy(m->grads()));
-  }
-  EXPECT_EQ(outputs[0], outputs[1]);
-  EXPECT_EQ(grads[0], grads[1]);
+  m.init(5);
+  const std::vector<float> w = coarse(m.params().size(), 6);
+  std::copy(w.begin(), w.end(), m.params().begin());
+  m.set_batch(batch);
+  std::copy(x.begin(), x.end(), m.input().data());
+  for (int i = 0; i < m.num_layers(); ++i) m.forward_layer(i, {});
+  softmax_cross_entropy(m.output(), labels, &m.output_grad());
+  m.zero_grads();
+  for (int i = m.num_layers() - 1; i >= 0; --i) m.backward_layer(i);
+  return {copy(m.output().span()), copy(m.grads())};
+}
+
+TEST(Model, MaxPoolAbsorbsTheReluBeforeItWithTheSameBits) {
+  auto fused = conv_pool_model(true);
+  auto plain = conv_pool_model(false);
+  for (int i = 0; i < fused->num_layers(); ++i)
+    EXPECT_EQ(fused->relu_absorbed(i), i == 1 || i == 4);
+  for (int i = 0; i < plain->num_layers(); ++i) EXPECT_FALSE(plain->relu_absorbed(i));
+  const StepResult a = coarse_step(*fused), b = coarse_step(*plain);
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_EQ(a.grads, b.grads);
   // The gradients are not trivially equal: the convolution's reach through both pools.
   const BlockRange conv = fused->param_range(0);
-  EXPECT_TRUE(std::any_of(grads[0].begin() + static_cast<std::ptrdiff_t>(conv.offset),
-                          grads[0].begin() + static_cast<std::ptrdiff_t>(conv.offset + conv.count),
+  EXPECT_TRUE(std::any_of(a.grads.begin() + static_cast<std::ptrdiff_t>(conv.offset),
+                          a.grads.begin() + static_cast<std::ptrdiff_t>(conv.offset + conv.count),
                           [](float g) { return g != 0.0f; }));
+}
+
+// Each pool's backward runs inside the convolution before it, image by image: the first one
+// (which computes no input gradient) and the second (which does), with and without an absorbed
+// ReLU between them. The same bits as the layers run one by one.
+TEST(Model, PoolsStreamTheirInputGradientIntoTheConvolutionWithTheSameBits) {
+  for (bool relus : {true, false}) {
+    auto fused = conv_pool_model(true, relus);
+    auto plain = conv_pool_model(false, relus);
+    const int block = relus ? 3 : 2;  // layers per (conv, [relu,] pool)
+    for (int i = 0; i < fused->num_layers(); ++i) {
+      EXPECT_EQ(fused->backward_runs_in(i), i < 2 * block ? i / block * block : i) << i;
+      EXPECT_EQ(plain->backward_runs_in(i), i);
+    }
+    const StepResult a = coarse_step(*fused), b = coarse_step(*plain);
+    EXPECT_EQ(a.output, b.output) << relus;
+    EXPECT_EQ(a.grads, b.grads) << relus;
+    for (int conv : {0, block}) {
+      const BlockRange r = fused->param_range(conv);
+      EXPECT_TRUE(std::any_of(a.grads.begin() + static_cast<std::ptrdiff_t>(r.offset),
+                              a.grads.begin() + static_cast<std::ptrdiff_t>(r.offset + r.count),
+                              [](float g) { return g != 0.0f; }));
+    }
+  }
+  // A convolution on the Winograd path (8 input channels or more) does not take one.
+  auto cnn = make_model("cnn");  // conv(1, 32), relu, pool, conv(32, 64), relu, pool, ...
+  EXPECT_EQ(cnn->backward_runs_in(2), 0);
+  EXPECT_EQ(cnn->backward_runs_in(1), 0);
+  EXPECT_EQ(cnn->backward_runs_in(5), 5);
+  EXPECT_EQ(cnn->backward_runs_in(4), 5);
 }
 
 TEST(Model, InputGradientsOnlyBehindTheFirstParameterLayer) {
