@@ -3,15 +3,17 @@
 #include "core/train/train_data.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/base/check.hpp"
+#include "core/base/huge_pages.hpp"
 #include "core/nn/model.hpp"
 
 namespace syncopate {
 namespace {
 
-// Prefix of a dataset (copies the first n samples).
-Dataset head(const Dataset& data, int64_t n) {
+// Prefix of a dataset (the first n samples).
+Dataset head(Dataset data, int64_t n) {
   if (n <= 0 || n >= data.size()) return data;
   std::vector<int64_t> indices(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) indices[static_cast<size_t>(i)] = i;
@@ -129,8 +131,8 @@ TrainData prepare_data(const Scenario& s, bool cost_only) {
     data.train = std::make_shared<const Dataset>(cost_only_train_set(s, sample, outputs));
   } else {
     auto [train, test] = load_datasets(s, sample, outputs);
-    train = head(train, s.data.train_samples);
-    test = head(test, s.data.test_samples);
+    train = head(std::move(train), s.data.train_samples);
+    test = head(std::move(test), s.data.test_samples);
     if (s.data.normalize) {
       const Normalizer norm = fit_normalizer(train, false);
       apply(norm, train);
@@ -139,6 +141,8 @@ TrainData prepare_data(const Scenario& s, bool cost_only) {
     const bool regression = s.loss != LossKind::kCrossEntropy;
     scale_split(train, test, s.data.normalize ? Scaling::kNone : s.data.scale_features,
                 regression ? s.data.scale_targets : Scaling::kNone);
+    // Every step gathers its batch from all over the training set (core/base/huge_pages.hpp).
+    advise_huge_pages(train.x.data(), static_cast<size_t>(train.x.numel()) * sizeof(float));
     data.train = std::make_shared<const Dataset>(std::move(train));
     data.test = std::make_shared<const Dataset>(std::move(test));
   }
