@@ -1,13 +1,16 @@
 // Timing the scenario's model on the host: each layer pass, the loss, the optimizer, the step.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <utility>
+#include <vector>
 
 #include "app/calibrate.hpp"
+#include "core/base/check.hpp"
+#include "core/data/data.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
+#include "core/train/train_data.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -24,17 +27,6 @@ double timed(Series& series, bool keep, Work&& work) {
   const double seconds = now_s() - start;
   if (keep) series.seconds.push_back(seconds);
   return seconds;
-}
-
-// A fixed, finite input and labels every class (or a target) can take.
-void fill_batch(Model& model, Tensor& labels, bool classify) {
-  std::span<float> x = model.input().span();
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * i));
-  const Shape out = model.output_shape(model.batch());
-  labels = classify ? Tensor(Shape{out[0]}) : Tensor(out);
-  std::span<float> y = labels.span();
-  for (size_t i = 0; i < y.size(); ++i)
-    y[i] = classify ? static_cast<float>(i % static_cast<size_t>(out[1])) : 0.5f;
 }
 
 ComputeSamples empty_samples(const Model& model, const Optimizer& optimizer) {
@@ -95,17 +87,25 @@ ComputeSamples time_compute(const Scenario& scenario, int repeats) {
   const auto optimizer = make_optimizer(scenario.optimizer, model->num_params());
   const bool classify = scenario.loss == LossKind::kCrossEntropy;
   model->set_batch(scenario.batch_size);
-  Tensor labels, source;
-  fill_batch(*model, labels, classify);
-  source = model->input();  // the batch is copied in every step, as the trainer gathers it
+  // Every step gathers its batch from the scenario's training set in a shuffled order, as the
+  // trainer does: the copy of samples from all over the set is part of the step's overhead.
+  const TrainData data = prepare_data(scenario, false);
+  const std::vector<int64_t> order = global_permutation(data.train->size(), scenario.seed, 0);
+  SYNC_CHECK(data.train->size() >= scenario.batch_size,
+             "a training set of " << data.train->size() << " samples for batches of "
+                                  << scenario.batch_size);
+  std::vector<int64_t> batch(static_cast<size_t>(scenario.batch_size));
+  size_t next = 0;
+  Tensor labels;
   ComputeSamples s = empty_samples(*model, *optimizer);
   StepContext ctx{.seed = scenario.seed};
   const int warmup = std::max(3, repeats / 10);
   for (int r = 0; r < warmup + repeats; ++r) {
     const bool keep = r >= warmup;
     double parts = 0;
+    for (int64_t& i : batch) i = order[next++ % order.size()];
     const double start = now_s();
-    std::ranges::copy(source.span(), model->input().span().begin());
+    gather_batch(*data.train, batch, model->input(), labels);
     for (int i = 0; i < model->num_layers(); ++i)
       parts += timed(s.layers[static_cast<size_t>(i)].forward, keep,
                      [&] { model->forward_layer(i, ctx); });
