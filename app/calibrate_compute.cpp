@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "app/calibrate.hpp"
-#include "core/base/check.hpp"
 #include "core/data/data.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
@@ -90,10 +89,8 @@ ComputeSamples time_compute(const Scenario& scenario, int repeats) {
   // Every step gathers its batch from the scenario's training set in a shuffled order, as the
   // trainer does: the copy of samples from all over the set is part of the step's overhead.
   const TrainData data = prepare_data(scenario, false);
+  // A set smaller than a batch (data.train_samples) repeats its samples within the batch.
   const std::vector<int64_t> order = global_permutation(data.train->size(), scenario.seed, 0);
-  SYNC_CHECK(data.train->size() >= scenario.batch_size,
-             "a training set of " << data.train->size() << " samples for batches of "
-                                  << scenario.batch_size);
   std::vector<int64_t> batch(static_cast<size_t>(scenario.batch_size));
   size_t next = 0;
   Tensor labels;

@@ -88,7 +88,7 @@ class Conv2D final : public Layer {
   // dW += dy[n] * im2col(x[n])^T; db += rowsum(dy[n]); dx[n] = col2im(W^T * dy[n]).
   void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, Tensor* dx) override {
     if (winograd_for(x.shape())) return winograd_backward(x, dy, dx);
-    const int64_t out_size = dy.numel() / std::max<int64_t>(dy.dim(0), 1);
+    const int64_t out_size = cout_ * geometry(x.shape()).col_cols();
     for (int64_t n = 0; n < x.dim(0); ++n)
       backward_image(x, n, dy.span().subspan(static_cast<size_t>(n * out_size)), dx);
   }
@@ -134,7 +134,7 @@ class Conv2D final : public Layer {
   // workspace) im2col, whose workspace is 2.25x smaller than the transformed image.
   static constexpr int64_t kWinogradMaxTileChannels = int64_t{1} << 18;
 
-  // Image n's share of backward, dyn its output gradient (Cout x P, at least).
+  // Image n's share of backward, dy its output gradient (Cout x P).
   void backward_image(const Tensor& x, int64_t n, std::span<const float> dy, Tensor* dx) {
     const ConvGeometry g = geometry(x.shape());
     const int64_t kk = g.col_rows(), p = g.col_cols();
