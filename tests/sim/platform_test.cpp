@@ -6,14 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 #include <xbt/config.hpp>
@@ -35,13 +31,6 @@ using Overrides = std::map<std::string, std::string>;
 sg4::Engine make_engine() {
   static EngineArgs args("platform_test", "warning");
   return sg4::Engine(args.argc(), args.argv());
-}
-
-// CPU seconds used by this process so far.
-double cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
 
 // The message of the UserError that `body` throws ("" if it throws none).
@@ -128,48 +117,29 @@ class EveryPlatform : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(EveryPlatform, LoadsWithItsGpusNodesAndMaster) {
   const Shape shape = GetParam();
-  const testing::ChildResult result = run_in_child_output([&] {
-    sg4::Engine engine = make_engine();
-    configure_engine(engine);
-    const auto start = std::chrono::steady_clock::now();
-    const double cpu_start = cpu_seconds();
-    const Platform platform = load_platform(engine, shape.name, shape.overrides, 1);
-    const double build_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double build_cpu_s = cpu_seconds() - cpu_start;
-    EXPECT_EQ(platform.name, shape.name);
-    EXPECT_EQ(platform.gpus.size(), shape.gpus);
-    EXPECT_EQ(platform.gpus_per_node, shape.gpus_per_node);
-    EXPECT_EQ(platform.num_nodes * platform.gpus_per_node, static_cast<int>(shape.gpus));
-    EXPECT_EQ(platform.node_of_gpu.size(), shape.gpus);
-    for (size_t i = 0; i < std::min(shape.gpus, platform.node_of_gpu.size()); ++i) {
-      EXPECT_EQ(platform.node_of_gpu[i], static_cast<int>(i) / shape.gpus_per_node) << i;
-    }
-    EXPECT_NE(platform.master, nullptr);  // every shipped recipe has a master
-    if (platform.master == nullptr) return std::string();
-    EXPECT_EQ(platform.master->get_name(), "master");
-    EXPECT_GT(platform.master_link.bandwidth_Bps, 0);
-    if (shape.gpus_per_node > 1) {
-      EXPECT_GT(platform.intra_node.bandwidth_Bps, 0);
-    }
-    if (platform.num_nodes > 1) {
-      EXPECT_GT(platform.inter_node.bandwidth_Bps, 0);
-    }
-    // CPU time, not wall time: other jobs on a shared CI machine must not fail this test.
-    EXPECT_LT(build_cpu_s, 1.0) << "building " << shape.gpus << " GPUs";
-    // One route lookup between the two farthest-numbered GPUs, averaged.
-    const auto lookup = std::chrono::steady_clock::now();
-    constexpr int kLookups = 1000;
-    for (int i = 0; i < kLookups; ++i) route_model(platform.gpus.front(), platform.gpus.back());
-    const double route_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - lookup).count() / kLookups;
-    std::ostringstream out;
-    out << shape.name << " " << shape.gpus << " GPUs: build " << build_s * 1e3 << " ms (CPU "
-        << build_cpu_s * 1e3 << " ms), route " << route_s * 1e6 << " us";
-    return out.str();
-  });
-  EXPECT_EQ(result.status, 0) << result.error;
-  std::cout << "[ timing   ] " << result.output << std::endl;
+  EXPECT_EQ(run_in_child([&] {
+              sg4::Engine engine = make_engine();
+              configure_engine(engine);
+              const Platform platform = load_platform(engine, shape.name, shape.overrides, 1);
+              EXPECT_EQ(platform.name, shape.name);
+              EXPECT_EQ(platform.gpus.size(), shape.gpus);
+              EXPECT_EQ(platform.gpus_per_node, shape.gpus_per_node);
+              EXPECT_EQ(platform.num_nodes * platform.gpus_per_node, static_cast<int>(shape.gpus));
+              EXPECT_EQ(platform.node_of_gpu.size(), shape.gpus);
+              for (size_t i = 0; i < std::min(shape.gpus, platform.node_of_gpu.size()); ++i) {
+                EXPECT_EQ(platform.node_of_gpu[i], static_cast<int>(i) / shape.gpus_per_node) << i;
+              }
+              ASSERT_NE(platform.master, nullptr);  // every shipped recipe has a master
+              EXPECT_EQ(platform.master->get_name(), "master");
+              EXPECT_GT(platform.master_link.bandwidth_Bps, 0);
+              if (shape.gpus_per_node > 1) {
+                EXPECT_GT(platform.intra_node.bandwidth_Bps, 0);
+              }
+              if (platform.num_nodes > 1) {
+                EXPECT_GT(platform.inter_node.bandwidth_Bps, 0);
+              }
+            }),
+            0);
 }
 
 // Each platform at full size (1,024 GPUs) and small; odd shapes of the fat tree.
@@ -208,21 +178,16 @@ INSTANTIATE_TEST_SUITE_P(Platforms, EveryPlatform, ::testing::ValuesIn(kShapes),
 
 // ---- Large platforms ---------------------------------------------------------------------------
 
-// Builds `name` with `nodes` nodes in a child and runs `check` on it; returns the build's CPU
-// seconds, or -1 when an assertion of `check` failed or the child died.
-double build_cpu_seconds(const std::string& name, int nodes,
-                         const std::function<void(const Platform&)>& check) {
-  const testing::ChildResult result = run_in_child_output([&] {
-    sg4::Engine engine = make_engine();
-    configure_engine(engine);
-    const double cpu_start = cpu_seconds();
-    const Platform platform = load_platform(engine, name, {{"nodes", std::to_string(nodes)}}, 1);
-    const double build_cpu_s = cpu_seconds() - cpu_start;
-    check(platform);
-    return std::to_string(build_cpu_s);
-  });
-  EXPECT_EQ(result.status, 0) << result.error;
-  return result.status == 0 ? std::stod(result.output) : -1;
+// Builds `name` with `nodes` nodes in a child and runs `check` on it. How long the build takes
+// is measured by bench_sim's BM_BuildPlatform, not here.
+void check_large(const std::string& name, int nodes,
+                 const std::function<void(const Platform&)>& check) {
+  EXPECT_EQ(run_in_child([&] {
+              sg4::Engine engine = make_engine();
+              configure_engine(engine);
+              check(load_platform(engine, name, {{"nodes", std::to_string(nodes)}}, 1));
+            }),
+            0);
 }
 
 // The names of the links from a to b, in route order.
@@ -236,13 +201,10 @@ std::vector<std::string> route_links(const sg4::Host* a, const sg4::Host* b) {
 }
 
 // mn5-acc at 4,096 nodes (16,384 GPUs, 256 leaf switches under 16 top switches): every GPU and
-// node is there and the far routes are the recipe's. The nodes are made before their fabric is
-// attached (platform_builders.cpp): the build took 4.0 s of CPU when SimGrid's host-name checks
-// and zone seals walked every node made so far, 0.44 s now (what remains above linear is
-// SimGrid's fat tree pairing every node with every leaf switch).
+// node is there and the far routes are the recipe's.
 TEST(PlatformScale, Mn5AtFourThousandNodesHasTheRecipesRoutes) {
   constexpr int kNodes = 4096, kGpus = 4 * kNodes;
-  const double large_s = build_cpu_seconds("mn5-acc", kNodes, [&](const Platform& p) {
+  check_large("mn5-acc", kNodes, [&](const Platform& p) {
     ASSERT_EQ(p.gpus.size(), static_cast<size_t>(kGpus));
     EXPECT_EQ(sg4::Engine::get_instance()->get_host_count(), static_cast<size_t>(kGpus + 1));
     EXPECT_EQ(p.num_nodes, kNodes);
@@ -260,23 +222,17 @@ TEST(PlatformScale, Mn5AtFourThousandNodesHasTheRecipesRoutes) {
     EXPECT_EQ(route_links(p.gpus[kGpus - 1], p.master),
               (std::vector<std::string>{"node4095-eth_UP", "ethernet-switch", "master_DOWN"}));
   });
-  ASSERT_GT(large_s, 0);
-  std::cout << "[ timing   ] mn5-acc, " << kNodes << " nodes: build " << large_s << " s of CPU"
-            << std::endl;
-  EXPECT_LT(large_s, 2.5);  // 1.1 s measured with the machine's two cores loaded
 }
 
 // A star of 4,096 one-GPU nodes (ethernet-cluster): node to node is port up, port down.
 TEST(PlatformScale, StarAtFourThousandNodesRoutesThroughTwoPorts) {
-  const double cpu_s = build_cpu_seconds("ethernet-cluster", 4096, [](const Platform& p) {
+  check_large("ethernet-cluster", 4096, [](const Platform& p) {
     ASSERT_EQ(p.gpus.size(), 4096u);
     EXPECT_EQ(p.node_of_gpu.back(), 4095);
     EXPECT_EQ(route_links(p.gpus[0], p.gpus[4095]),
               (std::vector<std::string>{"node0-nic0_UP", "port0_UP", "port4095_DOWN",
                                         "node4095-nic0_DOWN"}));
   });
-  EXPECT_GT(cpu_s, 0);
-  EXPECT_LT(cpu_s, 1.0);
 }
 
 // ---- Routes and transfer times against the recipe ----------------------------------------------
