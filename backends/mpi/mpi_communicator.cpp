@@ -110,8 +110,16 @@ Algorithm MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<flo
   return ran;
 }
 
+WorkPtr MpiCommunicator::start(std::function<Algorithm(const PollPolicy& poll)> task) {
+  if (size_ > 1) return engine_->submit(std::move(task));
+  const double start_s = MPI_Wtime();
+  const Algorithm ran = engine_->run_now(task);
+  return std::make_unique<CompletedWork>(
+      Work::Completion{.elapsed_s = MPI_Wtime() - start_s, .algorithm = ran});
+}
+
 WorkPtr MpiCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return engine_->submit([this, data, options](const PollPolicy& poll) {
+  return start([this, data, options](const PollPolicy& poll) {
     return run_allreduce(*async_, data, options, poll);
   });
 }
@@ -128,7 +136,7 @@ WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<
                                          WireFormat wire) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
   place_contribution(mine, all, wire);
-  return engine_->submit([this, all, wire](PollPolicy poll) {
+  return start([this, all, wire](PollPolicy poll) {
     poll.timeout_s = default_timeout();
     return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll,
                        wire);
@@ -141,7 +149,7 @@ WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::sp
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   auto work = std::make_shared<std::vector<float>>(in.begin(), in.end());
   prepare(op, size_, *work, wire);
-  return engine_->submit([this, work, out, op, wire](PollPolicy poll) {
+  return start([this, work, out, op, wire](PollPolicy poll) {
     poll.timeout_s = default_timeout();
     const Algorithm ran =
         async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll, wire);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -35,7 +36,9 @@ class AsyncEngine;
 // jobs run in wait(). Measured with bench_allreduce_mpi (2 ranks, 16 MiB ring): 90-100% of the
 // allreduce hides behind work that leaves the core idle (a GPU kernel), ~1% without the helper;
 // behind CPU arithmetic nothing hides when ranks already fill the cores (2 ranks on 2 cores
-// here). The hand-off costs ~10 us per call for small messages. allreduce() (allreduce_waited)
+// here). The hand-off costs ~10 us per call for small messages; a communicator of one rank,
+// with no peer to overlap with, runs its asynchronous collectives at once on the calling thread
+// (still after the jobs before them) and returns them complete. allreduce() (allreduce_waited)
 // skips it: with no job queued or running it runs the schedule at once on the calling thread,
 // on the same channel (so in the same order and with the same bits); allreduce_blocking runs it
 // on the caller's own channel, independently of the jobs.
@@ -100,6 +103,8 @@ class MpiCommunicator final : public Communicator {
   Algorithm run_allreduce(ScheduleChannel& channel, std::span<float> data,
                           const CollectiveOptions& options, PollPolicy poll);
   PollPolicy poll() const;  // the blocking calls': this communicator's default timeout
+  // An asynchronous collective: a job of the engine, or run at once when this is one rank.
+  WorkPtr start(std::function<Algorithm(const PollPolicy& poll)> task);
   // UserError unless 0 <= rank < size (and rank != this rank unless self_allowed).
   void check_rank(int rank, const char* operation, const char* what, bool self_allowed) const;
   // UserError unless got == block_of(n, size, rank).count.

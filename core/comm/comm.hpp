@@ -101,7 +101,13 @@ using WorkPtr = std::unique_ptr<Work>;
 // A Work that is already complete (for backends whose operation finished in the call).
 class CompletedWork final : public Work {
  public:
+  CompletedWork() = default;
+  explicit CompletedWork(Completion completion) : completion_(completion) {}
   void wait() override {}
+  Completion completion() const override { return completion_; }
+
+ private:
+  Completion completion_;
 };
 
 // The exclusive merge of epoch_async: global = global_weight*global + local_weight*local.

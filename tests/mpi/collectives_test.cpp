@@ -172,6 +172,32 @@ TEST(MpiAllreduce, WaitedAllreduceRunsAtOnceOrBehindTheJobsInFlight) {
   EXPECT_TRUE(bit_identical(last, expected_of(99, 43)));
 }
 
+// A communicator of one rank has no peer to overlap with: its asynchronous collectives are done
+// when the call returns, without the hand-off to the helper thread (a reduce-scatter's output
+// is written before wait()), and leave the data as it was (nothing is sent, nothing rounded).
+TEST(MpiAllreduce, OneRankRunsItsAsynchronousCollectivesAtOnce) {
+  std::unique_ptr<MpiCommunicator> alone = world().split_mpi(world().rank(), 0);
+  ASSERT_EQ(alone->size(), 1);
+  const std::vector<float> input = input_of(world().rank(), 1001, 44);
+  for (const WireFormat wire : {WireFormat::kFp32, WireFormat::kBf16}) {
+    SCOPED_TRACE(std::string(to_string(wire)));
+    std::vector<float> block(input.size(), NAN);
+    WorkPtr scatter = alone->reduce_scatter_async(input, block, ReduceOp::kAvg, wire);
+    EXPECT_TRUE(bit_identical(block, input));
+    std::vector<float> data = input;
+    WorkPtr reduce = alone->allreduce_async(data, {.op = ReduceOp::kAvg, .wire = wire});
+    std::vector<float> all(input.size(), NAN);
+    WorkPtr gather = alone->allgather_async(input, all, wire);
+    scatter->wait();
+    reduce->wait();
+    gather->wait();
+    EXPECT_TRUE(bit_identical(data, input));
+    EXPECT_TRUE(bit_identical(all, input));
+    EXPECT_GE(reduce->completion().elapsed_s, 0);
+    EXPECT_NE(reduce->completion().algorithm, Algorithm::kAuto);
+  }
+}
+
 TEST(MpiCollectives, ReduceScatterMatchesInMemorySchedule) {
   MpiCommunicator& comm = world();
   const int p = comm.size(), rank = comm.rank();
