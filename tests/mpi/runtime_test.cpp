@@ -254,12 +254,24 @@ TEST(MpiDeadline, ExpiresOnlyWhenAScopeOutlivesTheWatchdog) {
   }
   EXPECT_TRUE(messages[0].find("a blocked test call") != std::string::npos ||
               messages[1].find("a blocked test call") != std::string::npos);
+  // The watcher sleeps until the earliest deadline it knows of; an earlier one armed after
+  // that wakes it (later ones do not need to).
+  Runtime::set_watchdog_seconds(30);
+  {
+    const Deadline long_one("a call with a long deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const Deadline short_one("a short call", 0.2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  }
+  ASSERT_EQ(expired().size(), 3u);
+  EXPECT_NE(expired().back().find("spent more than 0.2 s in a short call"), std::string::npos)
+      << expired().back();
   Runtime::set_watchdog_seconds(0);  // off: nothing is armed
   {
     const Deadline off("a call without a watchdog");
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
-  EXPECT_EQ(expired().size(), 2u);
+  EXPECT_EQ(expired().size(), 3u);
   Deadline::set_action_for_tests(nullptr);
   Runtime::set_watchdog_seconds(saved);
 }
