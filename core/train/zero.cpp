@@ -162,16 +162,17 @@ class Zero final : public Strategy {
     if (stage_ == 3) gather_all(ctx);
   }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
-  // The optimizer state of this worker's shard; in a 16-bit wire format also the fp32 master
-  // shard, which the checkpointed (gathered, rounded) model does not hold. In fp32 the model's
+  // The optimizer state of this worker's shard, and the master shard when the checkpointed model
+  // does not hold it: in a 16-bit wire format the gathered model is rounded, and in stage 3 a
+  // mid-epoch model holds the units as gathered before the last step. Otherwise the model's
   // block is the shard bit for bit, and on_train_begin takes it from there.
   void save_state(const WorkerContext& ctx, ByteWriter& out) const override {
     out.put_span<float>(optimizer_->state());
-    if (wire_ != WireFormat::kFp32 && !ctx.exec.cost_only()) out.put_span<float>(params_);
+    if (keeps_master_shard() && !ctx.exec.cost_only()) out.put_span<float>(params_);
   }
   void restore_state(WorkerContext& ctx, ByteReader& in) override {
     in.get_into<float>(optimizer_->state());
-    if (wire_ != WireFormat::kFp32 && !ctx.exec.cost_only()) in.get_into<float>(params_);
+    if (keeps_master_shard() && !ctx.exec.cost_only()) in.get_into<float>(params_);
   }
 
  private:
