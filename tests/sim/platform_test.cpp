@@ -436,6 +436,37 @@ TEST(PlatformTransfers, SharedLinksDivideBandwidth) {
             0);
 }
 
+// gpu_link.duplex: split ports carry an exchange's two directions at full speed each; a shared
+// port gives each direction half, while a one-way message keeps the whole link.
+TEST(PlatformTransfers, SharedDuplexPortsHalveAnExchange) {
+  const fs::path path = write_file("test-tree.toml", kTestRecipe);
+  constexpr double kBytes = 1e8;
+  const double one_way = 2e-6 + kBytes / 100e9;
+  for (const std::string duplex : {"split", "shared"}) {
+    SCOPED_TRACE(duplex);
+    const double exchange = 2e-6 + (duplex == "shared" ? 2 : 1) * kBytes / 100e9;
+    EXPECT_EQ(
+        run_in_child([&] {
+          sg4::Engine engine = make_engine();
+          configure_engine(engine);
+          const Platform p = load_platform(engine, path.string(), {{"gpu_link.duplex", duplex}}, 8);
+          std::vector<double> t = simulate(p, engine, {{2, 3}, {3, 2}}, kBytes);
+          EXPECT_TRUE(near(t[0], exchange, 1e-9)) << t[0] << " vs " << exchange;
+          EXPECT_TRUE(near(t[1], exchange, 1e-9)) << t[1] << " vs " << exchange;
+          t = simulate(p, engine, {{2, 3}}, kBytes);
+          EXPECT_TRUE(near(t[0], one_way, 1e-9)) << t[0] << " vs " << one_way;
+          const LinkModel intra = route_model(p.gpus[2], p.gpus[3]);
+          EXPECT_TRUE(near(intra.latency_s, 2e-6)) << intra.latency_s;
+          EXPECT_EQ(intra.bandwidth_Bps, 100e9);
+          EXPECT_EQ(route_links(p.gpus[2], p.gpus[3]),
+                    duplex == "shared"
+                        ? (std::vector<std::string>{"node1-gpu0", "node1-gpu1"})
+                        : (std::vector<std::string>{"node1-gpu0_UP", "node1-gpu1_DOWN"}));
+        }),
+        0);
+  }
+}
+
 // ---- SimGrid XML
 // ---------------------------------------------------------------------------------
 
@@ -529,6 +560,12 @@ TEST(PlatformErrors, MalformedRecipesNameFileLineAndField) {
             std::string::npos);
   EXPECT_NE(load_error("fat-tree", {{"nic.bandwidth", "fast"}}).find("nic.bandwidth=fast"),
             std::string::npos);
+  const fs::path duplex = write_file(
+      "duplex.toml", std::string(recipe).replace(recipe.find("latency = \"2us\""), 15,
+                                                 "latency = \"2us\"\nduplex = \"half\""));
+  EXPECT_NE(load_error(duplex.string()).find(duplex.string() + ":11: gpu_link.duplex:"),
+            std::string::npos)
+      << load_error(duplex.string());
 }
 
 TEST(PlatformErrors, DragonflyShapesSimGridCannotRoute) {

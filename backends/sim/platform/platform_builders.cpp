@@ -93,6 +93,23 @@ sg4::Link* split_duplex(sg4::NetZone* zone, const std::string& name, const LinkS
   return zone->create_split_duplex_link(name, spec.bandwidth)->set_latency(spec.latency)->seal();
 }
 
+// A GPU port: split duplex, or one shared link that both directions cross (recipe
+// gpu_link.duplex).
+sg4::Link* gpu_port(sg4::NetZone* zone, const std::string& name, const Recipe& recipe) {
+  const LinkSpec spec{recipe.gpu_link.bandwidth, recipe.gpu_link.latency / 2};
+  if (recipe.gpu_link_duplex == Duplex::kSplit) return split_duplex(zone, name, spec);
+  return zone->create_link(name, spec.bandwidth)
+      ->set_latency(spec.latency)
+      ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+      ->seal();
+}
+
+// A port's place on a route, in the direction the route crosses it (none for a shared port).
+sg4::LinkInRoute port_in_route(sg4::Link* port, Direction direction) {
+  if (port->get_sharing_policy() == sg4::Link::SharingPolicy::SPLITDUPLEX) return {port, direction};
+  return sg4::LinkInRoute(port);
+}
+
 // A node's links: one port per GPU (NVLink or PCIe; none with one GPU), its NICs (none with one
 // node), its Ethernet link (none without a master), and its port on a star fabric.
 //
@@ -112,8 +129,7 @@ NodeLinks make_node_links(const Recipe& recipe, sg4::NetZone* root, int index) {
   NodeLinks links;
   const int gpus = recipe.gpus_per_node;
   for (int i = 0; gpus > 1 && i < gpus; ++i)
-    links.ports.push_back(split_duplex(root, name + "-gpu" + std::to_string(i),
-                                       {recipe.gpu_link.bandwidth, recipe.gpu_link.latency / 2}));
+    links.ports.push_back(gpu_port(root, name + "-gpu" + std::to_string(i), recipe));
   for (int j = 0; recipe.nodes > 1 && j < std::min(recipe.nics_per_node, gpus); ++j)
     links.nics.push_back(split_duplex(root, name + "-nic" + std::to_string(j), recipe.nic));
   if (recipe.has_master)
@@ -139,9 +155,11 @@ Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index, const Nod
   }
   for (int i = 0; i < gpus; ++i) {
     for (int j = i + 1; j < gpus; ++j) {
-      node.zone->add_route(
-          node.gpus[i]->get_netpoint(), node.gpus[j]->get_netpoint(), nullptr, nullptr,
-          {{links.ports[i], Direction::UP}, {links.ports[j], Direction::DOWN}}, true);
+      node.zone->add_route(node.gpus[i]->get_netpoint(), node.gpus[j]->get_netpoint(), nullptr,
+                           nullptr,
+                           {port_in_route(links.ports[i], Direction::UP),
+                            port_in_route(links.ports[j], Direction::DOWN)},
+                           true);
     }
   }
   if (!links.nics.empty()) {

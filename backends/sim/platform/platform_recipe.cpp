@@ -197,6 +197,7 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.gpu_link.bandwidth = quantity(reader, "gpu_link.bandwidth", Quantity::kBandwidth,
                                        multi_gpu ? std::nullopt : std::optional(0.0), !multi_gpu);
   recipe.gpu_link.latency = quantity(reader, "gpu_link.latency", Quantity::kTime, 0.0, true);
+  recipe.gpu_link_duplex = reader.choice("gpu_link.duplex", Duplex::kSplit, kDuplexNames);
   recipe.nics_per_node =
       static_cast<int>(reader.integer("nic.count", recipe.gpus_per_node, 1, 4096));
   recipe.nic.bandwidth = quantity(reader, "nic.bandwidth", Quantity::kBandwidth,

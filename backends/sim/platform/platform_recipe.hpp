@@ -17,6 +17,13 @@ inline constexpr NameTable<Topology, 4> kTopologyNames{{{Topology::kStar, "star"
                                                         {Topology::kTorus, "torus"},
                                                         {Topology::kDragonfly, "dragonfly"}}};
 
+// How a GPU port carries its two directions: split (a link each way, as NVLink and PCIe are
+// full duplex) or shared (one capacity for both: what a shared-memory transport between
+// processes measures, where an exchange takes as long as twice the one-way message).
+enum class Duplex { kSplit, kShared };
+inline constexpr NameTable<Duplex, 2> kDuplexNames{
+    {{Duplex::kSplit, "split"}, {Duplex::kShared, "shared"}}};
+
 struct LinkSpec {
   double bandwidth = 0;  // bytes/s per direction
   double latency = 0;    // seconds
@@ -41,6 +48,7 @@ struct Recipe {
   int nodes = 1;
   int gpus_per_node = 1;
   LinkSpec gpu_link;  // each GPU's port inside its node; latency = GPU-to-GPU end to end
+  Duplex gpu_link_duplex = Duplex::kSplit;
   int nics_per_node = 1;
   LinkSpec nic;     // each NIC; latency counted once per NIC on a route
   LinkSpec fabric;  // each inter-node link; latency per link (hop)
