@@ -56,4 +56,20 @@ double fitted_seconds(const TransportFit& fit, double bytes) {
          bytes / (fit.bandwidth_Bps * at(fit.bandwidth_factor));
 }
 
+DuplexFit fit_duplex(std::span<const PingPongPoint> one_way,
+                     std::span<const PingPongPoint> exchange) {
+  std::vector<double> ratios;
+  for (const PingPongPoint& e : exchange)
+    for (const PingPongPoint& o : one_way)
+      if (o.bytes == e.bytes && o.seconds > 0) ratios.push_back(e.seconds / o.seconds);
+  DuplexFit fit;
+  fit.sizes = ratios.size();
+  if (ratios.empty()) return fit;
+  std::sort(ratios.begin(), ratios.end());
+  const size_t n = ratios.size();
+  fit.ratio = n % 2 == 1 ? ratios[n / 2] : 0.5 * (ratios[n / 2 - 1] + ratios[n / 2]);
+  fit.shared = fit.ratio >= 1.5;
+  return fit;
+}
+
 }  // namespace syncopate::app

@@ -1,6 +1,7 @@
 #pragma once
 // Fitting the network model of a platform (link latency and bandwidth, per-message overheads,
 // piecewise bandwidth and latency factors, as SMPI has them) to ping-pong timings over sizes.
+#include <cstddef>
 #include <span>
 #include <vector>
 
@@ -41,5 +42,18 @@ TransportFit fit_transport(std::span<const PingPongPoint> points, double send_ov
 
 // The fit's one-way seconds at `bytes` (what the simulator predicts for one message).
 double fitted_seconds(const TransportFit& fit, double bytes);
+
+// How the link carries two messages that cross (ranks 0 and 1 sending to each other at once),
+// from the medians at the sizes measured both ways: `ratio` is the median over those sizes of
+// the exchange's time over the one-way time; a ratio nearer 2 than 1 (>= 1.5) makes the link
+// shared (gpu_link.duplex = "shared": each direction gets half), else split. No size measured
+// both ways: split, ratio 0.
+struct DuplexFit {
+  bool shared = false;
+  double ratio = 0;
+  size_t sizes = 0;
+};
+DuplexFit fit_duplex(std::span<const PingPongPoint> one_way,
+                     std::span<const PingPongPoint> exchange);
 
 }  // namespace syncopate::app

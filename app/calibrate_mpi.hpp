@@ -26,7 +26,9 @@ struct TransportSeries {
 
 struct TransportSamples {
   int ranks = 0;
-  std::vector<TransportSeries> ping_pong;                 // sizes ascending
+  std::vector<TransportSeries> ping_pong;  // sizes ascending
+  std::vector<TransportSeries> exchange;   // ranks 0 and 1 sending to each other at once,
+                                           // seconds per exchange; sizes ascending
   TransportSeries send_overhead{"send_overhead", 8, {}};  // seconds per blocking eager send
   TransportSeries recv_overhead{"recv_overhead", 8, {}};  // seconds per receive of an arrived one
   std::vector<TransportSeries> collectives;               // per kind, sizes ascending

@@ -1,5 +1,5 @@
-// Timing the MPI transport: ping-pong between ranks 0 and 1, and allreduce, broadcast and
-// allgather over all ranks, each over a range of message sizes.
+// Timing the MPI transport: ping-pong and exchanges between ranks 0 and 1, and allreduce,
+// broadcast and allgather over all ranks, each over a range of message sizes.
 #if defined(SYNCOPATE_HAVE_MPI)
 #include <mpi.h>
 
@@ -37,6 +37,23 @@ double ping_pong(MPI_Comm comm, int rank, std::vector<char>& buffer) {
     }
   }
   double seconds = (MPI_Wtime() - start) / (2.0 * iters);
+  MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
+  return seconds;
+}
+
+// One sample of an exchange between ranks 0 and 1 (each sends the buffer to the other and
+// receives the other's, at once): seconds per exchange, rank 0's.
+double exchange(MPI_Comm comm, int rank, std::vector<char>& out, std::vector<char>& in) {
+  const int n = static_cast<int>(out.size());
+  const int iters = iterations(out.size());
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  if (rank < 2) {
+    for (int i = 0; i < iters; ++i)
+      MPI_Sendrecv(out.data(), n, MPI_CHAR, 1 - rank, 2, in.data(), n, MPI_CHAR, 1 - rank, 2, comm,
+                   MPI_STATUS_IGNORE);
+  }
+  double seconds = (MPI_Wtime() - start) / iters;
   MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
   return seconds;
 }
@@ -114,6 +131,15 @@ TransportSamples time_transport(MPI_Comm comm, int repeats) {
     ping_pong(comm, rank, buffer);  // warm-up
     for (int r = 0; r < repeats; ++r) series.seconds.push_back(ping_pong(comm, rank, buffer));
     t.ping_pong.push_back(std::move(series));
+  }
+  // Exchanges from 32 KiB (the size of a 2-rank ring allreduce's messages from 64 KiB), where
+  // bandwidth rather than latency sets the time.
+  for (size_t bytes = size_t{32} << 10; bytes <= (size_t{4} << 20); bytes *= 4) {
+    std::vector<char> out(bytes, 1), in(bytes);
+    TransportSeries series{"exchange", bytes, {}};
+    exchange(comm, rank, out, in);  // warm-up
+    for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
+    t.exchange.push_back(std::move(series));
   }
   for (CollectiveKind kind :
        {CollectiveKind::kAllreduce, CollectiveKind::kBroadcast, CollectiveKind::kAllgather}) {

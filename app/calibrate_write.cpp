@@ -166,6 +166,16 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
   out << "\n";
 }
 
+// The exchanges against the ping-pong at the same sizes (app/calibrate_fit.hpp).
+DuplexFit fit_link_duplex(const TransportSamples& t) {
+  std::vector<PingPongPoint> one_way, both_ways;
+  for (const TransportSeries& s : t.ping_pong)
+    one_way.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
+  for (const TransportSeries& s : t.exchange)
+    both_ways.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
+  return fit_duplex(one_way, both_ways);
+}
+
 void write_platform(const std::string& path, const std::string& profile, const Calibration& c) {
   std::ofstream out(path);
   if (!out) throw UserError("calibrate: cannot write " + path);
@@ -180,18 +190,26 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "  # B/s: the largest size's, effective\n"
       << "latency = " << num(link.latency_s)
-      << "  # s: the two smallest sizes' line at 0 B, less the overheads\n\n"
+      << "  # s: the two smallest sizes' line at 0 B, less the overheads\n";
+  const DuplexFit duplex = fit_link_duplex(c.transport);
+  char ratio[200];
+  std::snprintf(ratio, sizeof ratio,
+                "  # an exchange took %.2fx the one-way time (median over %zu sizes from 32 KiB)\n",
+                duplex.ratio, duplex.sizes);
+  out << "duplex = \"" << (duplex.shared ? "shared" : "split") << "\""
+      << (duplex.sizes > 0 ? ratio : "  # no exchange measured\n") << "\n"
       << "[master]  # a process on the same machine: the same transport\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "\nlatency = " << num(link.latency_s)
       << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n";
   write_network(out, c.transport, link);
-  out << "# Measured (seconds: ping_pong one way, a collective per call on the slowest rank):\n";
+  out << "# Measured (seconds: ping_pong one way, exchange per exchange, a collective per call on "
+         "the slowest rank):\n";
   for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead}) {
     const Spread sp = spread(s->seconds);
     out << "#   " << s->name << " " << s->bytes << " B: " << num(sp.median) << " s  ("
         << note(sp).substr(4) << ")\n";
   }
-  for (const auto* list : {&c.transport.ping_pong, &c.transport.collectives})
+  for (const auto* list : {&c.transport.ping_pong, &c.transport.exchange, &c.transport.collectives})
     for (const TransportSeries& s : *list) {
       const Spread sp = spread(s.seconds);
       out << "#   " << s.name << " " << s.bytes << " B: " << num(sp.median) << " s  ("
@@ -228,7 +246,7 @@ void print_calibration(const Calibration& c) {
     row(s->name, s->seconds);
   for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead})
     row(s->name + " " + std::to_string(s->bytes) + " B", s->seconds);
-  for (const auto* list : {&c.transport.ping_pong, &c.transport.collectives})
+  for (const auto* list : {&c.transport.ping_pong, &c.transport.exchange, &c.transport.collectives})
     for (const TransportSeries& s : *list)
       row(s.name + " " + std::to_string(s.bytes) + " B", s.seconds);
 }

@@ -66,8 +66,14 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
   // (16 B to 64 MiB), the last 1 (the link's bandwidth is the largest size's).
   for (const char* field : {"\n[network]", "\nsend_overhead = ", "\nrecv_overhead = ",
                             "\nbandwidth_factor = [\n  [0, ", "\n  [47453133, 1],  # 67108864 B: ",
-                            "#   ping_pong 67108864 B: ", "#   send_overhead 8 B: "})
+                            "#   ping_pong 67108864 B: ", "#   send_overhead 8 B: ",
+                            "#   exchange 32768 B: ", "#   exchange 2097152 B: "})
     EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
+  // The port's duplex, from the exchanges at 32 KiB to 2 MiB (four sizes).
+  EXPECT_TRUE(std::regex_search(
+      recipe, std::regex("\nduplex = \"(split|shared)\"  # an exchange took [0-9.]+x the one-way "
+                         "time \\(median over 4 sizes from 32 KiB\\)\n")))
+      << recipe;
 }
 
 // With every fallback speed made enormous and no step overhead, a simulated run's compute is

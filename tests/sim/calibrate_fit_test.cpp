@@ -79,5 +79,28 @@ TEST(CalibrateFit, NoiseIsTamedIntoAcceptedTables) {
   EXPECT_EQ(fit.bandwidth_factor.back().factor, 1);
 }
 
+// An exchange that takes about twice the one-way time (both directions through one copy
+// engine) makes the link shared; one that takes about as long, split; the median over the sizes
+// measured both ways decides, sizes measured one way only are left out.
+TEST(CalibrateFit, DuplexFromTheExchangeOverTheOneWayTime) {
+  const std::vector<PingPongPoint> one_way = {
+      {8, 1e-6}, {32768, 8e-6}, {131072, 20e-6}, {524288, 60e-6}, {2097152, 200e-6}};
+  const std::vector<PingPongPoint> twice = {{32768, 17e-6}, {131072, 41e-6}, {524288, 250e-6}};
+  const DuplexFit shared = fit_duplex(one_way, twice);
+  EXPECT_TRUE(shared.shared);
+  EXPECT_EQ(shared.sizes, 3u);
+  EXPECT_NEAR(shared.ratio, 17.0 / 8.0, 1e-12);  // of 2.05, 2.125 and 4.17
+  const std::vector<PingPongPoint> once = {
+      {32768, 9e-6}, {131072, 22e-6}, {524288, 130e-6}, {2097152, 210e-6}};
+  const DuplexFit split = fit_duplex(one_way, once);
+  EXPECT_FALSE(split.shared);
+  EXPECT_EQ(split.sizes, 4u);
+  EXPECT_NEAR(split.ratio, 0.5 * (22.0 / 20.0 + 9.0 / 8.0), 1e-12);
+  const std::vector<PingPongPoint> elsewhere = {{65536, 30e-6}};
+  const DuplexFit none = fit_duplex(one_way, elsewhere);
+  EXPECT_FALSE(none.shared);
+  EXPECT_EQ(none.sizes, 0u);
+}
+
 }  // namespace
 }  // namespace syncopate::app
