@@ -3,6 +3,7 @@
 #include "core/comm/timed_comm.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 namespace syncopate {
@@ -19,11 +20,17 @@ class TimedWork final : public Work {
         unwinding_at_start_(std::uncaught_exceptions()),
         start_s_(start_s),
         bytes_(bytes),
-        algorithm_(algorithm) {}
+        algorithm_(algorithm) {
+    comm_.groups_->pending_starts.insert(start_s_);
+  }
   // Not while unwinding: waiting could block on a peer that will never come, and an error of
   // that wait would have nowhere to go. inner_'s destructor then follows its backend's policy.
   ~TimedWork() override {
-    if (waited_ || std::uncaught_exceptions() > unwinding_at_start_) return;
+    if (waited_) return;
+    if (std::uncaught_exceptions() > unwinding_at_start_) {
+      settle();  // never reported
+      return;
+    }
     try {
       wait();
     } catch (const std::exception&) {  // kept, rethrown by the communicator's next call
@@ -43,6 +50,7 @@ class TimedWork final : public Work {
     const double end =
         done.elapsed_s < 0 ? wait_end : std::clamp(start_s_ + done.elapsed_s, start_s_, wait_end);
     const Algorithm algorithm = done.algorithm == Algorithm::kAuto ? algorithm_ : done.algorithm;
+    settle();
     comm_.in_flight(name_, start_s_, end, bytes_, algorithm);
     if (comm_.tracer_ != nullptr && wait_end > wait_start)
       comm_.tracer_->span(std::string("wait ") + name_, "comm", wait_start, wait_end);
@@ -50,6 +58,12 @@ class TimedWork final : public Work {
   Completion completion() const override { return inner_->completion(); }
 
  private:
+  // No longer among the launches still to be reported.
+  void settle() {
+    auto& pending = comm_.groups_->pending_starts;
+    pending.erase(pending.find(start_s_));
+  }
+
   WorkPtr inner_;
   TimedCommunicator& comm_;
   const char* name_;
@@ -91,11 +105,37 @@ void TimedCommunicator::timed(const char* name, uint64_t bytes, double PhaseTime
   if (tracer_ != nullptr) tracer_->span(name, "comm", start, end);
 }
 
+namespace {
+
+// Adds [start, end) to a union of disjoint intervals (start -> end) and returns the length it
+// adds to the union.
+double add_to_union(std::map<double, double>& intervals, double start, double end) {
+  if (!(end > start)) return 0;
+  auto it = intervals.upper_bound(start);
+  if (it != intervals.begin() && std::prev(it)->second >= start) --it;
+  double covered = 0, merged_start = start, merged_end = end;
+  while (it != intervals.end() && it->first <= end) {
+    covered += std::max(0.0, std::min(it->second, end) - std::max(it->first, start));
+    merged_start = std::min(merged_start, it->first);
+    merged_end = std::max(merged_end, it->second);
+    it = intervals.erase(it);
+  }
+  intervals.emplace(merged_start, merged_end);
+  return (end - start) - covered;
+}
+
+}  // namespace
+
 void TimedCommunicator::in_flight(const char* name, double start_s, double end_s, uint64_t bytes,
                                   Algorithm algorithm) {
-  double& until = groups_->in_flight_until;
-  times_.comm_total_s += std::max(0.0, end_s - std::max(start_s, until));
-  until = std::max(until, end_s);
+  times_.comm_total_s += add_to_union(groups_->in_flight, start_s, end_s);
+  // Every interval reported from now on starts at or after the earliest pending launch, or now.
+  const double bound = groups_->pending_starts.empty()
+                           ? exec_.now()
+                           : std::min(exec_.now(), *groups_->pending_starts.begin());
+  auto& intervals = groups_->in_flight;
+  while (!intervals.empty() && intervals.begin()->second <= bound)
+    intervals.erase(intervals.begin());
   if (tracer_ != nullptr)
     tracer_->flight(name, start_s, end_s, bytes,
                     algorithm == Algorithm::kAuto ? "" : std::string(to_string(algorithm)));

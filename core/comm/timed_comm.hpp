@@ -8,7 +8,9 @@
 // With a Tracer it also records each operation in flight (payload bytes, algorithm) and each
 // blocking call or exposed wait as a span.
 #include <exception>
+#include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "core/base/trace.hpp"
@@ -85,7 +87,13 @@ class TimedCommunicator final : public Communicator {
   struct GroupLedger {
     std::vector<const Communicator*> live;
     CommCounters retired;
-    double in_flight_until = 0;  // end of the latest operation in flight (for comm_total)
+    // comm_total: the union of the in-flight intervals reported so far (disjoint, by start),
+    // and the launch times of the Works not yet reported. Works are reported when waited for,
+    // which need not be in launch order (a blocking call while earlier Works are in flight,
+    // stage 3's reduce-scatters waited after later gathers), so the union is kept whole back to
+    // the earliest launch still to come; what ends before it can no longer change.
+    std::map<double, double> in_flight;
+    std::multiset<double> pending_starts;
   };
   // A group split from `parent` (owns the wrapped group communicator).
   TimedCommunicator(std::unique_ptr<Communicator> group, const TimedCommunicator& parent);

@@ -92,6 +92,37 @@ TEST(TimedCommunicator, DelaysCountAsCommAndBarriersAsIdle) {
   EXPECT_EQ(times.idle_s, 2.0);
 }
 
+// comm_total_s is the union of the operations' in-flight intervals whatever order they are
+// waited in: A [0, 4] waited after B [1, 3] gives 4 s, not 2 + 1; blocking calls and later
+// operations add what they do not overlap.
+TEST(TimedCommunicator, InFlightTimeIsTheUnionWhateverTheWaitOrder) {
+  ManualClockExecutor exec;
+  FakeCommunicator fake(exec, {{.kind = CallKind::kBarrier, .nth = 1, .delay_s = 1}});
+  PhaseTimes times;
+  TimedCommunicator comm(fake, exec, times);
+  std::vector<float> a(8), b(8);
+  WorkPtr first = comm.allreduce_async(a, {});  // t = 0
+  exec.advance(1);
+  WorkPtr second = comm.allreduce_async(b, {});  // t = 1
+  exec.advance(2);
+  second->wait();  // [1, 3]
+  EXPECT_EQ(times.comm_total_s, 2.0);
+  exec.advance(1);
+  first->wait();  // [0, 4]
+  EXPECT_EQ(times.comm_total_s, 4.0);
+  WorkPtr third = comm.allreduce_async(a, {});  // t = 4
+  exec.advance(2);
+  std::unique_ptr<SharedModel> model = comm.create_shared_model(a, GlobalModelPlacement::kMaster);
+  exec.advance(1);
+  third->wait();  // [4, 7]
+  EXPECT_EQ(times.comm_total_s, 7.0);
+  exec.advance(1);
+  comm.barrier();  // idle, not in flight
+  EXPECT_EQ(times.comm_total_s, 7.0);
+  EXPECT_EQ(times.idle_s, 1.0);
+  EXPECT_EQ(times.comm_s, 0.0);
+}
+
 // Destroying an un-waited Work waits for it; an error of that wait reaches the caller through
 // the communicator's next call instead of vanishing.
 TEST(TimedCommunicator, ErrorOfAnUnwaitedWorkIsRethrownByTheNextCall) {
