@@ -39,14 +39,20 @@ class Buckets {
   void build(const Model& model, double bucket_mb) {
     buckets_ = gradient_buckets(model, bucket_mb);
   }
-  // Starts the allreduce of every bucket completed by layer `layer`'s backward.
+  // Starts the allreduce of every bucket completed by layer `layer`'s backward. The last bucket
+  // (the first layers') has no backward left to overlap with: it is waited for at once
+  // (allreduce_waited, accounted alike), which on MPI runs it on the calling thread when the
+  // buckets before it are done, without the hand-off to the helper thread.
   void launch(int layer, std::span<float> grads, Communicator& comm, Algorithm algorithm,
               WireFormat wire) {
-    for (const GradientBucket& b : buckets_)
-      if (b.first_layer == layer)
-        inflight_.push_back(
-            comm.allreduce_async(grads.subspan(b.offset, b.count),
-                                 {.op = ReduceOp::kSum, .algorithm = algorithm, .wire = wire}));
+    for (const GradientBucket& b : buckets_) {
+      if (b.first_layer != layer) continue;
+      const CollectiveOptions options{.op = ReduceOp::kSum, .algorithm = algorithm, .wire = wire};
+      if (&b == &buckets_.back())
+        comm.allreduce(grads.subspan(b.offset, b.count), options);
+      else
+        inflight_.push_back(comm.allreduce_async(grads.subspan(b.offset, b.count), options));
+    }
   }
   void wait_all() {
     for (auto& work : inflight_) work->wait();
