@@ -18,8 +18,8 @@ inline constexpr NameTable<Topology, 4> kTopologyNames{{{Topology::kStar, "star"
                                                         {Topology::kDragonfly, "dragonfly"}}};
 
 // How a GPU port carries its two directions: split (a link each way, as NVLink and PCIe are
-// full duplex) or shared (one capacity for both: what a shared-memory transport between
-// processes measures, where an exchange takes as long as twice the one-way message).
+// full duplex) or shared (one capacity for both, as a transport whose exchange takes twice the
+// one-way message: calibrate decides from its measured exchanges).
 enum class Duplex { kSplit, kShared };
 inline constexpr NameTable<Duplex, 2> kDuplexNames{
     {{Duplex::kSplit, "split"}, {Duplex::kShared, "shared"}}};
