@@ -7,17 +7,25 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 
 namespace syncopate {
 
-// <tmp>/syncopate-<name>-<pid>/, created (emptied) on first use.
+// <tmp>/syncopate-<name>-<pid>/, emptied on its first use in this process: pids wrap, and a
+// folder an earlier process with the same pid left behind (its runs made by another build or
+// calibration) must not stand in for this process's own runs.
 inline std::filesystem::path scratch_folder(const std::string& name) {
   namespace fs = std::filesystem;
+  static std::mutex mutex;
+  static std::set<std::string> emptied;
   const fs::path dir =
       fs::temp_directory_path() / ("syncopate-" + name + "-" + std::to_string(getpid()));
-  if (!fs::exists(dir)) fs::create_directories(dir);
+  const std::lock_guard lock(mutex);
+  if (emptied.insert(name).second) fs::remove_all(dir);
+  fs::create_directories(dir);
   return dir;
 }
 
