@@ -162,6 +162,7 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   c.transport = time_transport(comm->handle(), o.repeats);
   if (comm->rank() != 0) return 0;
   c.provenance = provenance(o, comm->size(), c.compute.batch, load);
+  c.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   print_calibration(c);
   const std::string profile = write_calibration(c, o.out);
   std::printf("wrote %s and %s\n", o.out.c_str(), profile.c_str());

@@ -44,6 +44,7 @@ struct Calibration {
   Provenance provenance;
   ComputeSamples compute;  // every rank's samples, pooled
   TransportSamples transport;
+  int cores = 0;  // the node's cores online: its cores_per_node
 };
 
 // Writes the profile (returned path) and the platform recipe `platform_path`.

@@ -186,7 +186,11 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "description = \"this machine, calibrated: " << ranks
       << " MPI ranks on one node, shared-memory link, local master\"\n"
       << "topology = \"star\"\nnodes = 1\ngpus_per_node = " << ranks << "\nprofile = \"" << profile
-      << "\"\n\n"
+      << "\"\n";
+  if (c.cores > 0)
+    out << "cores_per_node = " << c.cores
+        << "  # cores online: more workers than this on the node time-share them\n";
+  out << "\n"
       << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "  # B/s: the largest size's, effective\n"
       << "latency = " << num(link.latency_s)

@@ -7,7 +7,8 @@
 //   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth)
 //   (+ profile.step_overhead_s when cost.kind == OpKind::kOptimizer: the optimizer is expected
 //    to be accounted once per training step, and the step's fixed overhead -- kernel launches,
-//    framework bookkeeping -- rides on it), all times the worker's straggler slowdown, then
+//    framework bookkeeping -- rides on it), all times the worker's slowdown (its node's
+//    time-sharing, Platform::cores_per_node, times its straggler factor), then
 //    stretched by the worker's [[sim.faults]] stragglers (sim_faults.hpp) from its own clock.
 // Compute is lazy: it only adds to the worker's pending time (WorkerState::lag), which is slept
 // before the worker's next interaction with other actors, so a step of hundreds of layers costs

@@ -2,6 +2,7 @@
 #include "backends/sim/sim_world.hpp"
 
 #include <algorithm>
+#include <map>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
@@ -60,6 +61,15 @@ SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
     w.id = i;
     w.host = platform.gpus[static_cast<size_t>(i)];
   }
+  if (platform.cores_per_node > 0) {  // workers time-sharing their node's cores
+    std::map<int, int> on_node;
+    for (int i = 0; i < options.workers; ++i) ++on_node[platform.node_of_gpu[size_t(i)]];
+    for (int i = 0; i < options.workers; ++i) {
+      const int sharing = on_node[platform.node_of_gpu[size_t(i)]];
+      workers_[size_t(i)].slowdown =
+          std::max(1.0, static_cast<double>(sharing) / platform.cores_per_node);
+    }
+  }
   for (const auto& [worker, factor] : options.slowdown) {
     if (worker < 0 || worker >= options.workers)
       throw UserError("sim: slowdown: worker " + std::to_string(worker) +
@@ -67,7 +77,7 @@ SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
     if (!(factor > 0))
       throw UserError("sim: slowdown: worker " + std::to_string(worker) + " factor " +
                       std::to_string(factor) + "; allowed: > 0");
-    workers_[static_cast<size_t>(worker)].slowdown = factor;
+    workers_[static_cast<size_t>(worker)].slowdown *= factor;
   }
 }
 

@@ -71,6 +71,8 @@ struct BlockedOn {
 struct WorkerState {
   int id = 0;
   simgrid::s4u::Host* host = nullptr;
+  // Compute-time multiplier: its node's time-sharing (Platform::cores_per_node) times its
+  // straggler factor (SimOptions::slowdown).
   double slowdown = 1;
   // Simulated time this worker has accounted but not yet slept (compute is lazy: it only adds
   // here). Its own clock is Engine clock + lag. Negative after a zero-time all_agree that

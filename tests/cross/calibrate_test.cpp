@@ -64,11 +64,16 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
   EXPECT_NE(recipe.find("#   allgather "), std::string::npos) << recipe;
   // The transport fit: overheads and one bandwidth factor per ping-pong size but the first
   // (16 B to 64 MiB), the last 1 (the link's bandwidth is the largest size's).
-  for (const char* field : {"\n[network]", "\nsend_overhead = ", "\nrecv_overhead = ",
-                            "\nbandwidth_factor = [\n  [0, ", "\n  [47453133, 1],  # 67108864 B: ",
-                            "#   ping_pong 67108864 B: ", "#   send_overhead 8 B: ",
-                            "#   exchange 32768 B: ", "#   exchange 2097152 B: "})
+  for (const char* field :
+       {"\n[network]", "\nsend_overhead = ", "\nrecv_overhead = ", "\nbandwidth_factor = [\n  [0, ",
+        "\n  [47453133, 1],  # 67108864 B: ", "#   ping_pong 67108864 B: ",
+        "#   send_overhead 8 B: ", "#   exchange 32768 B: ", "#   exchange 2097152 B: "})
     EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
+  // The node's cores online, which more workers than that time-share.
+  EXPECT_NE(recipe.find("\ncores_per_node = " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
+                        "  # cores online"),
+            std::string::npos)
+      << recipe;
   // The port's duplex, from the exchanges at 32 KiB to 2 MiB (four sizes).
   EXPECT_TRUE(std::regex_search(
       recipe, std::regex("\nduplex = \"(split|shared)\"  # an exchange took [0-9.]+x the one-way "

@@ -157,5 +157,17 @@ TEST(RecipeInput, ProfilePathsThatAreNoFilesOrTooLong) {
   EXPECT_TRUE(has(msg, ":4: profile: ") && has(msg, "cannot read host profile file")) << msg;
 }
 
+TEST(RecipeInput, CoresPerNodeIsReadAndANegativeCountIsRefused) {
+  const std::string base = "topology = \"star\"\nnodes = 1\ngpus_per_node = 1\nprofile = \"cpu\"\n";
+  EXPECT_EQ(recipe_error(base + "cores_per_node = 2\n"), "");
+  const fs::path path =
+      fs::temp_directory_path() / ("syncopate-cores-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(path) << base << "cores_per_node = 2\n";
+  EXPECT_EQ(detail::parse_recipe(path.string(), {}).cores_per_node, 2);
+  EXPECT_EQ(detail::parse_recipe(path.string(), {{"cores_per_node", "8"}}).cores_per_node, 8);
+  const std::string msg = recipe_error(base + "cores_per_node = -1\n");
+  EXPECT_TRUE(has(msg, ":5: cores_per_node: ")) << msg;
+}
+
 }  // namespace
 }  // namespace syncopate::sim

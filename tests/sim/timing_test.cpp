@@ -141,6 +141,42 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
   EXPECT_NEAR(v[5], v[3] + 2.5, 1e-12);
 }
 
+// A CPU platform whose workers time-share their node's cores (Platform::cores_per_node): two
+// workers on a node of one core compute at half speed each, a worker alone on its node at full
+// speed, and a straggler's factor multiplies its node's. Without cores_per_node nothing changes.
+TEST(SimExecutorTest, WorkersBeyondANodesCoresTimeShareThem) {
+  const auto compute_times = [](int cores_per_node) {
+    const testing::ChildResult result = run_in_child([&] {
+      testing::TestPlatformSpec spec = single_node(4);
+      spec.gpus_per_node = 2;  // nodes {0, 1} and {2, 3}
+      spec.gemm_flops = 2e12;
+      Platform platform = testing::make_test_platform(spec);
+      platform.cores_per_node = cores_per_node;
+      SimOptions options;
+      options.workers = 3;  // two on node 0, one on node 1
+      options.slowdown = {{2, 3.0}};
+      std::vector<double> out(3);
+      run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
+        exec.compute({.flops = 4e9, .bytes = 0, .kind = OpKind::kGemm}, [] {});  // 2 ms
+        out[static_cast<size_t>(comm.rank())] = exec.now();
+      });
+      return encode(out);
+    });
+    EXPECT_EQ(result.status, 0) << result.output;
+    return decode(result.output);
+  };
+  const std::vector<double> shared = compute_times(1);
+  ASSERT_EQ(shared.size(), 3u);
+  EXPECT_NEAR(shared[0], 4e-3, 1e-12);
+  EXPECT_NEAR(shared[1], 4e-3, 1e-12);
+  EXPECT_NEAR(shared[2], 6e-3, 1e-12);  // alone on its node; a straggler (x3)
+  const std::vector<double> enough = compute_times(2);
+  ASSERT_EQ(enough.size(), 3u);
+  EXPECT_NEAR(enough[0], 2e-3, 1e-12);
+  EXPECT_NEAR(enough[2], 6e-3, 1e-12);
+  EXPECT_EQ(compute_times(0), enough);
+}
+
 // An asynchronous allreduce overlaps compute: it ends at max(compute, comm); a second one
 // issued right after the first starts when the first ends (one stream per communicator); a
 // straggler delays everyone's collective.

@@ -169,6 +169,7 @@ Platform load_recipe(const std::string& path, const std::map<std::string, std::s
   platform.gpus = std::move(built.gpus);
   platform.node_of_gpu = std::move(built.node_of_gpu);
   platform.gpus_per_node = recipe.gpus_per_node;
+  platform.cores_per_node = recipe.cores_per_node;
   platform.num_nodes = recipe.nodes;
   platform.master = built.master;
   platform.profile = recipe.profile;

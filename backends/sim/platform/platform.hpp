@@ -52,6 +52,10 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> gpus;  // worker i runs on gpus[i] (i < gpus.size())
   std::vector<int> node_of_gpu;           // node index of gpus[i]
   int gpus_per_node = 1;
+  // CPU platforms, whose workers are processes time-sharing a node's cores: a node running w
+  // workers on c < w cores computes each one's passes w / c times slower (SimWorld). 0: every
+  // worker computes on a device of its own (GPUs; XML platforms).
+  int cores_per_node = 0;
   simgrid::s4u::Host* master = nullptr;  // host of the paper's master process, if any
   HostProfile profile;
   // Route figures (sum of link latencies, bottleneck bandwidth), measured on the built platform:

@@ -176,6 +176,7 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.topology = reader.choice("topology", std::nullopt, kTopologyNames);
   recipe.nodes = static_cast<int>(reader.integer("nodes", std::nullopt, 1, kMaxNodes));
   recipe.gpus_per_node = static_cast<int>(reader.integer("gpus_per_node", std::nullopt, 1, 4096));
+  recipe.cores_per_node = static_cast<int>(reader.integer("cores_per_node", 0, 0, 1 << 20));
 
   // The profile: a name or path of a profile file, or an inline [profile] table.
   const toml::node* profile = reader.node("profile");

@@ -47,7 +47,8 @@ struct Recipe {
   Topology topology = Topology::kStar;
   int nodes = 1;
   int gpus_per_node = 1;
-  LinkSpec gpu_link;  // each GPU's port inside its node; latency = GPU-to-GPU end to end
+  int cores_per_node = 0;  // 0: every worker computes on a device of its own (Platform)
+  LinkSpec gpu_link;       // each GPU's port inside its node; latency = GPU-to-GPU end to end
   Duplex gpu_link_duplex = Duplex::kSplit;
   int nics_per_node = 1;
   LinkSpec nic;     // each NIC; latency counted once per NIC on a route
