@@ -467,6 +467,35 @@ TEST(PlatformTransfers, SharedDuplexPortsHalveAnExchange) {
   }
 }
 
+// cores_per_node: a node whose worker processes outnumber its cores copies through them, so
+// four concurrent transfers inside a node of two cores go at half the port's speed, two at full
+// speed; with as many cores as GPUs (or 0) nothing is shared, and the route keeps its figures.
+TEST(PlatformTransfers, TransfersInsideANodeShareItsCores) {
+  const fs::path path = write_file("test-tree.toml", kTestRecipe);
+  constexpr double kBytes = 1e8;
+  const double full = 2e-6 + kBytes / 100e9;
+  const std::vector<Transfer> ring{{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+  for (const std::string cores : {"2", "4", "0"}) {
+    SCOPED_TRACE(cores);
+    EXPECT_EQ(run_in_child([&] {
+                sg4::Engine engine = make_engine();
+                configure_engine(engine);
+                const Platform p = load_platform(
+                    engine, path.string(), {{"gpus_per_node", "4"}, {"cores_per_node", cores}}, 16);
+                EXPECT_EQ(p.cores_per_node, std::stoi(cores));
+                const double ring_round = 2e-6 + (cores == "2" ? 2 : 1) * kBytes / 100e9;
+                for (double t : simulate(p, engine, ring, kBytes))
+                  EXPECT_TRUE(near(t, ring_round, 1e-9)) << t << " vs " << ring_round;
+                for (double t : simulate(p, engine, {{0, 1}, {2, 3}}, kBytes))
+                  EXPECT_TRUE(near(t, full, 1e-9)) << t << " vs " << full;
+                const LinkModel intra = route_model(p.gpus[0], p.gpus[1]);
+                EXPECT_EQ(intra.bandwidth_Bps, 100e9);
+                EXPECT_TRUE(near(intra.latency_s, 2e-6)) << intra.latency_s;
+              }),
+              0);
+  }
+}
+
 // ---- SimGrid XML
 // ---------------------------------------------------------------------------------
 

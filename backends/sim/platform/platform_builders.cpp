@@ -111,7 +111,11 @@ sg4::LinkInRoute port_in_route(sg4::Link* port, Direction direction) {
 }
 
 // A node's links: one port per GPU (NVLink or PCIe; none with one GPU), its NICs (none with one
-// node), its Ethernet link (none without a master), and its port on a star fabric.
+// node), its Ethernet link (none without a master), its port on a star fabric, and, on a CPU
+// platform with more GPUs (worker processes) than cores, its cores: a shared link of
+// cores_per_node x gpu_link.bandwidth that every transfer inside the node crosses. There the
+// transport is a copy by the processes' cores, so four concurrent copies on two cores go at half
+// speed each, while two go at full speed.
 //
 // All of them are made in the root zone before any other zone exists. SimGrid 3.32 checks that a
 // new link's name is unique by searching every zone of the platform, so a link made once the
@@ -122,6 +126,7 @@ struct NodeLinks {
   std::vector<sg4::Link*> ports, nics;
   sg4::Link* eth = nullptr;
   sg4::Link* star_port = nullptr;
+  sg4::Link* cores = nullptr;
 };
 
 NodeLinks make_node_links(const Recipe& recipe, sg4::NetZone* root, int index) {
@@ -136,6 +141,11 @@ NodeLinks make_node_links(const Recipe& recipe, sg4::NetZone* root, int index) {
     links.eth = split_duplex(root, name + "-eth", {recipe.node_eth_bandwidth, 0});
   if (recipe.nodes > 1 && recipe.topology == Topology::kStar)
     links.star_port = split_duplex(root, "port" + std::to_string(index), recipe.fabric);
+  if (recipe.cores_per_node > 0 && gpus > recipe.cores_per_node)
+    links.cores =
+        root->create_link(name + "-cores", recipe.cores_per_node * recipe.gpu_link.bandwidth)
+            ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+            ->seal();
   return links;
 }
 
@@ -155,11 +165,11 @@ Node build_node(const Recipe& recipe, sg4::NetZone* parent, int index, const Nod
   }
   for (int i = 0; i < gpus; ++i) {
     for (int j = i + 1; j < gpus; ++j) {
+      std::vector<sg4::LinkInRoute> route{port_in_route(links.ports[i], Direction::UP),
+                                          port_in_route(links.ports[j], Direction::DOWN)};
+      if (links.cores != nullptr) route.emplace_back(links.cores);
       node.zone->add_route(node.gpus[i]->get_netpoint(), node.gpus[j]->get_netpoint(), nullptr,
-                           nullptr,
-                           {port_in_route(links.ports[i], Direction::UP),
-                            port_in_route(links.ports[j], Direction::DOWN)},
-                           true);
+                           nullptr, route, true);
     }
   }
   if (!links.nics.empty()) {
