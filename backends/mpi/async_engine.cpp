@@ -78,14 +78,16 @@ WorkPtr AsyncEngine::submit(Task task) {
 }
 
 Algorithm AsyncEngine::run_now(const Task& task) {
+  if (std::optional<Algorithm> ran = run_if_idle(task)) return *ran;
+  WorkPtr work = submit(task);
+  work->wait();
+  return work->completion().algorithm;
+}
+
+std::optional<Algorithm> AsyncEngine::run_if_idle(const Task& task) {
   {
-    std::unique_lock lock(mu_);
-    if (busy_ || !queue_.empty()) {
-      lock.unlock();
-      WorkPtr work = submit(task);
-      work->wait();
-      return work->completion().algorithm;
-    }
+    std::lock_guard lock(mu_);
+    if (busy_ || !queue_.empty()) return std::nullopt;
     busy_ = true;  // keeps the helper off the channel while the task runs here
   }
   struct Release {

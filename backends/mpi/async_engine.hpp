@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -34,6 +35,9 @@ class AsyncEngine {
   // submit(task) waited for at once, without the hand-off to the helper thread when no job is
   // queued or running: the task then runs here, now. Returns the algorithm it ran.
   Algorithm run_now(const Task& task);
+  // The task run here, now, when no job is queued or running (returns the algorithm it ran);
+  // else nothing runs (nullopt).
+  std::optional<Algorithm> run_if_idle(const Task& task);
   // Makes running and queued jobs fail fast instead of waiting for peers (error unwinding).
   void cancel() { cancel_.store(true); }
 

@@ -110,18 +110,23 @@ Algorithm MpiCommunicator::run_allreduce(ScheduleChannel& channel, std::span<flo
   return ran;
 }
 
-WorkPtr MpiCommunicator::start(std::function<Algorithm(const PollPolicy& poll)> task) {
-  if (size_ > 1) return engine_->submit(std::move(task));
+WorkPtr MpiCommunicator::start(std::function<Algorithm(const PollPolicy& poll)> task,
+                               size_t bytes) {
   const double start_s = MPI_Wtime();
-  const Algorithm ran = engine_->run_now(task);
-  return std::make_unique<CompletedWork>(
-      Work::Completion{.elapsed_s = MPI_Wtime() - start_s, .algorithm = ran});
+  const auto completed = [start_s](Algorithm ran) {
+    return std::make_unique<CompletedWork>(
+        Work::Completion{.elapsed_s = MPI_Wtime() - start_s, .algorithm = ran});
+  };
+  if (size_ == 1) return completed(engine_->run_now(task));
+  if (bytes <= kRunAtOnceBytes)
+    if (const std::optional<Algorithm> ran = engine_->run_if_idle(task)) return completed(*ran);
+  return engine_->submit(std::move(task));
 }
 
 WorkPtr MpiCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return start([this, data, options](const PollPolicy& poll) {
-    return run_allreduce(*async_, data, options, poll);
-  });
+  return start([this, data, options](
+                   const PollPolicy& poll) { return run_allreduce(*async_, data, options, poll); },
+               data.size_bytes());
 }
 
 Algorithm MpiCommunicator::allreduce_waited(std::span<float> data,
@@ -136,11 +141,13 @@ WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<
                                          WireFormat wire) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
   place_contribution(mine, all, wire);
-  return start([this, all, wire](PollPolicy poll) {
-    poll.timeout_s = default_timeout();
-    return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll,
-                       wire);
-  });
+  return start(
+      [this, all, wire](PollPolicy poll) {
+        poll.timeout_s = default_timeout();
+        return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum,
+                           poll, wire);
+      },
+      all.size_bytes());
 }
 
 // The input is copied now (the task owns the copy); `out` receives the block when it ran.
@@ -149,13 +156,15 @@ WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::sp
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   auto work = std::make_shared<std::vector<float>>(in.begin(), in.end());
   prepare(op, size_, *work, wire);
-  return start([this, work, out, op, wire](PollPolicy poll) {
-    poll.timeout_s = default_timeout();
-    const Algorithm ran =
-        async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll, wire);
-    finish_block(*work, out, op, wire);
-    return ran;
-  });
+  return start(
+      [this, work, out, op, wire](PollPolicy poll) {
+        poll.timeout_s = default_timeout();
+        const Algorithm ran =
+            async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll, wire);
+        finish_block(*work, out, op, wire);
+        return ran;
+      },
+      in.size_bytes());
 }
 
 void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<float> all,

@@ -172,6 +172,37 @@ TEST(MpiAllreduce, WaitedAllreduceRunsAtOnceOrBehindTheJobsInFlight) {
   EXPECT_TRUE(bit_identical(last, expected_of(99, 43)));
 }
 
+// A small asynchronous collective with nothing queued or running is done when the call returns
+// (no hand-off to the helper thread: MpiCommunicator::kRunAtOnceBytes); one queued behind a large
+// job in flight still runs after it. Both give the schedule's bits.
+TEST(MpiAllreduce, SmallAsynchronousCollectivesRunAtOnceWhenNothingIsInFlight) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size();
+  const auto expected_of = [&](size_t n, uint32_t salt) {
+    const Algorithm resolved =
+        resolve_algorithm(Algorithm::kRing, p, n * sizeof(float), comm.node_of_rank());
+    auto expected = in_memory(make_allreduce_schedule(resolved, p, n, comm.node_of_rank()),
+                              ReduceOp::kSum, all_inputs(p, n, salt));
+    return expected[static_cast<size_t>(comm.rank())];
+  };
+  const CollectiveOptions ring{ReduceOp::kSum, Algorithm::kRing};
+  constexpr size_t kSmall = MpiCommunicator::kRunAtOnceBytes / sizeof(float);
+  comm.barrier();
+  std::vector<float> small = input_of(comm.rank(), kSmall, 50);
+  WorkPtr at_once = comm.allreduce_async(small, ring);
+  EXPECT_TRUE(bit_identical(small, expected_of(kSmall, 50)));  // before wait()
+  at_once->wait();
+
+  std::vector<float> large = input_of(comm.rank(), 300000, 51);
+  std::vector<float> behind = input_of(comm.rank(), 1000, 52);
+  WorkPtr first = comm.allreduce_async(large, ring);
+  WorkPtr second = comm.allreduce_async(behind, ring);
+  second->wait();
+  first->wait();
+  EXPECT_TRUE(bit_identical(large, expected_of(300000, 51)));
+  EXPECT_TRUE(bit_identical(behind, expected_of(1000, 52)));
+}
+
 // A communicator of one rank has no peer to overlap with: its asynchronous collectives are done
 // when the call returns, without the hand-off to the helper thread (a reduce-scatter's output
 // is written before wait()), and leave the data as it was (nothing is sent, nothing rounded).
