@@ -38,7 +38,6 @@ double compute_seconds(const HostProfile& profile, const Cost& cost) {
                       std::to_string(profile.memory_bandwidth) + "; allowed: > 0");
     seconds = std::max(seconds, cost.bytes / profile.memory_bandwidth);
   }
-  if (cost.kind == OpKind::kOptimizer) seconds += profile.step_overhead_s;
   return seconds;
 }
 
@@ -50,13 +49,21 @@ SimExecutor::SimExecutor(SimWorld& world, int worker)
 void SimExecutor::compute(const Cost& cost, FunctionRef<void()> math) {
   if (!world_.options().cost_only) math();
   ++me_.events;
-  const double work =
-      compute_seconds(world_.platform().profile, cost) * me_.slowdown * noise_factor();
-  me_.lag += stragglers_.empty() ? work : stretched_seconds(me_.now(), work, stragglers_);
+  spend(compute_seconds(world_.platform().profile, cost));
   if (cost.kind == OpKind::kOptimizer) {  // the step's compute ends: the next draws anew
     ++step_;
     factor_ = -1;
   }
+}
+
+void SimExecutor::begin_step() {
+  const double overhead = world_.platform().profile.step_overhead_s;
+  if (overhead > 0) spend(overhead);
+}
+
+void SimExecutor::spend(double seconds) {
+  const double work = seconds * me_.slowdown * noise_factor();
+  me_.lag += stragglers_.empty() ? work : stretched_seconds(me_.now(), work, stragglers_);
 }
 
 double SimExecutor::noise_factor() {

@@ -4,12 +4,12 @@
 // compute(cost, math) runs math (unless cost-only) and advances this worker's clock by the
 // profile's measured time of the layer pass when it holds one for the cost's layer key (kind,
 // input and output shapes: `syncopate calibrate`), else by
-//   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth)
-//   (+ profile.step_overhead_s when cost.kind == OpKind::kOptimizer: the optimizer is expected
-//    to be accounted once per training step, and the step's fixed overhead -- kernel launches,
-//    framework bookkeeping -- rides on it), all times the worker's slowdown (its node's
-//    time-sharing, Platform::cores_per_node, times its straggler factor), then
-//    stretched by the worker's [[sim.faults]] stragglers (sim_faults.hpp) from its own clock.
+//   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth),
+// all times the worker's slowdown (its node's time-sharing, Platform::cores_per_node, times its
+// straggler factor), then stretched by the worker's [[sim.faults]] stragglers (sim_faults.hpp)
+// from its own clock. begin_step() adds the step's fixed overhead (profile.step_overhead_s: the
+// batch copy, kernel launches, framework bookkeeping) the same way, outside any compute(), so
+// that it counts as idle time, as a measured run's does.
 // Compute is lazy: it only adds to the worker's pending time (WorkerState::lag), which is slept
 // before the worker's next interaction with other actors, so a step of hundreds of layers costs
 // no SimGrid event at all. now() includes the pending time.
@@ -37,6 +37,7 @@ class SimExecutor final : public Executor {
 
   double now() const override { return me_.now(); }
   void compute(const Cost& cost, FunctionRef<void()> math) override;
+  void begin_step() override;  // the profile's step overhead, as compute is (lazy, stretched)
   bool cost_only() const override { return world_.options().cost_only; }
   bool all_agree(bool vote) override;
   void advance(double seconds) override;
@@ -47,6 +48,9 @@ class SimExecutor final : public Executor {
 
  private:
   double noise_factor();  // this step's
+  // Adds `seconds` of this worker's work (times its slowdown and the step's noise, stretched by
+  // its stragglers) to its pending time.
+  void spend(double seconds);
 
   SimWorld& world_;
   WorkerState& me_;

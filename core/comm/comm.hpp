@@ -252,6 +252,11 @@ class Executor {
   virtual void compute(const Cost& cost, FunctionRef<void()> math) = 0;
   // True when tensors are shape-only and no arithmetic happens (simulated time only).
   virtual bool cost_only() const { return false; }
+  // A training step begins (called outside any compute(), before its first layer pass): the
+  // simulator advances this worker's clock by the step's fixed cost outside the layer passes
+  // (the batch copy, bookkeeping: the profile's step overhead), which a measured run spends
+  // between its timed passes and so counts as idle. Real backends spend it and do nothing here.
+  virtual void begin_step() {}
 
   // Steady-state fast-forward (simulator, cost-only). Every worker calls all_agree() at the same
   // point with its own vote; it returns true iff every worker voted yes and takes no simulated

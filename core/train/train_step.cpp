@@ -36,6 +36,7 @@ TrainStep::TrainStep(WorkerContext& ctx, Strategy& strategy, PhaseTimes& phases,
                  .kind = OpKind::kElementwise} {}
 
 StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, double lr) {
+  ctx_.exec.begin_step();
   if (step.block_begin) strategy_.on_block_begin(ctx_);
   step_ctx_.epoch = static_cast<uint32_t>(at.epoch);
   step_ctx_.step = static_cast<uint32_t>(at.global);

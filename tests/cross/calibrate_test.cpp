@@ -81,8 +81,9 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
       << recipe;
 }
 
-// With every fallback speed made enormous and no step overhead, a simulated run's compute is
-// the measured layer passes alone: steps x (sum of forward_s and backward_s) per worker.
+// With every fallback speed made enormous, a simulated run's compute is the measured layer
+// passes alone: steps x (sum of forward_s and backward_s) per worker. The step overhead (set to
+// 1 ms) is idle time, as in a measured run: steps x 1 ms per worker.
 TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
   const fs::path platform = calibrated();
   std::string profile = syncopate::read_text(scratch() / "profiles" / "bench-cpu.toml");
@@ -93,7 +94,7 @@ TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
                                           "|memory_bandwidth) = [^\n]*"),
                                "\n$1 = 1e30");
   profile =
-      std::regex_replace(profile, std::regex("\nstep_overhead = [^\n]*"), "\nstep_overhead = 0");
+      std::regex_replace(profile, std::regex("\nstep_overhead = [^\n]*"), "\nstep_overhead = 1e-3");
   fs::create_directories(scratch() / "fast" / "profiles");
   std::ofstream(scratch() / "fast" / "profiles" / "bench-cpu.toml") << profile;
   fs::copy_file(platform, scratch() / "fast" / "bench.toml", fs::copy_options::overwrite_existing);
@@ -110,6 +111,7 @@ TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
   const double steps = 2 * 20;                   // epochs x steps per epoch, per worker
   const double expected = 2 * steps * per_step;  // summed over 2 workers
   EXPECT_NEAR(summary["compute_time_s"].get<double>(), expected, 1e-6 * expected) << out;
+  EXPECT_NEAR(summary["idle_time_s"].get<double>(), 2 * steps * 1e-3, 1e-6) << out;
 }
 
 TEST(Calibrate, OneRankIsRefused) {

@@ -100,8 +100,8 @@ INSTANTIATE_TEST_SUITE_P(Fidelities, ClosedFormTest,
                            return std::string(to_string(param_info.param));
                          });
 
-// Compute: max(flops / speed, bytes / bandwidth), plus the step overhead on kOptimizer costs,
-// times the straggler slowdown; math runs in emulation only.
+// Compute: max(flops / speed, bytes / bandwidth) times the straggler slowdown; a step's begin
+// adds the step overhead (slowed down alike); math runs in emulation only.
 TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
   const testing::ChildResult result = run_in_child([] {
     testing::TestPlatformSpec spec = single_node(2);
@@ -112,7 +112,7 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
     SimOptions options;
     options.workers = 2;
     options.slowdown = {{1, 3.0}};
-    std::vector<double> out(6);
+    std::vector<double> out(7);
     run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
       if (comm.rank() != 1) return;
       int runs = 0;
@@ -121,7 +121,9 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
       exec.compute({.flops = 1e6, .bytes = 4e9, .kind = OpKind::kConv}, [&] { ++runs; });
       out[1] = exec.now();  // + memory-bound: 4 ms x 3
       exec.compute({.flops = 2e9, .bytes = 0, .kind = OpKind::kOptimizer}, [&] { ++runs; });
-      out[2] = exec.now();  // + (1 ms + 0.1 ms overhead) x 3
+      out[2] = exec.now();  // + 1 ms x 3, the optimizer's flops alone
+      exec.begin_step();
+      out[6] = exec.now();  // + 0.1 ms overhead x 3
       exec.compute({}, [&] { ++runs; });
       out[3] = exec.now();  // + nothing
       out[4] = runs;
@@ -132,11 +134,12 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
   });
   ASSERT_EQ(result.status, 0) << result.output;
   const std::vector<double> v = decode(result.output);
-  ASSERT_EQ(v.size(), 6u);
+  ASSERT_EQ(v.size(), 7u);
   EXPECT_NEAR(v[0], 6e-3, 1e-12);
   EXPECT_NEAR(v[1], 6e-3 + 12e-3, 1e-12);
-  EXPECT_NEAR(v[2], 18e-3 + 3.3e-3, 1e-12);
-  EXPECT_NEAR(v[3], v[2], 1e-15);
+  EXPECT_NEAR(v[2], 18e-3 + 3e-3, 1e-12);
+  EXPECT_NEAR(v[6], 21e-3 + 0.3e-3, 1e-12);
+  EXPECT_NEAR(v[3], v[6], 1e-15);
   EXPECT_EQ(v[4], 4);
   EXPECT_NEAR(v[5], v[3] + 2.5, 1e-12);
 }
