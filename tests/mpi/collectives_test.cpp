@@ -142,22 +142,24 @@ TEST(MpiAllreduce, AsyncAllreducesInFlightTogetherCompleteInAnyWaitOrder) {
   }
 }
 
+// This rank's result of a ring allreduce (sum) of input_of(rank, n, salt) over comm's ranks.
+std::vector<float> ring_sum_of(const MpiCommunicator& comm, size_t n, uint32_t salt) {
+  const int p = comm.size();
+  const Algorithm resolved =
+      resolve_algorithm(Algorithm::kRing, p, n * sizeof(float), comm.node_of_rank());
+  auto expected = in_memory(make_allreduce_schedule(resolved, p, n, comm.node_of_rank()),
+                            ReduceOp::kSum, all_inputs(p, n, salt));
+  return expected[static_cast<size_t>(comm.rank())];
+}
+
 // allreduce() runs on the calling thread when nothing is in flight, and queues behind the
 // asynchronous jobs otherwise: both ways it gives the schedule's bits, and the jobs theirs.
 TEST(MpiAllreduce, WaitedAllreduceRunsAtOnceOrBehindTheJobsInFlight) {
   MpiCommunicator& comm = world();
-  const int p = comm.size();
-  const auto expected_of = [&](size_t n, uint32_t salt) {
-    const Algorithm resolved =
-        resolve_algorithm(Algorithm::kRing, p, n * sizeof(float), comm.node_of_rank());
-    auto expected = in_memory(make_allreduce_schedule(resolved, p, n, comm.node_of_rank()),
-                              ReduceOp::kSum, all_inputs(p, n, salt));
-    return expected[static_cast<size_t>(comm.rank())];
-  };
   const CollectiveOptions ring{ReduceOp::kSum, Algorithm::kRing};
   std::vector<float> alone = input_of(comm.rank(), 300001, 40);
   comm.allreduce(alone, ring);
-  EXPECT_TRUE(bit_identical(alone, expected_of(300001, 40)));
+  EXPECT_TRUE(bit_identical(alone, ring_sum_of(comm, 300001, 40)));
 
   std::vector<float> first = input_of(comm.rank(), 200000, 41);
   std::vector<float> waited = input_of(comm.rank(), 5000, 42);
@@ -167,9 +169,9 @@ TEST(MpiAllreduce, WaitedAllreduceRunsAtOnceOrBehindTheJobsInFlight) {
   WorkPtr after = comm.allreduce_async(last, ring);
   after->wait();
   in_flight->wait();
-  EXPECT_TRUE(bit_identical(first, expected_of(200000, 41)));
-  EXPECT_TRUE(bit_identical(waited, expected_of(5000, 42)));
-  EXPECT_TRUE(bit_identical(last, expected_of(99, 43)));
+  EXPECT_TRUE(bit_identical(first, ring_sum_of(comm, 200000, 41)));
+  EXPECT_TRUE(bit_identical(waited, ring_sum_of(comm, 5000, 42)));
+  EXPECT_TRUE(bit_identical(last, ring_sum_of(comm, 99, 43)));
 }
 
 // A small asynchronous collective with nothing queued or running is done when the call returns
@@ -177,20 +179,12 @@ TEST(MpiAllreduce, WaitedAllreduceRunsAtOnceOrBehindTheJobsInFlight) {
 // job in flight still runs after it. Both give the schedule's bits.
 TEST(MpiAllreduce, SmallAsynchronousCollectivesRunAtOnceWhenNothingIsInFlight) {
   MpiCommunicator& comm = world();
-  const int p = comm.size();
-  const auto expected_of = [&](size_t n, uint32_t salt) {
-    const Algorithm resolved =
-        resolve_algorithm(Algorithm::kRing, p, n * sizeof(float), comm.node_of_rank());
-    auto expected = in_memory(make_allreduce_schedule(resolved, p, n, comm.node_of_rank()),
-                              ReduceOp::kSum, all_inputs(p, n, salt));
-    return expected[static_cast<size_t>(comm.rank())];
-  };
   const CollectiveOptions ring{ReduceOp::kSum, Algorithm::kRing};
   constexpr size_t kSmall = MpiCommunicator::kRunAtOnceBytes / sizeof(float);
   comm.barrier();
   std::vector<float> small = input_of(comm.rank(), kSmall, 50);
   WorkPtr at_once = comm.allreduce_async(small, ring);
-  EXPECT_TRUE(bit_identical(small, expected_of(kSmall, 50)));  // before wait()
+  EXPECT_TRUE(bit_identical(small, ring_sum_of(comm, kSmall, 50)));  // before wait()
   at_once->wait();
 
   std::vector<float> large = input_of(comm.rank(), 300000, 51);
@@ -199,8 +193,8 @@ TEST(MpiAllreduce, SmallAsynchronousCollectivesRunAtOnceWhenNothingIsInFlight) {
   WorkPtr second = comm.allreduce_async(behind, ring);
   second->wait();
   first->wait();
-  EXPECT_TRUE(bit_identical(large, expected_of(300000, 51)));
-  EXPECT_TRUE(bit_identical(behind, expected_of(1000, 52)));
+  EXPECT_TRUE(bit_identical(large, ring_sum_of(comm, 300000, 51)));
+  EXPECT_TRUE(bit_identical(behind, ring_sum_of(comm, 1000, 52)));
 }
 
 // A communicator of one rank has no peer to overlap with: its asynchronous collectives are done
