@@ -4,7 +4,8 @@
 //
 // Time model (see sim_executor.hpp and sim_communicator.hpp for details):
 //   - compute advances the worker's simulated clock by max(flops / speed, bytes / memory bw)
-//     times its straggler slowdown; each step begins with the profile's step overhead (idle
+//     times its slowdown (its node's time-sharing of cores, its straggler factor); each step
+//     begins with the profile's step overhead (idle
 //     time, outside the compute);
 //   - collectives run the core schedules (core/comm/collective_schedule.hpp) at one of three
 //     fidelities: kMessage (every message is a SimGrid comm between the ranks' actors), kFlow
