@@ -6,8 +6,8 @@
 
 #include "core/nn/layer.hpp"
 #include "core/nn/layers_common.hpp"
+#include "core/nn/maxpool_2x2.hpp"
 #include "core/tensor/gemm.hpp"
-#include "core/tensor/vec4.hpp"
 
 namespace syncopate {
 namespace {
@@ -100,12 +100,12 @@ class MaxPool2D final : public WindowPool {
       float* out = y.data() + p * out_plane;
       int32_t* at = argmax_.data() + p * out_plane;
       if (k_ == 2 && stride_ == 2 && pad_ == 0) {
-        forward_plane_2x2(in, g, out, at);
+        maxpool_2x2::forward(in, g.height, g.width, relu, out, at);
       } else {
         forward_plane(in, g, out, at);
-      }
-      if (relu) {
-        for (int64_t i = 0; i < out_plane; ++i) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+        if (relu) {
+          for (int64_t i = 0; i < out_plane; ++i) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+        }
       }
     }
   }
@@ -124,7 +124,7 @@ class MaxPool2D final : public WindowPool {
     const float* out = relu ? y.data() + first * out_plane : nullptr;
     for (int64_t plane = 0; plane < count; ++plane, d += in_plane) {
       if (tiled) {
-        backward_plane_2x2(g, best_at, out, h, w, d);
+        maxpool_2x2::backward(g, best_at, out, h, w, d);
       } else {
         // Zeroed plane by plane, so the scatter below finds it in cache.
         std::fill(d, d + in_plane, 0.0f);
@@ -136,45 +136,6 @@ class MaxPool2D final : public WindowPool {
       g += out_plane;
       best_at += out_plane;
       if (out) out += out_plane;
-    }
-  }
-  // 2x2 windows of stride 2 tile an even plane: each window writes its four gradients, the
-  // winner's and three zeros, so nothing is zeroed first or scattered. Four windows at a time:
-  // their eight gradients of each row are two interleaved vectors.
-  static void backward_plane_2x2(const float* g, const int32_t* best_at, const float* out,
-                                 int64_t h, int64_t w, float* d) {
-    using vec4::V4;
-    using vec4::V4i;
-    const int64_t wo = w / 2;
-    const int32_t row = static_cast<int32_t>(w);
-    for (int64_t oy = 0; oy < h / 2; ++oy) {
-      float* top = d + 2 * oy * w;
-      float* bottom = top + w;
-      const int32_t base = static_cast<int32_t>(2 * oy * w);
-      int64_t ox = 0;
-      for (; ox + 4 <= wo; ox += 4) {
-        V4 grad = vec4::load(g + ox) + 0.0f;  // -0 becomes +0, as 0 + g did in the scatter
-        if (out) grad = vec4::keep(grad, vec4::load(out + ox) > 0.0f);
-        const int32_t first = base + static_cast<int32_t>(2 * ox);
-        const V4i at = vec4::load(best_at + ox) - (V4i{0, 2, 4, 6} + first);  // 0, 1, w, w + 1
-        const V4 a = vec4::keep(grad, at == 0), b = vec4::keep(grad, at == 1);
-        const V4 c = vec4::keep(grad, at == row), e = vec4::keep(grad, at == row + 1);
-        vec4::store(top + 2 * ox, __builtin_shufflevector(a, b, 0, 4, 1, 5));
-        vec4::store(top + 2 * ox + 4, __builtin_shufflevector(a, b, 2, 6, 3, 7));
-        vec4::store(bottom + 2 * ox, __builtin_shufflevector(c, e, 0, 4, 1, 5));
-        vec4::store(bottom + 2 * ox + 4, __builtin_shufflevector(c, e, 2, 6, 3, 7));
-      }
-      for (; ox < wo; ++ox) {
-        const float grad = !out || out[ox] > 0.0f ? g[ox] + 0.0f : 0.0f;
-        const int32_t at = best_at[ox] - base - static_cast<int32_t>(2 * ox);
-        top[2 * ox] = at == 0 ? grad : 0.0f;
-        top[2 * ox + 1] = at == 1 ? grad : 0.0f;
-        bottom[2 * ox] = at == row ? grad : 0.0f;
-        bottom[2 * ox + 1] = at == row + 1 ? grad : 0.0f;
-      }
-      g += wo;
-      best_at += wo;
-      if (out) out += wo;
     }
   }
   void forward_plane(const float* in, const ConvGeometry& g, float* out, int32_t* best_at) const {
@@ -198,31 +159,6 @@ class MaxPool2D final : public WindowPool {
         }
         *out++ = best;
         *best_at++ = static_cast<int32_t>(at);
-      }
-    }
-  }
-  // The common 2x2 / stride 2 case, written with selects only (no branches to mispredict on
-  // random data). Ties go to the first of a, b, c, d: a pair's second wins only when strictly
-  // greater, and the lower pair only when strictly greater than the upper one.
-  static void forward_plane_2x2(const float* in, const ConvGeometry& g, float* out,
-                                int32_t* best_at) {
-    const int64_t w = g.width, ho = g.out_height(), wo = g.out_width();
-    const int32_t row = static_cast<int32_t>(w);
-    for (int64_t oy = 0; oy < ho; ++oy) {
-      const float* r0 = in + 2 * oy * w;
-      const float* r1 = r0 + w;
-      float* o = out + oy * wo;
-      int32_t* at = best_at + oy * wo;
-      const int32_t base = static_cast<int32_t>(2 * oy * w);
-      for (int64_t ox = 0; ox < wo; ++ox) {
-        const float a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1];
-        // Comparison results as integers keep the compiler from emitting branches.
-        const int32_t right_top = b > a, right_bottom = d > c;
-        const float top = std::max(a, b), bottom = std::max(c, d);
-        const int32_t lower = bottom > top;
-        const int32_t top_at = right_top, bottom_at = row + right_bottom;
-        o[ox] = std::max(top, bottom);
-        at[ox] = base + static_cast<int32_t>(2 * ox) + top_at + lower * (bottom_at - top_at);
       }
     }
   }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -78,6 +79,54 @@ TEST(MaxPool2D, TiesGiveTheWholeGradientToTheFirstMaximum) {
   EXPECT_EQ(dx[1], 0.0f);
   EXPECT_EQ(dx[2], 0.0f);
   EXPECT_EQ(dx[3], 0.0f);
+}
+
+// The 2x2 kernels work in chunks of 16, 8 or 4 windows with an overlapping last chunk, and one
+// window at a time below 4: every width from 1 to 20 windows, odd sizes, many ties (values from
+// a set of five), negative-zero gradients, and with and without an absorbed ReLU, against the
+// rule written out window by window. Equal bits, with -0 and +0 told apart.
+TEST(MaxPool2D, TwoByTwoKernelsMatchTheRuleAtEveryWidth) {
+  std::mt19937 gen(11);
+  std::uniform_int_distribution<int> pick(-2, 2);
+  const auto same_bits = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  for (const bool relu : {false, true}) {
+    for (int64_t h : {2, 3, 6}) {
+      for (int64_t w = 2; w <= 41; ++w) {
+        const int64_t ho = h / 2, wo = w / 2, planes = 3;
+        auto layer = maxpool2d(2, 2);
+        Tensor x({1, planes, h, w}), y({1, planes, ho, wo}), dy({1, planes, ho, wo});
+        Tensor dx({1, planes, h, w});
+        for (float& v : x.span()) v = 0.5f * static_cast<float>(pick(gen));
+        for (float& v : dy.span()) v = pick(gen) == 0 ? -0.0f : static_cast<float>(pick(gen));
+        if (relu) {
+          layer->forward_after_relu(x, y, {});
+          layer->backward_after_relu(x, y, dy, &dx);
+        } else {
+          layer->forward(x, y, {});
+          layer->backward(x, y, dy, &dx);
+        }
+        std::vector<float> want_dx(static_cast<size_t>(planes * h * w), 0.0f);
+        for (int64_t p = 0; p < planes; ++p) {
+          for (int64_t oy = 0; oy < ho; ++oy) {
+            for (int64_t ox = 0; ox < wo; ++ox) {
+              int64_t best = (p * h + 2 * oy) * w + 2 * ox;  // the first maximum wins
+              for (int64_t at : {best + 1, best + w, best + w + 1})
+                if (x[at] > x[best]) best = at;
+              const int64_t o = (p * ho + oy) * wo + ox;
+              const float want_y = relu ? std::max(x[best], 0.0f) : x[best];
+              ASSERT_TRUE(same_bits(y[o], want_y))
+                  << "relu " << relu << ", " << h << "x" << w << ", window " << o;
+              if (!relu || want_y > 0.0f) want_dx[static_cast<size_t>(best)] = dy[o] + 0.0f;
+            }
+          }
+        }
+        for (int64_t i = 0; i < dx.numel(); ++i)
+          ASSERT_TRUE(same_bits(dx[i], want_dx[static_cast<size_t>(i)]))
+              << "relu " << relu << ", " << h << "x" << w << ", input " << i << ": " << dx[i]
+              << " against " << want_dx[static_cast<size_t>(i)];
+      }
+    }
+  }
 }
 
 TEST(AvgPool2D, ForwardAndGradientMatchDoubleReference) {
