@@ -6,29 +6,16 @@
 #include "core/nn/maxpool_2x2.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
-#if defined(__x86_64__) && !defined(__AVX512BW__)
-#define SYNCOPATE_POOL_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
-#else
-#define SYNCOPATE_POOL_CLONES
-#endif
+#include "core/tensor/lanes.hpp"
 
 namespace syncopate::maxpool_2x2 {
 namespace {
 
-template <int N>
-struct Lanes {
-  typedef float F __attribute__((vector_size(4 * N)));
-  typedef int32_t I __attribute__((vector_size(4 * N)));
-};
-// Loads through memcpy (the pointers need not be aligned); by reference, since returning a
-// vector wider than the baseline's registers is an ABI question the compilers warn about.
-template <class V>
-[[gnu::always_inline]] inline void load(V& v, const void* p) {
-  std::memcpy(&v, p, sizeof v);
-}
+using lanes::Lanes;
+using lanes::load;
+using lanes::store;
 
 // Windows [ox, ox + N) of output row oy: even lanes of the two input rows are the windows' left
 // inputs, odd lanes their right ones. The selects are those of the scalar code below, lane by
@@ -58,8 +45,8 @@ template <int N, size_t... Is>
   }
   const I left = I{static_cast<int32_t>(2 * Is)...} + first;
   const I at = left + (lower ? row - right_bottom : -right_top);
-  std::memcpy(out, &best, sizeof best);
-  std::memcpy(best_at, &at, sizeof at);
+  store(out, best);
+  store(best_at, at);
 }
 
 // Interleaves a and b's lanes [half * N / 2, (half + 1) * N / 2): a0 b0 a1 b1 ...
@@ -91,10 +78,10 @@ template <int N, size_t... Is>
   const F top1 = __builtin_shufflevector(a, b, interleaved<N, Is, 1>...);
   const F bottom0 = __builtin_shufflevector(c, e, interleaved<N, Is, 0>...);
   const F bottom1 = __builtin_shufflevector(c, e, interleaved<N, Is, 1>...);
-  std::memcpy(top_row, &top0, sizeof top0);
-  std::memcpy(top_row + N, &top1, sizeof top1);
-  std::memcpy(bottom_row, &bottom0, sizeof bottom0);
-  std::memcpy(bottom_row + N, &bottom1, sizeof bottom1);
+  store(top_row, top0);
+  store(top_row + N, top1);
+  store(bottom_row, bottom0);
+  store(bottom_row + N, bottom1);
 }
 
 template <int N>
@@ -176,7 +163,7 @@ void backward_scalar(const float* grad, const int32_t* best_at, const float* out
 
 }  // namespace
 
-SYNCOPATE_POOL_CLONES
+SYNCOPATE_CLONES_FOR_AVX512
 void forward(const float* in, int64_t h, int64_t w, bool relu, float* out, int32_t* best_at) {
   const int64_t ho = h / 2, wo = w / 2;
   if (wo >= 16) {
@@ -190,7 +177,7 @@ void forward(const float* in, int64_t h, int64_t w, bool relu, float* out, int32
   }
 }
 
-SYNCOPATE_POOL_CLONES
+SYNCOPATE_CLONES_FOR_AVX512
 void backward(const float* grad, const int32_t* best_at, const float* out, int64_t h, int64_t w,
               float* d) {
   const int64_t wo = w / 2;

@@ -1,8 +1,7 @@
 #pragma once
 // The max pool's common case, 2x2 windows of stride 2 without padding, on one plane: the kernels
-// behind MaxPool2D (core/nn/layers_pool.cpp). On x86-64 each is compiled twice, for the build's
-// target and for AVX-512 (x86-64-v4), and the loader picks the copy that the CPU runs (GCC's and
-// clang's target_clones), so that the generic build gets 16 lanes where the CPU has them.
+// behind MaxPool2D (core/nn/layers_pool.cpp), with a copy for AVX-512 on x86-64 that the loader
+// picks where the CPU has it (core/tensor/lanes.hpp), so that the generic build gets 16 lanes.
 #include <cstdint>
 
 namespace syncopate::maxpool_2x2 {

@@ -4,7 +4,8 @@
 //   A^T = [1 1 1 0; 0 1 -1 -1]                      (output: A^T m A, 4x4 -> 2x2)
 // Each image is first turned channels-last (pixel-major, channels padded to a multiple of 4, a
 // zero border around it), so that a tile's 16 values of 4 channels are 16 vector loads and
-// every transform runs on 4 channels at once.
+// every transform runs on 4 channels at once; on 16 at once while 16 remain, which the copies
+// compiled for AVX-512 hold in one register each (core/tensor/lanes.hpp).
 #include "core/tensor/winograd.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/base/check.hpp"
+#include "core/tensor/lanes.hpp"
 #include "core/tensor/vec4.hpp"
 
 namespace syncopate::winograd {
@@ -64,8 +66,9 @@ void transpose(V4& a, V4& b, V4& c, V4& d) {
 // one pixel: pixel (y, x) at ((y + 1) * cols + x + 1) * c4; blocks of 4 channels by 4 pixels are
 // transposed in registers. Only the image's pixels and channels are written: the border and the
 // padding lanes keep the zeros they were made with.
-void to_channels_last(const float* image, int64_t channels, int64_t h, int64_t w, int64_t cols,
-                      int64_t c4, float* pixels) {
+[[gnu::always_inline]] inline void to_channels_last(const float* image, int64_t channels, int64_t h,
+                                                    int64_t w, int64_t cols, int64_t c4,
+                                                    float* pixels) {
   int64_t c = 0;
   for (; c + 4 <= channels; c += 4) {
     for (int64_t y = 0; y < h; ++y) {
@@ -95,8 +98,9 @@ void to_channels_last(const float* image, int64_t channels, int64_t h, int64_t w
 }
 
 // The inverse: pixels (h x cols x c4, channels-last, from offset 0) into image (channels, h, w).
-void from_channels_last(const float* pixels, int64_t cols, int64_t c4, int64_t channels, int64_t h,
-                        int64_t w, float* image) {
+[[gnu::always_inline]] inline void from_channels_last(const float* pixels, int64_t cols, int64_t c4,
+                                                      int64_t channels, int64_t h, int64_t w,
+                                                      float* image) {
   int64_t c = 0;
   for (; c + 4 <= channels; c += 4) {
     for (int64_t y = 0; y < h; ++y) {
@@ -139,33 +143,94 @@ struct BorderedImage {
   int64_t rows, cols, c4;
 };
 
+// B^T d B of one tile's channels [c, c + N): `patch` is its top-left pixel, bordered rows
+// `cols` pixels long; position xi goes to tile[xi * xi_step + c].
+template <int N>
+[[gnu::always_inline]] inline void input_tile(const float* patch, int64_t cols, int64_t c4,
+                                              int64_t c, float* tile, int64_t xi_step) {
+  using F = typename lanes::Lanes<N>::F;
+  F e[4][4];  // B^T d: the rows
+  for (int s = 0; s < 4; ++s) {
+    F d0, d1, d2, d3;
+    lanes::load(d0, patch + s * c4 + c);
+    lanes::load(d1, patch + (cols + s) * c4 + c);
+    lanes::load(d2, patch + (2 * cols + s) * c4 + c);
+    lanes::load(d3, patch + (3 * cols + s) * c4 + c);
+    e[0][s] = d0 - d2;
+    e[1][s] = d1 + d2;
+    e[2][s] = d2 - d1;
+    e[3][s] = d1 - d3;
+  }
+  for (int r = 0; r < 4; ++r) {  // (B^T d) B: the columns
+    lanes::store(tile + (4 * r + 0) * xi_step + c, e[r][0] - e[r][2]);
+    lanes::store(tile + (4 * r + 1) * xi_step + c, e[r][1] + e[r][2]);
+    lanes::store(tile + (4 * r + 2) * xi_step + c, e[r][2] - e[r][1]);
+    lanes::store(tile + (4 * r + 3) * xi_step + c, e[r][1] - e[r][3]);
+  }
+}
+
 // B^T d B of every tile of one bordered image into out[xi * xi_step + t * ld + c].
-void input_tiles(const float* pixels, const BorderedImage& image, const Tiling& tiling, float* out,
-                 int64_t ld, int64_t xi_step) {
+[[gnu::always_inline]] inline void input_tiles(const float* pixels, const BorderedImage& image,
+                                               const Tiling& tiling, float* out, int64_t ld,
+                                               int64_t xi_step) {
   const int64_t cols = image.cols, c4 = image.c4, tx_n = tiling.tiles_x();
   for (int64_t ty = 0; ty < tiling.tiles_y(); ++ty) {
     for (int64_t tx = 0; tx < tx_n; ++tx) {
       const float* patch = pixels + (2 * ty * cols + 2 * tx) * c4;
       float* tile = out + (ty * tx_n + tx) * ld;
-      for (int64_t c = 0; c < c4; c += 4) {
-        V4 e[4][4];  // B^T d: the rows
-        for (int s = 0; s < 4; ++s) {
-          const V4 d0 = load(patch + s * c4 + c), d1 = load(patch + (cols + s) * c4 + c);
-          const V4 d2 = load(patch + (2 * cols + s) * c4 + c);
-          const V4 d3 = load(patch + (3 * cols + s) * c4 + c);
-          e[0][s] = d0 - d2;
-          e[1][s] = d1 + d2;
-          e[2][s] = d2 - d1;
-          e[3][s] = d1 - d3;
-        }
-        for (int r = 0; r < 4; ++r) {  // (B^T d) B: the columns
-          store(tile + (4 * r + 0) * xi_step + c, e[r][0] - e[r][2]);
-          store(tile + (4 * r + 1) * xi_step + c, e[r][1] + e[r][2]);
-          store(tile + (4 * r + 2) * xi_step + c, e[r][2] - e[r][1]);
-          store(tile + (4 * r + 3) * xi_step + c, e[r][1] - e[r][3]);
-        }
-      }
+      int64_t c = 0;
+      for (; c + 16 <= c4; c += 16) input_tile<16>(patch, cols, c4, c, tile, xi_step);
+      for (; c < c4; c += 4) input_tile<4>(patch, cols, c4, c, tile, xi_step);
     }
+  }
+}
+
+// A^T m A of one tile's channels [c, c + N), plus the bias, into its 2 x 2 output pixels (rows
+// `cols` pixels of c4 floats apart).
+template <int N>
+[[gnu::always_inline]] inline void output_tile(const float* in, int64_t xi_step, const float* bias,
+                                               int64_t cols, int64_t c4, int64_t c,
+                                               float* top_left) {
+  using F = typename lanes::Lanes<N>::F;
+  F top[4], bottom[4];  // A^T m: the rows
+  for (int j = 0; j < 4; ++j) {
+    F m0, m1, m2, m3;
+    lanes::load(m0, in + j * xi_step + c);
+    lanes::load(m1, in + (4 + j) * xi_step + c);
+    lanes::load(m2, in + (8 + j) * xi_step + c);
+    lanes::load(m3, in + (12 + j) * xi_step + c);
+    top[j] = m0 + m1 + m2;
+    bottom[j] = m1 - m2 - m3;
+  }
+  F b;
+  lanes::load(b, bias + c);  // (A^T m) A: the columns
+  float* bottom_left = top_left + cols * c4;
+  lanes::store(top_left + c, top[0] + top[1] + top[2] + b);
+  lanes::store(top_left + c4 + c, top[1] - top[2] - top[3] + b);
+  lanes::store(bottom_left + c, bottom[0] + bottom[1] + bottom[2] + b);
+  lanes::store(bottom_left + c4 + c, bottom[1] - bottom[2] - bottom[3] + b);
+}
+
+// The output gradient's 2 x 2 pixels `top` (and `top` + cols * c4) of one tile's channels
+// [c, c + N) times A, then A^T: A dy A^T, position xi into out[xi * xi_step + c].
+template <int N>
+[[gnu::always_inline]] inline void output_grad_tile(const float* top, int64_t cols, int64_t c4,
+                                                    int64_t c, float* out, int64_t xi_step) {
+  using F = typename lanes::Lanes<N>::F;
+  const float* bottom = top + cols * c4;
+  F a0, b0, a1, b1;
+  lanes::load(a0, top + c);
+  lanes::load(b0, top + c4 + c);
+  lanes::load(a1, bottom + c);
+  lanes::load(b1, bottom + c4 + c);
+  // A dy: rows (a0 b0), (a0+a1 b0+b1), (a0-a1 b0-b1), (-a1 -b1); then (.) A^T.
+  const F ra[4] = {a0, a0 + a1, a0 - a1, -a1};
+  const F rb[4] = {b0, b0 + b1, b0 - b1, -b1};
+  for (int r = 0; r < 4; ++r) {
+    lanes::store(out + (4 * r + 0) * xi_step + c, ra[r]);
+    lanes::store(out + (4 * r + 1) * xi_step + c, ra[r] + rb[r]);
+    lanes::store(out + (4 * r + 2) * xi_step + c, ra[r] - rb[r]);
+    lanes::store(out + (4 * r + 3) * xi_step + c, -rb[r]);
   }
 }
 
@@ -194,6 +259,7 @@ void transform_filters(std::span<const float> w, int64_t outs, int64_t ins, bool
   }
 }
 
+SYNCOPATE_CLONES_FOR_AVX512
 void transform_input(const float* x, int64_t images, int64_t channels, const Tiling& tiling,
                      float* v, int64_t ld) {
   const int64_t h = tiling.height, w = tiling.width, tiles = tiling.tiles();
@@ -207,6 +273,7 @@ void transform_input(const float* x, int64_t images, int64_t channels, const Til
   }
 }
 
+SYNCOPATE_CLONES_FOR_AVX512
 void transform_output(const float* m, int64_t ld, int64_t images, int64_t channels,
                       const Tiling& tiling, std::span<const float> bias, float* y) {
   const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
@@ -225,28 +292,18 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
       for (int64_t tx = 0; tx < tx_n; ++tx) {
         const float* in = m + (n * tiles + ty * tx_n + tx) * ld;
         float* top_left = pixels + (2 * ty * cols + 2 * tx) * c4;
-        float* bottom_left = top_left + cols * c4;
-        for (int64_t c = 0; c < c4; c += 4) {
-          V4 top[4], bottom[4];  // A^T m: the rows
-          for (int j = 0; j < 4; ++j) {
-            const V4 m0 = load(in + j * xi_step + c), m1 = load(in + (4 + j) * xi_step + c);
-            const V4 m2 = load(in + (8 + j) * xi_step + c);
-            const V4 m3 = load(in + (12 + j) * xi_step + c);
-            top[j] = m0 + m1 + m2;
-            bottom[j] = m1 - m2 - m3;
-          }
-          const V4 b = load(padded_bias.data() + c);  // (A^T m) A: the columns
-          store(top_left + c, top[0] + top[1] + top[2] + b);
-          store(top_left + c4 + c, top[1] - top[2] - top[3] + b);
-          store(bottom_left + c, bottom[0] + bottom[1] + bottom[2] + b);
-          store(bottom_left + c4 + c, bottom[1] - bottom[2] - bottom[3] + b);
-        }
+        int64_t c = 0;
+        for (; c + 16 <= c4; c += 16)
+          output_tile<16>(in, xi_step, padded_bias.data(), cols, c4, c, top_left);
+        for (; c < c4; c += 4)
+          output_tile<4>(in, xi_step, padded_bias.data(), cols, c4, c, top_left);
       }
     }
     from_channels_last(pixels, cols, c4, channels, h, w, y + n * channels * h * w);
   }
 }
 
+SYNCOPATE_CLONES_FOR_AVX512
 void transform_output_grad(const float* dy, int64_t images, int64_t channels, const Tiling& tiling,
                            float* p, int64_t ld, float* v) {
   const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
@@ -262,21 +319,10 @@ void transform_output_grad(const float* dy, int64_t images, int64_t channels, co
     for (int64_t ty = 0; ty < ty_n; ++ty) {
       for (int64_t tx = 0; tx < tx_n; ++tx) {
         const float* top = pixels + ((2 * ty + 1) * cols + 2 * tx + 1) * c4;
-        const float* bottom = top + cols * c4;
         float* out = p + (n * tiles + ty * tx_n + tx) * ld;
-        for (int64_t c = 0; c < c4; c += 4) {
-          const V4 a0 = load(top + c), b0 = load(top + c4 + c);
-          const V4 a1 = load(bottom + c), b1 = load(bottom + c4 + c);
-          // A dy: rows (a0 b0), (a0+a1 b0+b1), (a0-a1 b0-b1), (-a1 -b1); then (.) A^T.
-          const V4 ra[4] = {a0, a0 + a1, a0 - a1, -a1};
-          const V4 rb[4] = {b0, b0 + b1, b0 - b1, -b1};
-          for (int r = 0; r < 4; ++r) {
-            store(out + (4 * r + 0) * xi_step + c, ra[r]);
-            store(out + (4 * r + 1) * xi_step + c, ra[r] + rb[r]);
-            store(out + (4 * r + 2) * xi_step + c, ra[r] - rb[r]);
-            store(out + (4 * r + 3) * xi_step + c, -rb[r]);
-          }
-        }
+        int64_t c = 0;
+        for (; c + 16 <= c4; c += 16) output_grad_tile<16>(top, cols, c4, c, out, xi_step);
+        for (; c < c4; c += 4) output_grad_tile<4>(top, cols, c4, c, out, xi_step);
       }
     }
     if (v) input_tiles(pixels, image, tiling, v + n * tiles * ld, ld, xi_step);

@@ -1,0 +1,39 @@
+#pragma once
+// N floats (and N int32 lanes) as GCC's and clang's vector extension, for hand-written loops
+// whose width follows the CPU: each compiled copy of a function lowers them to its own registers
+// (four SSE registers for 16 floats on baseline x86-64, one with AVX-512).
+//
+// SYNCOPATE_CLONES_FOR_AVX512 before a function compiles it twice on x86-64, for the build's
+// target and for x86-64-v4, and the loader picks the copy that the CPU runs (target_clones, as
+// glibc picks its string functions). What the function calls must be inlined into it to share
+// its copy's target: helpers that hold the loop bodies are always_inline. A build whose target
+// already has AVX-512, or another architecture, compiles one copy.
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__) && !defined(__AVX512BW__)
+#define SYNCOPATE_CLONES_FOR_AVX512 __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define SYNCOPATE_CLONES_FOR_AVX512
+#endif
+
+namespace syncopate::lanes {
+
+template <int N>
+struct Lanes {
+  typedef float F __attribute__((vector_size(4 * N)));
+  typedef int32_t I __attribute__((vector_size(4 * N)));
+};
+
+// Through memcpy: the pointers need not be aligned. By reference, since passing or returning a
+// vector wider than the baseline's registers by value is an ABI question the compilers warn about.
+template <class V>
+[[gnu::always_inline]] inline void load(V& v, const void* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+template <class V>
+[[gnu::always_inline]] inline void store(void* p, const V& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+}  // namespace syncopate::lanes
