@@ -80,13 +80,15 @@ enum class Bias { kYes, kNo };
 
 // Acts on the last axis: (B, ..., in) -> (B, ..., out). Parameters: weights (out, in), then bias.
 std::unique_ptr<Layer> dense(int64_t in, int64_t out, Bias bias = Bias::kYes);
-// How a convolution computes on the CPU. kAuto: Winograd's F(2x2, 3x3) for 3x3 kernels of
-// stride 1 and padding 1 with 8 input channels or more, unless one image's transformed tiles
-// would pass 2^18 x 4 bytes per position (im2col's workspace is smaller); im2col + GEMM
-// otherwise. The two agree up to rounding, not bit for bit.
-enum class ConvAlgorithm { kAuto, kIm2col, kWinograd };
+// How a convolution computes on the CPU. kAuto, for 3x3 kernels of stride 1 and padding 1:
+// Winograd's F(2x2, 3x3) with 8 input channels or more, unless one image's transformed tiles
+// would pass 2^18 x 4 bytes per position (im2col's workspace is smaller); with fewer, direct
+// (core/tensor/conv_direct.hpp) for the forward pass and the weight gradient. im2col + GEMM
+// otherwise, and for a direct convolution's input gradient. They agree up to rounding, not bit
+// for bit.
+enum class ConvAlgorithm { kAuto, kIm2col, kWinograd, kDirect };
 // Square kernel; padding is symmetric (zeros). Parameters: weights (out, in, k, k), then bias.
-// kWinograd where F(2x2, 3x3) does not apply is a UserError.
+// kWinograd or kDirect where the kernel is not 3x3 of stride 1 and padding 1 is a UserError.
 std::unique_ptr<Layer> conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel,
                               int64_t stride = 1, int64_t padding = 0, Bias bias = Bias::kYes,
                               ConvAlgorithm algorithm = ConvAlgorithm::kAuto);

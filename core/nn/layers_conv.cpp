@@ -7,6 +7,7 @@
 
 #include "core/nn/layer.hpp"
 #include "core/nn/layers_common.hpp"
+#include "core/tensor/conv_direct.hpp"
 #include "core/tensor/gemm.hpp"
 #include "core/tensor/winograd.hpp"
 
@@ -31,12 +32,13 @@ class Conv2D final : public Layer {
     layers::require_arg(k_ > 0, "conv2d", "kernel", k_, "> 0");
     layers::require_arg(stride_ > 0, "conv2d", "stride", stride_, "> 0");
     layers::require_arg(pad_ >= 0, "conv2d", "padding", pad_, ">= 0");
-    if (algorithm == ConvAlgorithm::kWinograd && !winograd::applies(k_, stride_, pad_))
-      throw UserError(
-          "conv2d: the Winograd algorithm takes a 3x3 kernel of stride 1 and padding "
-          "1; got kernel " +
-          std::to_string(k_) + ", stride " + std::to_string(stride_) + ", padding " +
-          std::to_string(pad_));
+    if ((algorithm == ConvAlgorithm::kWinograd && !winograd::applies(k_, stride_, pad_)) ||
+        (algorithm == ConvAlgorithm::kDirect && !conv_direct::applies(k_, stride_, pad_)))
+      throw UserError(std::string("conv2d: the ") +
+                      (algorithm == ConvAlgorithm::kWinograd ? "Winograd" : "direct") +
+                      " algorithm takes a 3x3 kernel of stride 1 and padding 1; got kernel " +
+                      std::to_string(k_) + ", stride " + std::to_string(stride_) + ", padding " +
+                      std::to_string(pad_));
   }
   std::string_view kind() const override { return "conv2d"; }
   Shape output_shape(const Shape& input) const override {
@@ -70,6 +72,12 @@ class Conv2D final : public Layer {
     const ConvGeometry g = geometry(x.shape());
     const int64_t kk = g.col_rows(), p = g.col_cols(), batch = x.dim(0);
     const int64_t in_size = cin_ * g.height * g.width, out_size = cout_ * p;
+    if (direct()) {
+      for (int64_t n = 0; n < batch; ++n)
+        conv_direct::forward(x.data() + n * in_size, cin_, g.height, g.width, w_.data(), cout_,
+                             bias_ ? b_.data() : nullptr, y.data() + n * out_size);
+      return;
+    }
     col_.resize(static_cast<size_t>(kk * p));
     for (int64_t n = 0; n < batch; ++n) {
       im2col(x.span().subspan(static_cast<size_t>(n * in_size), static_cast<size_t>(in_size)), g,
@@ -143,9 +151,14 @@ class Conv2D final : public Layer {
     const std::span<const float> xn =
         x.span().subspan(static_cast<size_t>(n * in_size), static_cast<size_t>(in_size));
     const MatrixView dyn{dy.data(), cout_, p, p};
-    im2col(xn, g, col_.data(), p);
-    gemm(Trans::kNo, Trans::kYes, 1.0f, dyn, matrix(std::span<const float>(col_), kk, p), 1.0f,
-         matrix(dw_, cout_, kk));
+    if (direct()) {
+      conv_direct::add_weight_grad(xn.data(), cin_, g.height, g.width, dy.data(), cout_,
+                                   dw_.data());
+    } else {
+      im2col(xn, g, col_.data(), p);
+      gemm(Trans::kNo, Trans::kYes, 1.0f, dyn, matrix(std::span<const float>(col_), kk, p), 1.0f,
+           matrix(dw_, cout_, kk));
+    }
     if (bias_) add_row_sums(dyn, db_);
     if (dx) {
       gemm(Trans::kYes, Trans::kNo, 1.0f, matrix(w_, cout_, kk), dyn, 0.0f,
@@ -157,8 +170,15 @@ class Conv2D final : public Layer {
     }
   }
 
-  // Whether this input runs by Winograd: always when asked for, never when asked for im2col;
-  // by default where F(2x2, 3x3) applies, with enough input channels and a moderate workspace.
+  // Whether the forward pass and the weight gradient run directly: when asked for, and by
+  // default for 3x3 / stride 1 / padding 1 below Winograd's channels.
+  bool direct() const {
+    if (algorithm_ != ConvAlgorithm::kAuto) return algorithm_ == ConvAlgorithm::kDirect;
+    return conv_direct::applies(k_, stride_, pad_) && cin_ < kWinogradMinChannels;
+  }
+  // Whether this input runs by Winograd: always when asked for, never when another algorithm
+  // is; by default where F(2x2, 3x3) applies, with enough input channels and a moderate
+  // workspace.
   bool winograd_for(const Shape& input) const {
     if (algorithm_ != ConvAlgorithm::kAuto) return algorithm_ == ConvAlgorithm::kWinograd;
     const winograd::Tiling t{input[2], input[3]};

@@ -209,20 +209,52 @@ TEST(Conv2D, WinogradPathMatchesDoubleReference) {
   }
 }
 
-// Both algorithms on the same parameters and data: outputs and every gradient agree to float
-// rounding (the transforms add and halve, so not bit for bit).
-TEST(Conv2D, WinogradAgreesWithIm2col) {
+// 3x3, stride 1, padding 1 below 8 input channels, and any channels when asked for: the direct
+// forward and weight gradient (core/tensor/conv_direct.hpp). Widths 1 to 37 (rows in chunks of
+// 16, 8, 4 or 1 pixels, the last chunk overlapping), output channels that the block of 4 does
+// not divide, with and without a bias.
+TEST(Conv2D, DirectPathMatchesDoubleReference) {
+  std::vector<ConvCase> cases;
+  for (int64_t w : {1, 3, 4, 5, 8, 11, 16, 19, 28, 37})
+    cases.push_back(
+        ConvCase{2, 1 + w % 3, 3, w, 1 + w % 6, 3, 1, 1, w % 2 == 0 ? Bias::kYes : Bias::kNo});
+  cases.push_back(ConvCase{1, 9, 4, 6, 5, 3, 1, 1, Bias::kYes});  // kDirect asked for
+  for (const ConvCase& c : cases) {
+    const ConvAlgorithm algorithm = c.cin >= 8 ? ConvAlgorithm::kDirect : ConvAlgorithm::kAuto;
+    auto layer = conv2d(c.cin, c.cout, c.k, c.stride, c.pad, c.bias, algorithm);
+    const int64_t nw = c.cout * c.cin * c.k * c.k;
+    const Shape in{c.batch, c.cin, c.h, c.w};
+    const auto ref = [&](const Vec& x, const Vec& p) {
+      return conv_ref(x, p, 0, c.bias == Bias::kYes ? nw : -1, c.batch, c.cin, c.h, c.w, c.cout,
+                      c.k, c.stride, c.pad);
+    };
+    SCOPED_TRACE(::testing::Message()
+                 << "cin " << c.cin << " plane " << c.h << "x" << c.w << " cout " << c.cout);
+    check_layer(*layer, in, ref);
+    GradCheckOptions no_input_grad;
+    no_input_grad.input_grad = false;
+    check_layer(*layer, in, ref, no_input_grad);
+  }
+  EXPECT_THROW(conv2d(1, 8, 3, 2, 1, Bias::kYes, ConvAlgorithm::kDirect), UserError);
+  EXPECT_THROW(conv2d(1, 8, 5, 1, 2, Bias::kYes, ConvAlgorithm::kDirect), UserError);
+}
+
+// The three algorithms on the same parameters and data: outputs and every gradient agree to
+// float rounding (Winograd's transforms add and halve, and each sums in its own order, so not bit
+// for bit).
+TEST(Conv2D, WinogradAndDirectAgreeWithIm2col) {
   const int64_t batch = 6, cin = 8, cout = 16, hw = 7;
-  std::unique_ptr<Layer> layers[2] = {
+  std::unique_ptr<Layer> layers[3] = {
       conv2d(cin, cout, 3, 1, 1, Bias::kYes, ConvAlgorithm::kIm2col),
-      conv2d(cin, cout, 3, 1, 1, Bias::kYes, ConvAlgorithm::kWinograd)};
+      conv2d(cin, cout, 3, 1, 1, Bias::kYes, ConvAlgorithm::kWinograd),
+      conv2d(cin, cout, 3, 1, 1, Bias::kYes, ConvAlgorithm::kDirect)};
   const auto params = random_floats(static_cast<size_t>(layers[0]->num_params()), 4);
   const Shape in{batch, cin, hw, hw};
   const Tensor x(in, random_floats(static_cast<size_t>(numel(in)), 5));
   const Shape out = layers[0]->output_shape(in);
   const Tensor dy(out, random_floats(static_cast<size_t>(numel(out)), 6));
-  Vec y[2], dx[2], grads[2];
-  for (int a = 0; a < 2; ++a) {
+  Vec y[3], dx[3], grads[3];
+  for (int a = 0; a < 3; ++a) {
     auto p = params;
     std::vector<float> g(params.size(), 0.0f);
     layers[a]->bind(p, g);
@@ -233,10 +265,13 @@ TEST(Conv2D, WinogradAgreesWithIm2col) {
     dx[a] = to_double(dxa.span());
     grads[a] = to_double(g);
   }
-  EXPECT_LT(normalised_error(y[1], y[0]), 1e-6) << "forward";
-  EXPECT_LT(normalised_error(dx[1], dx[0]), 1e-6) << "input gradient";
-  EXPECT_LT(normalised_error(grads[1], grads[0]), 1e-6) << "parameter gradients";
-  EXPECT_NE(y[1], y[0]) << "the two algorithms ran the same code";
+  for (int a : {1, 2}) {
+    SCOPED_TRACE(a == 1 ? "Winograd" : "direct");
+    EXPECT_LT(normalised_error(y[a], y[0]), 1e-6) << "forward";
+    EXPECT_LT(normalised_error(dx[a], dx[0]), 1e-6) << "input gradient";
+    EXPECT_LT(normalised_error(grads[a], grads[0]), 1e-6) << "parameter gradients";
+    EXPECT_NE(y[a], y[0]) << "two algorithms ran the same code";
+  }
   EXPECT_THROW(conv2d(8, 8, 3, 2, 1, Bias::kYes, ConvAlgorithm::kWinograd), UserError);
   EXPECT_THROW(conv2d(8, 8, 5, 1, 2, Bias::kYes, ConvAlgorithm::kWinograd), UserError);
 }

@@ -1,0 +1,195 @@
+// The image is first copied inside a border of zeros (one pixel), so that every tap of every
+// output is a plain load. Each output row is then computed in chunks of N pixels (16, 8 or 4: the
+// widest that the row holds, or 1), the last chunk ending at the row's end and overlapping the
+// one before it where N does not divide the width:
+// - forward writes each output from its inputs only, so the overlap is written twice, alike;
+// - the weight gradient sums over the outputs, so the last chunk drops the lanes that the chunk
+//   before it already counted.
+#include "core/tensor/conv_direct.hpp"
+
+#include <algorithm>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/tensor/lanes.hpp"
+
+namespace syncopate::conv_direct {
+namespace {
+
+constexpr int64_t kTaps = 9;
+
+template <int N>
+using Vec = std::conditional_t<N == 1, float, typename lanes::Lanes<N>::F>;
+
+// x (cin, h, w) inside a zero border: (cin, h + 2, w + 2), in this thread's scratch.
+const float* bordered(const float* x, int64_t cin, int64_t h, int64_t w) {
+  thread_local std::vector<float> pixels;
+  const int64_t rs = w + 2, plane = (h + 2) * rs;
+  pixels.assign(static_cast<size_t>(cin * plane), 0.0f);
+  for (int64_t c = 0; c < cin; ++c)
+    for (int64_t y = 0; y < h; ++y)
+      std::copy_n(x + (c * h + y) * w, w, pixels.data() + c * plane + (y + 1) * rs + 1);
+  return pixels.data();
+}
+
+// Zeroes v's lanes of columns before `next` when the chunk starts early at x0 (a last chunk
+// overlapping the one before): those columns were counted already.
+template <int N, size_t... Is>
+[[gnu::always_inline]] inline void drop_counted(Vec<N>& v, int64_t x0, int64_t next,
+                                                std::index_sequence<Is...>) {
+  if constexpr (N > 1) {
+    using I = typename lanes::Lanes<N>::I;
+    const I column = I{static_cast<int32_t>(Is)...} + static_cast<int32_t>(x0);
+    v = column >= static_cast<int32_t>(next) ? v : Vec<N>{};
+  }
+}
+
+// Output channels [c, c + kBlock) at once, input channel by input channel: their 9 x kBlock
+// weights stay in registers, and each bordered row is loaded once (at its three shifts) for the
+// three output rows it serves.
+constexpr int64_t kBlock = 2;
+
+// Forward of output channels [c0, c0 + B): the first input channel's sums start from the bias,
+// each next one's from the outputs so far.
+template <int N, int64_t B>
+[[gnu::always_inline]] inline void forward_channels(const float* xp, int64_t cin, int64_t h,
+                                                    int64_t w, const float* weights, int64_t c0,
+                                                    const float* bias, float* y) {
+  using V = Vec<N>;
+  const int64_t rs = w + 2, plane = (h + 2) * rs;
+  for (int64_t ci = 0; ci < cin; ++ci) {
+    float taps[B][kTaps];
+    for (int64_t j = 0; j < B; ++j)
+      for (int64_t k = 0; k < kTaps; ++k) taps[j][k] = weights[((c0 + j) * cin + ci) * kTaps + k];
+    for (int64_t next = 0; next < w; next += N) {
+      const int64_t x0 = std::min(next, w - N);
+      const float* in = xp + ci * plane + x0;
+      V window[3][3];
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[r][kx], in + r * rs + kx);
+      for (int64_t row = 0; row < h; ++row) {
+        for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[2][kx], in + (row + 2) * rs + kx);
+        for (int64_t j = 0; j < B; ++j) {
+          float* out = y + ((c0 + j) * h + row) * w + x0;
+          V acc{};
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 3; ++kx) acc += taps[j][ky * 3 + kx] * window[ky][kx];
+          V sum;
+          if (ci > 0) {
+            lanes::load(sum, out);
+            drop_counted<N>(acc, x0, next, std::make_index_sequence<N>());
+            sum += acc;
+          } else {
+            sum = bias ? acc + bias[c0 + j] : acc;
+          }
+          lanes::store(out, sum);
+        }
+        for (int64_t kx = 0; kx < 3; ++kx) {
+          window[0][kx] = window[1][kx];
+          window[1][kx] = window[2][kx];
+        }
+      }
+    }
+  }
+}
+
+template <int N>
+[[gnu::always_inline]] inline void forward_rows(const float* xp, int64_t cin, int64_t h, int64_t w,
+                                                const float* weights, int64_t cout,
+                                                const float* bias, float* y) {
+  int64_t c = 0;
+  for (; c + kBlock <= cout; c += kBlock)
+    forward_channels<N, kBlock>(xp, cin, h, w, weights, c, bias, y);
+  for (; c < cout; ++c) forward_channels<N, 1>(xp, cin, h, w, weights, c, bias, y);
+}
+
+// The sum of v's lanes, halves added pairwise (Is: the lanes of one half): 4 dependent
+// additions for 16 lanes, not 15.
+template <int N, size_t... Is>
+[[gnu::always_inline]] inline float lane_sum(const Vec<N>& v, std::index_sequence<Is...>) {
+  if constexpr (N == 1) {
+    return v;
+  } else if constexpr (N == 2) {
+    return v[0] + v[1];
+  } else {
+    const Vec<N / 2> halves =
+        __builtin_shufflevector(v, v, Is...) + __builtin_shufflevector(v, v, (Is + N / 2)...);
+    return lane_sum<N / 2>(halves, std::make_index_sequence<N / 4>());
+  }
+}
+
+template <int N>
+[[gnu::always_inline]] inline void weight_grad_rows(const float* xp, int64_t cin, int64_t h,
+                                                    int64_t w, const float* dy, int64_t cout,
+                                                    float* dw) {
+  using V = Vec<N>;
+  const int64_t rs = w + 2, plane = (h + 2) * rs;
+  for (int64_t c = 0; c < cout; ++c) {
+    for (int64_t ci = 0; ci < cin; ++ci) {
+      V acc[kTaps] = {};
+      for (int64_t next = 0; next < w; next += N) {
+        const int64_t x0 = std::min(next, w - N);
+        // Bordered rows row, row + 1 and row + 2 at shifts 0, 1, 2: each row is loaded once and
+        // serves three output rows.
+        const float* in = xp + ci * plane + x0;
+        V window[3][3];
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[r][kx], in + r * rs + kx);
+        for (int64_t row = 0; row < h; ++row) {
+          for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[2][kx], in + (row + 2) * rs + kx);
+          V d;
+          lanes::load(d, dy + (c * h + row) * w + x0);
+          drop_counted<N>(d, x0, next, std::make_index_sequence<N>());
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 3; ++kx) acc[ky * 3 + kx] += d * window[ky][kx];
+          for (int64_t kx = 0; kx < 3; ++kx) {
+            window[0][kx] = window[1][kx];
+            window[1][kx] = window[2][kx];
+          }
+        }
+      }
+      float* out = dw + (c * cin + ci) * kTaps;
+      for (int64_t k = 0; k < kTaps; ++k)
+        out[k] += lane_sum<N>(acc[k], std::make_index_sequence<N / 2>());
+    }
+  }
+}
+
+}  // namespace
+
+bool applies(int64_t kernel, int64_t stride, int64_t padding) {
+  return kernel == 3 && stride == 1 && padding == 1;
+}
+
+SYNCOPATE_CLONES_FOR_AVX512
+void forward(const float* x, int64_t cin, int64_t h, int64_t w, const float* weights, int64_t cout,
+             const float* bias, float* y) {
+  const float* xp = bordered(x, cin, h, w);
+  if (w >= 16) {
+    forward_rows<16>(xp, cin, h, w, weights, cout, bias, y);
+  } else if (w >= 8) {
+    forward_rows<8>(xp, cin, h, w, weights, cout, bias, y);
+  } else if (w >= 4) {
+    forward_rows<4>(xp, cin, h, w, weights, cout, bias, y);
+  } else {
+    forward_rows<1>(xp, cin, h, w, weights, cout, bias, y);
+  }
+}
+
+SYNCOPATE_CLONES_FOR_AVX512
+void add_weight_grad(const float* x, int64_t cin, int64_t h, int64_t w, const float* dy,
+                     int64_t cout, float* dw) {
+  const float* xp = bordered(x, cin, h, w);
+  if (w >= 16) {
+    weight_grad_rows<16>(xp, cin, h, w, dy, cout, dw);
+  } else if (w >= 8) {
+    weight_grad_rows<8>(xp, cin, h, w, dy, cout, dw);
+  } else if (w >= 4) {
+    weight_grad_rows<4>(xp, cin, h, w, dy, cout, dw);
+  } else {
+    weight_grad_rows<1>(xp, cin, h, w, dy, cout, dw);
+  }
+}
+
+}  // namespace syncopate::conv_direct
