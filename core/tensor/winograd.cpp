@@ -62,6 +62,44 @@ void transpose(V4& a, V4& b, V4& c, V4& d) {
   d = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 6, 7);
 }
 
+// Rows r[0..7] of an 8x8 block become its columns, in three rounds of two-source shuffles
+// (pairs, then pairs of pairs, then halves).
+using V8 = lanes::Lanes<8>::F;
+[[gnu::always_inline]] inline void transpose8(V8 (&r)[8]) {
+  V8 s[8], t[8];
+  for (int i = 0; i < 8; i += 2) {
+    s[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+    s[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    for (int j = 0; j < 2; ++j) {
+      t[i + j] = __builtin_shufflevector(s[i + j], s[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      t[i + j + 2] = __builtin_shufflevector(s[i + j], s[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = __builtin_shufflevector(t[j], t[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    r[j + 4] = __builtin_shufflevector(t[j], t[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// Blocks of 8 channels by 8 pixels of a row through transpose8, the row's last block ending at
+// its end (overlapping the one before where 8 does not divide the width: a copy writes the same
+// values twice). The block at pixel x reads its 8 vectors at from + k * from_step + x * from_px
+// (k = 0..7) and writes them, transposed, at to + k * to_step + x * to_px. Rows narrower than 8
+// pixels are left to the 4x4 blocks.
+[[gnu::always_inline]] inline void copy_blocks8(const float* from, int64_t from_step,
+                                                int64_t from_px, float* to, int64_t to_step,
+                                                int64_t to_px, int64_t w) {
+  for (int64_t next = 0; next < w; next += 8) {
+    const int64_t x = std::min(next, w - 8);
+    V8 r[8];
+    for (int k = 0; k < 8; ++k) lanes::load(r[k], from + k * from_step + x * from_px);
+    transpose8(r);
+    for (int k = 0; k < 8; ++k) lanes::store(to + k * to_step + x * to_px, r[k]);
+  }
+}
+
 // One image (channels, h, w) into `pixels` (rows x cols x c4, channels-last) inside a border of
 // one pixel: pixel (y, x) at ((y + 1) * cols + x + 1) * c4; blocks of 4 channels by 4 pixels are
 // transposed in registers. Only the image's pixels and channels are written: the border and the
@@ -70,6 +108,12 @@ void transpose(V4& a, V4& b, V4& c, V4& d) {
                                                     int64_t w, int64_t cols, int64_t c4,
                                                     float* pixels) {
   int64_t c = 0;
+  if (w >= 8) {
+    for (; c + 8 <= channels; c += 8)
+      for (int64_t y = 0; y < h; ++y)
+        copy_blocks8(image + (c * h + y) * w, h * w, 1, pixels + ((y + 1) * cols + 1) * c4 + c, c4,
+                     c4, w);
+  }
   for (; c + 4 <= channels; c += 4) {
     for (int64_t y = 0; y < h; ++y) {
       const float* in = image + (c * h + y) * w;
@@ -102,6 +146,11 @@ void transpose(V4& a, V4& b, V4& c, V4& d) {
                                                       int64_t channels, int64_t h, int64_t w,
                                                       float* image) {
   int64_t c = 0;
+  if (w >= 8) {
+    for (; c + 8 <= channels; c += 8)
+      for (int64_t y = 0; y < h; ++y)
+        copy_blocks8(pixels + y * cols * c4 + c, c4, c4, image + (c * h + y) * w, h * w, 1, w);
+  }
   for (; c + 4 <= channels; c += 4) {
     for (int64_t y = 0; y < h; ++y) {
       const float* row = pixels + y * cols * c4 + c;
