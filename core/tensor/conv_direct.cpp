@@ -45,6 +45,32 @@ template <int N, size_t... Is>
   }
 }
 
+// One chunk's bordered rows row, row + 1 and row + 2 at shifts 0, 1 and 2 (v[ky][kx]), while
+// output rows go down: each bordered row is loaded once and serves the three output rows that
+// read it.
+template <int N>
+struct RowWindow {
+  // For output row 0; `in` is the chunk's first pixel in bordered row 0, rows `rs` floats apart.
+  [[gnu::always_inline]] RowWindow(const float* in, int64_t rs) : in_(in), rs_(rs) {
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t kx = 0; kx < 3; ++kx) lanes::load(v[r][kx], in + r * rs + kx);
+  }
+  // Completes the window for output row `row` (loads bordered row row + 2).
+  [[gnu::always_inline]] void complete(int64_t row) {
+    for (int64_t kx = 0; kx < 3; ++kx) lanes::load(v[2][kx], in_ + (row + 2) * rs_ + kx);
+  }
+  // Moves down one row.
+  [[gnu::always_inline]] void slide() {
+    for (int64_t kx = 0; kx < 3; ++kx) {
+      v[0][kx] = v[1][kx];
+      v[1][kx] = v[2][kx];
+    }
+  }
+  Vec<N> v[3][3];
+  const float* in_;
+  int64_t rs_;
+};
+
 // Output channels [c, c + kBlock) at once, input channel by input channel: their 9 x kBlock
 // weights stay in registers, and each bordered row is loaded once (at its three shifts) for the
 // three output rows it serves.
@@ -64,17 +90,14 @@ template <int N, int64_t B>
       for (int64_t k = 0; k < kTaps; ++k) taps[j][k] = weights[((c0 + j) * cin + ci) * kTaps + k];
     for (int64_t next = 0; next < w; next += N) {
       const int64_t x0 = std::min(next, w - N);
-      const float* in = xp + ci * plane + x0;
-      V window[3][3];
-      for (int64_t r = 0; r < 2; ++r)
-        for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[r][kx], in + r * rs + kx);
+      RowWindow<N> window(xp + ci * plane + x0, rs);
       for (int64_t row = 0; row < h; ++row) {
-        for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[2][kx], in + (row + 2) * rs + kx);
+        window.complete(row);
         for (int64_t j = 0; j < B; ++j) {
           float* out = y + ((c0 + j) * h + row) * w + x0;
           V acc{};
           for (int64_t ky = 0; ky < 3; ++ky)
-            for (int64_t kx = 0; kx < 3; ++kx) acc += taps[j][ky * 3 + kx] * window[ky][kx];
+            for (int64_t kx = 0; kx < 3; ++kx) acc += taps[j][ky * 3 + kx] * window.v[ky][kx];
           V sum;
           if (ci > 0) {
             lanes::load(sum, out);
@@ -85,10 +108,7 @@ template <int N, int64_t B>
           }
           lanes::store(out, sum);
         }
-        for (int64_t kx = 0; kx < 3; ++kx) {
-          window[0][kx] = window[1][kx];
-          window[1][kx] = window[2][kx];
-        }
+        window.slide();
       }
     }
   }
@@ -130,23 +150,15 @@ template <int N>
       V acc[kTaps] = {};
       for (int64_t next = 0; next < w; next += N) {
         const int64_t x0 = std::min(next, w - N);
-        // Bordered rows row, row + 1 and row + 2 at shifts 0, 1, 2: each row is loaded once and
-        // serves three output rows.
-        const float* in = xp + ci * plane + x0;
-        V window[3][3];
-        for (int64_t r = 0; r < 2; ++r)
-          for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[r][kx], in + r * rs + kx);
+        RowWindow<N> window(xp + ci * plane + x0, rs);
         for (int64_t row = 0; row < h; ++row) {
-          for (int64_t kx = 0; kx < 3; ++kx) lanes::load(window[2][kx], in + (row + 2) * rs + kx);
+          window.complete(row);
           V d;
           lanes::load(d, dy + (c * h + row) * w + x0);
           drop_counted<N>(d, x0, next, std::make_index_sequence<N>());
           for (int64_t ky = 0; ky < 3; ++ky)
-            for (int64_t kx = 0; kx < 3; ++kx) acc[ky * 3 + kx] += d * window[ky][kx];
-          for (int64_t kx = 0; kx < 3; ++kx) {
-            window[0][kx] = window[1][kx];
-            window[1][kx] = window[2][kx];
-          }
+            for (int64_t kx = 0; kx < 3; ++kx) acc[ky * 3 + kx] += d * window.v[ky][kx];
+          window.slide();
         }
       }
       float* out = dw + (c * cin + ci) * kTaps;
