@@ -185,7 +185,7 @@ TEST(Conv2D, ForwardAndGradientsMatchDoubleReference) {
 
 // 3x3, stride 1, padding 1, 8 input channels or more: Winograd's F(2x2, 3x3) over groups of
 // images (core/tensor/winograd.hpp). Odd and one-pixel planes (tiles reaching past the plane),
-// a batch that is not a multiple of the group (3x3 planes: 64 images a group), no bias.
+// a batch that is not a multiple of the group (3x3 planes: 32 images a group), no bias.
 TEST(Conv2D, WinogradPathMatchesDoubleReference) {
   for (const ConvCase& c :
        {ConvCase{1, 8, 14, 14, 3, 3, 1, 1, Bias::kYes},
