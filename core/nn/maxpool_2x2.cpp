@@ -51,7 +51,7 @@ template <int N, size_t... Is>
 
 // Interleaves a and b's lanes [half * N / 2, (half + 1) * N / 2): a0 b0 a1 b1 ...
 template <int N, size_t Lane, int Half>
-constexpr int interleaved = static_cast<int>(Half* N / 2 + Lane / 2 + (Lane % 2) * N);
+constexpr int interleaved = static_cast<int>(N / 2 * Half + Lane / 2 + (Lane % 2) * N);
 
 template <int N, size_t... Is>
 [[gnu::always_inline]] inline void backward_chunk(const float* grad, const int32_t* best_at,

@@ -101,9 +101,9 @@ using V8 = lanes::Lanes<8>::F;
 }
 
 // One image (channels, h, w) into `pixels` (rows x cols x c4, channels-last) inside a border of
-// one pixel: pixel (y, x) at ((y + 1) * cols + x + 1) * c4; blocks of 4 channels by 4 pixels are
-// transposed in registers. Only the image's pixels and channels are written: the border and the
-// padding lanes keep the zeros they were made with.
+// one pixel: pixel (y, x) at ((y + 1) * cols + x + 1) * c4; blocks of 8 channels by 8 pixels
+// (4 by 4 for what is left) are transposed in registers. Only the image's pixels and channels are
+// written: the border and the padding lanes keep the zeros they were made with.
 [[gnu::always_inline]] inline void to_channels_last(const float* image, int64_t channels, int64_t h,
                                                     int64_t w, int64_t cols, int64_t c4,
                                                     float* pixels) {
