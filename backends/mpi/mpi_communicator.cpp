@@ -87,6 +87,7 @@ MpiCommunicator::MpiCommunicator(Key, CommHandle comm) {
   SYNC_MPI(MPI_Comm_size(c, &size_));
   node_of_rank_ = gather_node_of_rank(c, rank_, size_);
   num_nodes_ = *std::max_element(node_of_rank_.begin(), node_of_rank_.end()) + 1;
+  layout_ = gather_layout(node_of_rank_);
   CommHandle async_comm = dup(c);
   main_ =
       std::make_unique<ScheduleChannel>(std::move(comm), node_of_rank_, &bytes_sent_, &bytes_recv_);
@@ -136,7 +137,7 @@ Algorithm MpiCommunicator::allreduce_waited(std::span<float> data,
   });
 }
 
-// The contribution is copied into `all` now; the ring runs on the asynchronous channel.
+// The contribution is copied into `all` now; the schedule runs on the asynchronous channel.
 WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
                                          WireFormat wire) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
@@ -144,8 +145,11 @@ WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<
   return start(
       [this, all, wire](PollPolicy poll) {
         poll.timeout_s = default_timeout();
-        return async_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum,
-                           poll, wire);
+        const Algorithm ran = async_->run(CollectiveKind::kAllgather, Algorithm::kAuto, all, 0,
+                                          ReduceOp::kSum, poll, wire);
+        std::vector<float> scratch;
+        to_caller_layout(all, scratch);
+        return ran;
       },
       all.size_bytes());
 }
@@ -154,13 +158,14 @@ WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<
 WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
                                               ReduceOp op, WireFormat wire) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
-  auto work = std::make_shared<std::vector<float>>(in.begin(), in.end());
+  auto work = std::make_shared<std::vector<float>>();
+  to_schedule_layout(in, *work);
   prepare(op, size_, *work, wire);
   return start(
       [this, work, out, op, wire](PollPolicy poll) {
         poll.timeout_s = default_timeout();
         const Algorithm ran =
-            async_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, *work, 0, op, poll, wire);
+            async_->run(CollectiveKind::kReduceScatter, Algorithm::kAuto, *work, 0, op, poll, wire);
         finish_block(*work, out, op, wire);
         return ran;
       },
@@ -169,15 +174,31 @@ WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::sp
 
 void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<float> all,
                                          WireFormat wire) const {
-  const BlockRange block = block_of(all.size(), size_, rank_);
+  const Segment block = layout_.block(all.size(), rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   prepare(ReduceOp::kSum, size_, all.subspan(block.offset, block.count), wire);
 }
 
+void MpiCommunicator::to_schedule_layout(std::span<const float> in,
+                                         std::vector<float>& work) const {
+  if (layout_.in_place()) {
+    work.assign(in.begin(), in.end());
+    return;
+  }
+  work.resize(in.size());
+  layout_.to_schedule(in, work);
+}
+
+void MpiCommunicator::to_caller_layout(std::span<float> all, std::vector<float>& scratch) const {
+  if (layout_.in_place()) return;
+  scratch.assign(all.begin(), all.end());
+  layout_.to_caller(scratch, all);
+}
+
 void MpiCommunicator::finish_block(std::span<float> work, std::span<float> out, ReduceOp op,
                                    WireFormat wire) const {
-  const BlockRange block = block_of(work.size(), size_, rank_);
+  const Segment block = layout_.block(work.size(), rank_);
   const std::span<float> reduced = work.subspan(block.offset, block.count);
   finish(op, size_, reduced, wire);
   std::copy(reduced.begin(), reduced.end(), out.begin());
@@ -222,15 +243,16 @@ void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> al
                                 WireFormat wire) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
   place_contribution(mine, all, wire);
-  main_->run(CollectiveKind::kAllgather, Algorithm::kRing, all, 0, ReduceOp::kSum, poll(), wire);
+  main_->run(CollectiveKind::kAllgather, Algorithm::kAuto, all, 0, ReduceOp::kSum, poll(), wire);
+  to_caller_layout(all, gathered_);
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
                                      WireFormat wire) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
-  work_.assign(in.begin(), in.end());  // keeps its capacity: no allocation in steady state
+  to_schedule_layout(in, work_);  // keeps its capacity: no allocation in steady state
   prepare(op, size_, work_, wire);
-  main_->run(CollectiveKind::kReduceScatter, Algorithm::kRing, work_, 0, op, poll(), wire);
+  main_->run(CollectiveKind::kReduceScatter, Algorithm::kAuto, work_, 0, op, poll(), wire);
   finish_block(work_, out, op, wire);
 }
 

@@ -16,6 +16,7 @@
 
 #include "backends/mpi/comm_handle.hpp"
 #include "backends/mpi/schedule_channel.hpp"
+#include "core/comm/collective_schedule.hpp"
 #include "core/comm/comm.hpp"
 
 namespace syncopate::mpi {
@@ -120,20 +121,26 @@ class MpiCommunicator final : public Communicator {
   // UserError unless got == block_of(n, size, rank).count.
   void check_block(size_t got, size_t n, const char* operation, const char* what) const;
   void add_bytes(uint64_t sent, uint64_t received);
-  // allgather: this rank's block into its place in `all` (nothing when it is there already),
-  // rounded to the wire format as the other blocks will arrive.
+  // allgather: this rank's block into its place in `all` in the schedules' layout (nothing when
+  // it is there already), rounded to the wire format as the other blocks will arrive.
   void place_contribution(std::span<const float> mine, std::span<float> all, WireFormat wire) const;
+  // reduce_scatter: `in` into `work` in the schedules' layout (layout_).
+  void to_schedule_layout(std::span<const float> in, std::vector<float>& work) const;
+  // allgather: `all` back from the schedules' layout, through `scratch` (nothing in place).
+  void to_caller_layout(std::span<float> all, std::vector<float>& scratch) const;
   // reduce_scatter: this rank's reduced block of `work`, finished (kAvg), into `out`.
   void finish_block(std::span<float> work, std::span<float> out, ReduceOp op,
                     WireFormat wire) const;
 
   int rank_ = 0, size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_rank_;
+  GatherLayout layout_;  // of reduce_scatter and allgather (hierarchical across nodes)
   std::atomic<uint64_t> bytes_sent_{0}, bytes_recv_{0};
   std::unique_ptr<ScheduleChannel> main_;   // calling thread
   std::unique_ptr<ScheduleChannel> async_;  // allreduce_async (helper thread or wait())
   std::unique_ptr<AsyncEngine> engine_;
-  std::vector<float> work_;  // reduce_scatter's in-place copy
+  std::vector<float> work_;      // reduce_scatter's in-place copy
+  std::vector<float> gathered_;  // allgather's, when the layout is not in place
   double timeout_s_ = kDefaultTimeout;
 };
 

@@ -2,6 +2,7 @@
 #include "backends/sim/sim_communicator.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <simgrid/Exception.hpp>
@@ -119,11 +120,12 @@ class JobWork final : public Work {
   Completion completion_;
 };
 
-// A reduce-scatter's Work: the collective runs on a copy of the input; when it completes, this
-// rank's reduced block is finished (kAvg's division) into the output.
+// A reduce-scatter's Work: the collective runs on a copy of the input (in the group's gather
+// layout); when it completes, this rank's reduced block is finished (kAvg's division) into the
+// output.
 class ScatterWork final : public Work {
  public:
-  ScatterWork(WorkPtr collective, std::unique_ptr<std::vector<float>> buffer, BlockRange block,
+  ScatterWork(WorkPtr collective, std::unique_ptr<std::vector<float>> buffer, Segment block,
               std::span<float> out, ReduceOp op, WireFormat wire, int size)
       : buffer_(std::move(buffer)),
         collective_(std::move(collective)),
@@ -148,11 +150,33 @@ class ScatterWork final : public Work {
   // destructor waits for it).
   std::unique_ptr<std::vector<float>> buffer_;
   WorkPtr collective_;
-  BlockRange block_;
+  Segment block_;
   std::span<float> out_;
   ReduceOp op_;
   WireFormat wire_;
   int size_;
+  bool done_ = false;
+};
+
+// An allgather's Work where the group's gather layout is not in place: the collective runs on
+// the output in that layout; when it completes, the blocks are put back in the caller's.
+class GatherWork final : public Work {
+ public:
+  GatherWork(WorkPtr collective, const GatherLayout& layout, std::span<float> all)
+      : collective_(std::move(collective)), layout_(layout), all_(all) {}
+  void wait() override {
+    if (done_) return;
+    done_ = true;
+    collective_->wait();
+    const std::vector<float> gathered(all_.begin(), all_.end());
+    layout_.to_caller(gathered, all_);
+  }
+  Completion completion() const override { return collective_->completion(); }
+
+ private:
+  WorkPtr collective_;
+  GatherLayout layout_;
+  std::span<float> all_;
   bool done_ = false;
 };
 
@@ -250,7 +274,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
     drain();
     {
       BlockedScope scope(me_, what);
-      if (world_.emulate()) prepare_rank(call, rank_, size(), data);
+      if (world_.emulate()) prepare_rank(call, size(), data);
       run_steps(*group_, rank_, *schedule, data, call.op, call.wire, &me_.blocked);
     }
     if (world_.emulate()) finish_rank(call, rank_, size(), data);
@@ -268,7 +292,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
         try {
           if (previous) previous->done.wait();  // one collective at a time, in issue order
           me.in_flight = what;
-          if (group->world().emulate()) prepare_rank(call, rank, group->size(), data);
+          if (group->world().emulate()) prepare_rank(call, group->size(), data);
           run_steps(*group, rank, *schedule, data, call.op, call.wire, &me.in_flight,
                     collective.get());
           if (collective) group->end_part(rank, *collective);
@@ -335,9 +359,16 @@ WorkPtr SimCommunicator::start_allgather(std::span<const float> mine, std::span<
         "sim: allgather: rank " + std::to_string(rank_) + " contributes " +
         std::to_string(mine.size()) + " floats of " + std::to_string(all.size()) +
         "; allowed: block_of(all.size(), size(), rank()).count = " + std::to_string(block.count));
-  if (world_.emulate())
-    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(block.offset));
-  return start({.kind = CollectiveKind::kAllgather, .count = all.size(), .wire = wire}, all, async);
+  const GatherLayout& layout = group_->gather_layout();
+  if (world_.emulate()) {  // rounded as the other blocks will arrive
+    const Segment placed = layout.block(all.size(), rank_);
+    if (!mine.empty()) std::memmove(all.data() + placed.offset, mine.data(), mine.size_bytes());
+    prepare(ReduceOp::kSum, size(), all.subspan(placed.offset, placed.count), wire);
+  }
+  WorkPtr collective =
+      start({.kind = CollectiveKind::kAllgather, .count = all.size(), .wire = wire}, all, async);
+  if (!world_.emulate() || layout.in_place()) return collective;
+  return std::make_unique<GatherWork>(std::move(collective), layout, all);
 }
 
 void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
@@ -358,14 +389,18 @@ WorkPtr SimCommunicator::start_reduce_scatter(std::span<const float> in, std::sp
         "sim: reduce_scatter: rank " + std::to_string(rank_) + " output has " +
         std::to_string(out.size()) + " floats for an input of " + std::to_string(in.size()) +
         "; allowed: block_of(in.size(), size(), rank()).count = " + std::to_string(block.count));
+  const GatherLayout& layout = group_->gather_layout();
   auto work = std::make_unique<std::vector<float>>();
-  if (world_.emulate()) work->assign(in.begin(), in.end());
+  if (world_.emulate()) {
+    work->resize(in.size());
+    layout.to_schedule(in, *work);
+  }
   WorkPtr collective =
       start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op, .wire = wire},
             *work, async);
   if (!world_.emulate()) return collective;
-  return std::make_unique<ScatterWork>(std::move(collective), std::move(work), block, out, op, wire,
-                                       size());
+  return std::make_unique<ScatterWork>(std::move(collective), std::move(work),
+                                       layout.block(in.size(), rank_), out, op, wire, size());
 }
 
 void SimCommunicator::barrier() {

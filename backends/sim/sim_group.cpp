@@ -258,7 +258,7 @@ void Group::launch(const std::shared_ptr<Job>& job) {
   const auto compute = [emulate](Job& j) {
     if (!emulate) return;
     const int p = static_cast<int>(j.buffers.size());
-    for (int r = 0; r < p; ++r) prepare_rank(j.call, r, p, j.buffers[static_cast<size_t>(r)]);
+    for (int r = 0; r < p; ++r) prepare_rank(j.call, p, j.buffers[static_cast<size_t>(r)]);
     execute_in_memory(*j.schedule, j.buffers, j.call.op, j.call.wire);
     for (int r = 0; r < p; ++r) finish_rank(j.call, r, p, j.buffers[static_cast<size_t>(r)]);
   };
@@ -334,20 +334,9 @@ std::shared_ptr<ControlSlot> Group::control(int rank, int a, int b, std::span<co
   return result;
 }
 
-void prepare_rank(const CollCall& call, int rank, int p, std::span<float> data) {
-  switch (call.kind) {
-    case CollectiveKind::kAllreduce:
-    case CollectiveKind::kReduceScatter:
-      prepare(call.op, p, data, call.wire);
-      return;
-    case CollectiveKind::kAllgather: {  // this rank's own block, as the others will arrive
-      const BlockRange block = block_of(data.size(), p, rank);
-      prepare(ReduceOp::kSum, p, data.subspan(block.offset, block.count), call.wire);
-      return;
-    }
-    default:
-      return;
-  }
+void prepare_rank(const CollCall& call, int p, std::span<float> data) {
+  if (call.kind == CollectiveKind::kAllreduce || call.kind == CollectiveKind::kReduceScatter)
+    prepare(call.op, p, data, call.wire);
 }
 
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data) {

@@ -113,6 +113,8 @@ class Group : public std::enable_shared_from_this<Group> {
   const std::vector<int>& members() const { return members_; }
   simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<size_t>(rank)]; }
   int node(int rank) const { return node_of_rank_[static_cast<size_t>(rank)]; }
+  // Where its reduce-scatters and allgathers keep the blocks (ScheduleCache::gather_layout).
+  const GatherLayout& gather_layout() const { return schedules_.gather_layout(); }
   // Latency and bandwidth of the route between two ranks' hosts (route_model, cached).
   const LinkModel& link(int from, int to);
 
@@ -186,9 +188,10 @@ class Group : public std::enable_shared_from_this<Group> {
   std::map<uint64_t, std::shared_ptr<ControlSlot>> open_controls_;
 };
 
-// Runs what a collective does before its schedule for rank `rank` (a 16-bit wire format's
-// rounding) and after it (ReduceOp::kAvg's division).
-void prepare_rank(const CollCall& call, int rank, int p, std::span<float> data);
+// Runs what a collective does before its schedule (a 16-bit wire format's rounding; an
+// allgather's contribution is rounded when it is placed) and, for rank `rank`, after it
+// (ReduceOp::kAvg's division).
+void prepare_rank(const CollCall& call, int p, std::span<float> data);
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
 
 // Message fidelity: runs rank `rank`'s steps with real SimGrid comms, in the calling actor.

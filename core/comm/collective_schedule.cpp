@@ -303,15 +303,70 @@ Builder build_allreduce(Algorithm algorithm, int p, size_t count, std::span<cons
   return {};
 }
 
-Builder build_reduce_scatter(int p, size_t count, ScheduleSink* sink) {
-  Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
-  append_ring_reduce_scatter(s, 0, identity_ring(p), {0, count});
+// The layout a reduce-scatter or allgather runs in: grouped by local index for kHierarchical
+// and kAuto where the ranks form equal nodes, else in place (the ring).
+GatherLayout layout_for(Algorithm algorithm, int p, std::span<const int> node_of_rank) {
+  const bool hierarchical = algorithm == Algorithm::kHierarchical || algorithm == Algorithm::kAuto;
+  if (!hierarchical || node_of_rank.empty()) return {.ranks = p};
+  SYNC_CHECK(node_of_rank.size() == static_cast<size_t>(p),
+             node_of_rank.size() << " node ids for " << p << " ranks");
+  return gather_layout(node_of_rank);
+}
+
+// The rings of a hierarchical reduce-scatter or allgather in the grouped layout: each node's
+// ranks, and across nodes the ranks of each local index.
+struct NodeRings {
+  std::vector<std::vector<int>> inside;  // [node]
+  std::vector<std::vector<int>> across;  // [local index]
+  explicit NodeRings(const GatherLayout& layout) {
+    const int per_node = layout.per_node, nodes = layout.ranks / per_node;
+    inside.assign(static_cast<size_t>(nodes), {});
+    across.assign(static_cast<size_t>(per_node), {});
+    for (int r = 0; r < layout.ranks; ++r) {
+      inside[static_cast<size_t>(r / per_node)].push_back(r);
+      across[static_cast<size_t>(r % per_node)].push_back(r);
+    }
+  }
+};
+
+// Ring: one ring over all ranks. Hierarchical (grouped layout): a ring reduce-scatter inside
+// every node leaves local index j with shard j of L reduced over its node; a ring across nodes
+// among the ranks of index j then leaves node n with block n of that shard, its grouped block.
+Builder build_reduce_scatter(Algorithm algorithm, int p, size_t count,
+                             std::span<const int> node_of_rank, ScheduleSink* sink) {
+  const GatherLayout layout = layout_for(algorithm, p, node_of_rank);
+  if (layout.in_place()) {
+    Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
+    append_ring_reduce_scatter(s, 0, identity_ring(p), {0, count});
+    return s;
+  }
+  Builder s = empty_schedule(Algorithm::kHierarchical, p, count, sink);
+  const NodeRings rings(layout);
+  size_t across_start = 0;
+  for (const auto& ring : rings.inside)
+    across_start = append_ring_reduce_scatter(s, 0, ring, {0, count});
+  for (size_t j = 0; j < rings.across.size(); ++j)
+    append_ring_reduce_scatter(s, across_start, rings.across[j],
+                               sub_block({0, count}, layout.per_node, static_cast<int>(j)));
   return s;
 }
 
-Builder build_allgather(int p, size_t count, ScheduleSink* sink) {
-  Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
-  append_ring_allgather(s, 0, identity_ring(p), {0, count});
+// The reduce-scatter backwards: across nodes first, then inside every node.
+Builder build_allgather(Algorithm algorithm, int p, size_t count, std::span<const int> node_of_rank,
+                        ScheduleSink* sink) {
+  const GatherLayout layout = layout_for(algorithm, p, node_of_rank);
+  if (layout.in_place()) {
+    Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
+    append_ring_allgather(s, 0, identity_ring(p), {0, count});
+    return s;
+  }
+  Builder s = empty_schedule(Algorithm::kHierarchical, p, count, sink);
+  const NodeRings rings(layout);
+  size_t inside_start = 0;
+  for (size_t j = 0; j < rings.across.size(); ++j)
+    inside_start = append_ring_allgather(
+        s, 0, rings.across[j], sub_block({0, count}, layout.per_node, static_cast<int>(j)));
+  for (const auto& ring : rings.inside) append_ring_allgather(s, inside_start, ring, {0, count});
   return s;
 }
 
@@ -344,9 +399,9 @@ Builder build(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int
     case CollectiveKind::kAllreduce:
       return build_allreduce(algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kReduceScatter:
-      return build_reduce_scatter(p, count, sink);
+      return build_reduce_scatter(algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kAllgather:
-      return build_allgather(p, count, sink);
+      return build_allgather(algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kBroadcast:
       return build_broadcast(p, count, root, sink);
     case CollectiveKind::kReduce:
@@ -369,11 +424,59 @@ Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
 }
 
 Schedule make_reduce_scatter_schedule(int p, size_t count) {
-  return built(build_reduce_scatter(p, count, nullptr));
+  return built(build_reduce_scatter(Algorithm::kRing, p, count, {}, nullptr));
 }
 
 Schedule make_allgather_schedule(int p, size_t count) {
-  return built(build_allgather(p, count, nullptr));
+  return built(build_allgather(Algorithm::kRing, p, count, {}, nullptr));
+}
+
+GatherLayout gather_layout(std::span<const int> node_of_rank) {
+  const int p = static_cast<int>(node_of_rank.size());
+  const GatherLayout in_place{.ranks = std::max(p, 1)};
+  if (p < 2) return in_place;
+  int per_node = 1;
+  while (per_node < p && node_of_rank[static_cast<size_t>(per_node)] == node_of_rank[0]) ++per_node;
+  if (per_node == 1 || per_node == p || p % per_node != 0) return in_place;
+  std::vector<int> seen;
+  for (int first = 0; first < p; first += per_node) {
+    const int node = node_of_rank[static_cast<size_t>(first)];
+    if (std::find(seen.begin(), seen.end(), node) != seen.end()) return in_place;
+    seen.push_back(node);
+    for (int r = first; r < first + per_node; ++r)
+      if (node_of_rank[static_cast<size_t>(r)] != node) return in_place;
+  }
+  return {.ranks = p, .per_node = per_node};
+}
+
+Segment GatherLayout::block(size_t count, int rank) const {
+  SYNC_CHECK(rank >= 0 && rank < ranks, "rank " << rank << " of " << ranks);
+  if (in_place()) {
+    const BlockRange b = block_of(count, ranks, rank);
+    return {b.offset, b.count};
+  }
+  return sub_block(sub_block({0, count}, per_node, rank % per_node), ranks / per_node,
+                   rank / per_node);
+}
+
+void GatherLayout::to_schedule(std::span<const float> caller, std::span<float> schedule) const {
+  SYNC_CHECK(caller.size() == schedule.size(), caller.size() << " vs " << schedule.size());
+  for (int r = 0; r < ranks; ++r) {
+    const BlockRange from = block_of(caller.size(), ranks, r);
+    const Segment to = block(caller.size(), r);
+    std::copy_n(caller.begin() + static_cast<std::ptrdiff_t>(from.offset), from.count,
+                schedule.begin() + static_cast<std::ptrdiff_t>(to.offset));
+  }
+}
+
+void GatherLayout::to_caller(std::span<const float> schedule, std::span<float> caller) const {
+  SYNC_CHECK(caller.size() == schedule.size(), caller.size() << " vs " << schedule.size());
+  for (int r = 0; r < ranks; ++r) {
+    const Segment from = block(caller.size(), r);
+    const BlockRange to = block_of(caller.size(), ranks, r);
+    std::copy_n(schedule.begin() + static_cast<std::ptrdiff_t>(from.offset), from.count,
+                caller.begin() + static_cast<std::ptrdiff_t>(to.offset));
+  }
 }
 
 Schedule make_broadcast_schedule(int p, size_t count, int root) {

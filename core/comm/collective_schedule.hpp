@@ -59,15 +59,43 @@ Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
 Schedule make_reduce_scatter_schedule(int p, size_t count);
 // Ring allgather: rank i starts with block_of(count, p, i) in place; all end with every block.
 Schedule make_allgather_schedule(int p, size_t count);
+
+// Where the reduce-scatter and allgather schedules keep the ranks' blocks. A caller's buffer
+// holds rank r's block at block_of(count, p, r), and the ring keeps it there. When the ranks span
+// N > 1 nodes of L ranks each, numbered node by node (rank r = n L + j: node n, local index j),
+// the hierarchical schedules keep it at sub_block(block_of(count, L, j), N, n) instead: the
+// blocks of one local index lie together, so that the ring inside a node moves one contiguous
+// range per message and the ring across nodes (the ranks of one local index) works within that
+// range. Each rank's block has the same size in both layouts (block_of's rule; tested), so the
+// two differ by a permutation of blocks, which the backends apply around the schedule.
+struct GatherLayout {
+  int ranks = 1;
+  int per_node = 0;  // L when grouped by local index; 0: in place (the ring's layout)
+  bool in_place() const { return per_node == 0; }
+  // Rank `rank`'s block of a `count`-element buffer in this layout.
+  Segment block(size_t count, int rank) const;
+  // Copies every block from the caller's layout to this one; the spans have one size and do not
+  // overlap.
+  void to_schedule(std::span<const float> caller, std::span<float> schedule) const;
+  // The inverse.
+  void to_caller(std::span<const float> schedule, std::span<float> caller) const;
+};
+// The layout of the hierarchical reduce-scatter and allgather on ranks placed as node_of_rank
+// says: grouped by local index when the ranks span several nodes, each of them holding the
+// same number of consecutive ranks; in place otherwise (they then run the ring).
+GatherLayout gather_layout(std::span<const int> node_of_rank);
 // Binomial trees rooted at `root`.
 Schedule make_broadcast_schedule(int p, size_t count, int root);
 Schedule make_reduce_schedule(int p, size_t count, int root);
 // A barrier as zero-float messages (dissemination: ceil(log2 p) rounds; count must be 0).
 Schedule make_barrier_schedule(int p);
 
-// The collectives that have schedules, and one entry point for all of them: `algorithm` matters
-// for kAllreduce only (the others are rings or binomial trees), `root` for kBroadcast and
-// kReduce, node_of_rank for kAllreduce's kHierarchical.
+// The collectives that have schedules, and one entry point for all of them. `algorithm` matters
+// for kAllreduce, and for kReduceScatter and kAllgather: kHierarchical or kAuto (the same) run a
+// ring inside every node and then one across nodes per local index (an allgather: across nodes
+// first) where gather_layout(node_of_rank) is not in place; otherwise, and for every other
+// algorithm, they run the ring. The others are binomial trees. `root` matters for kBroadcast and
+// kReduce.
 enum class CollectiveKind { kAllreduce, kReduceScatter, kAllgather, kBroadcast, kReduce, kBarrier };
 std::string_view to_string(CollectiveKind kind);
 Schedule make_schedule(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int root,

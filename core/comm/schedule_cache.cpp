@@ -95,7 +95,10 @@ void for_each_message(const Schedule& s, ScheduleSink& sink) {
 }  // namespace
 
 ScheduleCache::ScheduleCache(std::vector<int> node_of_rank, CacheScope scope, int rank)
-    : node_of_rank_(std::move(node_of_rank)), scope_(scope), rank_(rank) {
+    : node_of_rank_(std::move(node_of_rank)),
+      gather_layout_(syncopate::gather_layout(node_of_rank_)),
+      scope_(scope),
+      rank_(rank) {
   SYNC_CHECK(!node_of_rank_.empty() && rank_ >= 0 && rank_ < ranks(),
              "rank " << rank_ << " of " << node_of_rank_.size());
 }
@@ -107,6 +110,11 @@ ScheduleKey ScheduleCache::key(CollectiveKind kind, Algorithm algorithm, size_t 
   if (kind == CollectiveKind::kAllreduce)
     key.algorithm =
         resolve_algorithm(algorithm, ranks(), payload_bytes(count, wire), node_of_rank_);
+  if (kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kAllgather)
+    key.algorithm = (algorithm == Algorithm::kHierarchical || algorithm == Algorithm::kAuto) &&
+                            !gather_layout_.in_place()
+                        ? Algorithm::kHierarchical
+                        : Algorithm::kRing;
   if (has_root(kind)) key.root = root;
   return key;
 }

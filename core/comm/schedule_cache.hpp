@@ -16,8 +16,10 @@
 namespace syncopate {
 
 // Identifies a schedule. Made by ScheduleCache::key: kAuto resolved for kAllreduce (from the
-// bytes in the wire format), the algorithm of the other kinds (fixed by the kind) and the root
-// of kinds without one zeroed. The wire format sets the bytes of the traffic.
+// bytes in the wire format) and for kReduceScatter and kAllgather (kAuto and kHierarchical give
+// kHierarchical where the group's gather_layout() is not in place; the rest kRing), that of the
+// other kinds left kAuto (fixed by the kind) and the root of kinds without one zeroed. The wire
+// format sets the bytes of the traffic.
 struct ScheduleKey {
   CollectiveKind kind = CollectiveKind::kAllreduce;
   Algorithm algorithm = Algorithm::kAuto;
@@ -63,6 +65,8 @@ class ScheduleCache {
 
   int ranks() const { return static_cast<int>(node_of_rank_.size()); }
   std::span<const int> node_of_rank() const { return node_of_rank_; }
+  // Where reduce-scatters and allgathers run with kAuto (their default) keep the blocks.
+  const GatherLayout& gather_layout() const { return gather_layout_; }
 
   ScheduleKey key(CollectiveKind kind, Algorithm algorithm, size_t count, int root,
                   WireFormat wire = WireFormat::kFp32) const;
@@ -87,6 +91,7 @@ class ScheduleCache {
   void account_steps(size_t steps);
 
   std::vector<int> node_of_rank_;
+  GatherLayout gather_layout_;
   CacheScope scope_;
   int rank_;
   std::map<ScheduleKey, CachedSchedule> entries_;

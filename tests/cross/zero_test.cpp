@@ -93,6 +93,46 @@ TEST(ZeroRun, StageThreeEqualsDdpRingOnSimAndMpi) {
   EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(), (3 * steps + epochs) * 4 * params);
 }
 
+// Across two nodes of two ranks, zero's reduce-scatters and allgathers run hierarchically (a ring
+// inside each node, then one across nodes per local index): stage 3 gives ddp's weights with the
+// hierarchical allreduce bit for bit, on the simulator and under mpirun with pretend nodes, and
+// moves the ring's bytes.
+TEST(ZeroRun, StageThreeAcrossNodesEqualsDdpHierarchicalOnSimAndMpi) {
+  const std::string common = " run " + kSmall +
+                             " --workers 4 --quiet --set strategy.bucket_mb=0.25 "
+                             "--set sim.platform=mn5-acc --set sim.platform_params.nodes=2 "
+                             "--set sim.platform_params.gpus_per_node=2 ";
+  const fs::path ddp = scratch() / "ddp-hierarchical", sim = scratch() / "zero3-sim-nodes",
+                 mpi = scratch() / "zero3-mpi-nodes";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(bin() + common +
+                                       "--backend sim --strategy ddp "
+                                       "--set strategy.algorithm=hierarchical --out " +
+                                       ddp.string(),
+                                   &log),
+            0)
+      << log;
+  const std::string zero = "--strategy zero --set strategy.stage=3 --out ";
+  ASSERT_EQ(syncopate::run_command(bin() + common + "--backend sim " + zero + sim.string(), &log),
+            0)
+      << log;
+  ASSERT_EQ(syncopate::run_command("SYNCOPATE_MPI_RANKS_PER_NODE=2 " + syncopate::mpirun(4) + " " +
+                                       bin() + common + "--backend mpi " + zero + mpi.string(),
+                                   &log),
+            0)
+      << log;
+  ASSERT_EQ(model_of(ddp).size(), 235146u * 4);
+  EXPECT_TRUE(model_of(sim) == model_of(ddp));
+  EXPECT_TRUE(model_of(mpi) == model_of(ddp));
+  // 600 samples, batch 16 on 4 workers: 10 steps per epoch (the last one short), 2 epochs. Each
+  // rank sends every block but one per pass; in all, 3 (W - 1) x 4 bytes per parameter per step.
+  const uint64_t params = 235146, steps = 2 * 10, epochs = 2, workers = 4;
+  EXPECT_EQ(summary_of(sim)["bytes_sent"].get<uint64_t>(),
+            (3 * steps + epochs) * (workers - 1) * 4 * params);
+  EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(),
+            (3 * steps + epochs) * (workers - 1) * 4 * params);
+}
+
 // GPT-2 XL cost-only on 8 GPUs of two nodes, 10 steps of batch 1. Stage 1 reduce-scatters after
 // backward and allgathers after the step: none of its communication overlaps compute. Stage 2's
 // reduce-scatters run during backward, stage 3's allgathers during forward and backward (each

@@ -259,6 +259,60 @@ TEST(MpiCollectives, AllgatherPutsEveryRanksBlockInPlace) {
   }
 }
 
+// Over pretend nodes of two ranks, reduce_scatter and allgather (blocking and asynchronous) run
+// the hierarchical schedules in their grouped layout (one node: the ring), and still hand every
+// rank its block_of: the in-memory schedule's bits, close to a double reference.
+TEST(MpiCollectives, ReduceScatterAndAllgatherOverPretendNodesMatchInMemorySchedules) {
+  ::setenv("SYNCOPATE_MPI_RANKS_PER_NODE", "2", 1);
+  std::unique_ptr<MpiCommunicator> comm = MpiCommunicator::world();
+  ::unsetenv("SYNCOPATE_MPI_RANKS_PER_NODE");
+  const int p = comm->size(), rank = comm->rank();
+  const std::vector<int> nodes(comm->node_of_rank().begin(), comm->node_of_rank().end());
+  const GatherLayout layout = gather_layout(nodes);
+  EXPECT_EQ(layout.in_place(), p < 4);
+  for (const bool async : {false, true})
+    for (const size_t n : {size_t{1}, size_t{7}, size_t{1001}})
+      for (const ReduceOp op : kOps) {
+        SCOPED_TRACE(std::string(async ? "async" : "blocking") + " n=" + std::to_string(n) + " " +
+                     std::string(to_string(op)));
+        const uint32_t salt = 800 + static_cast<uint32_t>(n);
+        const BlockRange block = block_of(n, p, rank);
+        std::vector<float> out(block.count, NAN);
+        const std::vector<float> input = input_of(rank, n, salt);
+        if (async)
+          comm->reduce_scatter_async(input, out, op, WireFormat::kFp32)->wait();
+        else
+          comm->reduce_scatter(input, out, op, WireFormat::kFp32);
+        std::vector<std::vector<float>> grouped = all_inputs(p, n, salt);
+        for (auto& buffer : grouped) {
+          const std::vector<float> caller = buffer;
+          layout.to_schedule(caller, buffer);
+        }
+        auto expected = in_memory(
+            make_schedule(CollectiveKind::kReduceScatter, Algorithm::kAuto, p, n, 0, nodes), op,
+            grouped);
+        const Segment at = layout.block(n, rank);
+        std::span<float> mine(expected[static_cast<size_t>(rank)].data() + at.offset, at.count);
+        finish(op, p, mine);
+        EXPECT_TRUE(bit_identical(out, mine));
+        const auto want = double_reduce(p, n, op, salt);
+        expect_close(out, std::span(want).subspan(block.offset, block.count), p);
+
+        std::vector<float> all(n, NAN);
+        const std::vector<float> contribution = input_of(rank, block.count, salt);
+        if (async)
+          comm->allgather_async(contribution, all, WireFormat::kFp32)->wait();
+        else
+          comm->allgather(contribution, all, WireFormat::kFp32);
+        for (int r = 0; r < p; ++r) {
+          const BlockRange theirs = block_of(n, p, r);
+          EXPECT_TRUE(bit_identical(std::span(all).subspan(theirs.offset, theirs.count),
+                                    input_of(r, theirs.count, salt)))
+              << "block of rank " << r;
+        }
+      }
+}
+
 TEST(MpiCollectives, BroadcastCopiesRootsBufferExactly) {
   MpiCommunicator& comm = world();
   const int root = comm.size() - 1;

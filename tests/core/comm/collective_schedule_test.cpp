@@ -235,6 +235,140 @@ TEST(CollectiveSchedule, AllgatherFromBlockIOnRankI) {
     }
 }
 
+// N nodes of L ranks, numbered node by node.
+std::vector<int> node_major(int nodes, int local) {
+  std::vector<int> node_of_rank;
+  for (int r = 0; r < nodes * local; ++r) node_of_rank.push_back(r / local);
+  return node_of_rank;
+}
+
+// The grouped layout gives every rank a block of its block_of size, the blocks tile the buffer,
+// and the two copies are inverse permutations.
+TEST(GatherLayout, GroupedBlocksKeepTheirSizesAndTileTheBuffer) {
+  for (int nodes = 2; nodes <= 5; ++nodes)
+    for (int local = 2; local <= 4; ++local) {
+      const int p = nodes * local;
+      const GatherLayout layout = gather_layout(node_major(nodes, local));
+      ASSERT_EQ(layout.per_node, local);
+      ASSERT_EQ(layout.ranks, p);
+      for (size_t count = 0; count <= 3 * static_cast<size_t>(p) + 1; ++count) {
+        SCOPED_TRACE(std::to_string(nodes) + "x" + std::to_string(local) + " count " +
+                     std::to_string(count));
+        std::vector<int> owner(count, -1);
+        for (int r = 0; r < p; ++r) {
+          const Segment b = layout.block(count, r);
+          ASSERT_EQ(b.count, block_of(count, p, r).count);
+          for (size_t i = b.offset; i < b.offset + b.count; ++i) {
+            ASSERT_LT(i, count);
+            ASSERT_EQ(owner[i], -1) << "blocks overlap";
+            owner[i] = r;
+          }
+        }
+        ASSERT_TRUE(std::find(owner.begin(), owner.end(), -1) == owner.end());
+        std::vector<float> caller(count), grouped(count), back(count);
+        for (size_t i = 0; i < count; ++i) caller[i] = static_cast<float>(i);
+        layout.to_schedule(caller, grouped);
+        for (int r = 0; r < p; ++r) {
+          const Segment to = layout.block(count, r);
+          const BlockRange from = block_of(count, p, r);
+          for (size_t i = 0; i < to.count; ++i)
+            ASSERT_EQ(grouped[to.offset + i], caller[from.offset + i]);
+        }
+        layout.to_caller(grouped, back);
+        ASSERT_EQ(back, caller);
+      }
+    }
+}
+
+TEST(GatherLayout, InPlaceUnlessTheRanksFormEqualNodesNumberedNodeByNode) {
+  EXPECT_FALSE(gather_layout(std::vector<int>{3, 3, 7, 7, 1, 1}).in_place());
+  EXPECT_TRUE(gather_layout(std::vector<int>{0, 0, 0, 0}).in_place()) << "one node";
+  EXPECT_TRUE(gather_layout(std::vector<int>{0, 1, 0, 1}).in_place()) << "interleaved";
+  EXPECT_TRUE(gather_layout(std::vector<int>{0, 0, 1, 1, 1}).in_place()) << "uneven";
+  EXPECT_TRUE(gather_layout(std::vector<int>{0, 0, 0, 1, 1, 1, 1, 1}).in_place()) << "uneven";
+  EXPECT_TRUE(gather_layout(std::vector<int>{0, 0, 1, 1, 0, 0}).in_place()) << "node split";
+  EXPECT_TRUE(gather_layout(std::vector<int>{0, 1, 2}).in_place()) << "one rank per node";
+  EXPECT_TRUE(gather_layout(std::vector<int>{5}).in_place());
+  const GatherLayout one_per_node = gather_layout(std::vector<int>{0, 1, 2});
+  EXPECT_EQ(one_per_node.block(10, 2).offset, block_of(10, 3, 2).offset);
+}
+
+// Across nodes of equal size, the reduce-scatter and allgather run a ring inside every node and
+// one across nodes per local index: in the grouped layout, rank r ends with its block reduced
+// (exactly, on integers), every rank with every block; each rank sends (N - 1)/N of its shard of
+// L across nodes (a flat ring over nodes numbered node by node: (p - 1)/p of the buffer, through
+// one rank per node).
+TEST(CollectiveSchedule, HierarchicalReduceScatterAndAllgatherAcrossNodes) {
+  for (int nodes = 2; nodes <= 4; ++nodes)
+    for (int local = 2; local <= 4; ++local)
+      for (const size_t count : {size_t{0}, size_t{5}, size_t{1001}}) {
+        const int p = nodes * local;
+        SCOPED_TRACE(std::to_string(nodes) + "x" + std::to_string(local) + " count " +
+                     std::to_string(count));
+        const std::vector<int> node_of_rank = node_major(nodes, local);
+        const GatherLayout layout = gather_layout(node_of_rank);
+        const Schedule rs = make_schedule(CollectiveKind::kReduceScatter, Algorithm::kAuto, p,
+                                          count, 0, node_of_rank);
+        const Schedule ag = make_schedule(CollectiveKind::kAllgather, Algorithm::kHierarchical, p,
+                                          count, 0, node_of_rank);
+        ASSERT_EQ(rs.algorithm, Algorithm::kHierarchical);
+        ASSERT_EQ(ag.algorithm, Algorithm::kHierarchical);
+        ASSERT_TRUE(well_formed(rs));
+        ASSERT_TRUE(well_formed(ag));
+        EXPECT_EQ(rs.rounds.size(), static_cast<size_t>(local - 1 + nodes - 1));
+
+        const Buffers in = random_buffers(p, count, 7u * p + count, Values::kIntegers);
+        Buffers grouped = in;
+        for (int r = 0; r < p; ++r) layout.to_schedule(in[r], grouped[r]);
+        const Buffers reduced = run(rs, grouped, ReduceOp::kSum);
+        for (int r = 0; r < p; ++r) {
+          const Segment mine = layout.block(count, r);
+          const BlockRange caller = block_of(count, p, r);
+          for (size_t i = 0; i < mine.count; ++i) {
+            int64_t sum = 0;
+            for (const auto& buf : in) sum += static_cast<int64_t>(buf[caller.offset + i]);
+            ASSERT_EQ(reduced[static_cast<size_t>(r)][mine.offset + i], static_cast<float>(sum));
+          }
+        }
+
+        Buffers blocks(static_cast<size_t>(p),
+                       std::vector<float>(count, std::numeric_limits<float>::quiet_NaN()));
+        for (int r = 0; r < p; ++r) {
+          const Segment mine = layout.block(count, r);
+          const BlockRange caller = block_of(count, p, r);
+          for (size_t i = 0; i < mine.count; ++i)
+            blocks[static_cast<size_t>(r)][mine.offset + i] =
+                static_cast<float>(caller.offset + i) * 3.0f + 1.0f;
+        }
+        const Buffers gathered = run(ag, blocks, ReduceOp::kSum);
+        for (int r = 0; r < p; ++r) {
+          std::vector<float> all(count);
+          layout.to_caller(gathered[static_cast<size_t>(r)], all);
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(all[i], static_cast<float>(i) * 3.0f + 1.0f) << "rank " << r;
+        }
+
+        for (const Schedule* s : {&rs, &ag})
+          for (int r = 0; r < p; ++r) {
+            // Across nodes, every block of its shard but the rank's own (reduce-scatter) or the
+            // next one's in the ring (allgather).
+            const int kept = s == &rs ? r : (r + local) % p;
+            size_t across = 0, total = 0;
+            for (const auto& round : s->rounds) {
+              const Step& step = round[static_cast<size_t>(r)];
+              if (step.send_to < 0) continue;
+              total += step.send.count;
+              if (step.send_to / local != r / local) across += step.send.count;
+            }
+            const size_t shard = block_of(count, local, r % local).count;
+            EXPECT_EQ(across, shard - layout.block(count, kept).count) << "rank " << r;
+            // Inside nodes, every shard of L but the rank's own (reduce-scatter) or the next's.
+            const int inside_kept = s == &rs ? r % local : (r + 1) % local;
+            EXPECT_EQ(total - across, count - block_of(count, local, inside_kept).count);
+          }
+      }
+}
+
 TEST(CollectiveSchedule, BroadcastAndReduceForEveryRoot) {
   for (int p = 1; p <= 17; ++p)
     for (int root = 0; root < p; ++root)

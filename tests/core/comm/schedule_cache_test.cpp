@@ -33,8 +33,15 @@ TEST(ScheduleCache, KeysNameTheScheduleThatRuns) {
             cache.key(CollectiveKind::kBroadcast, Algorithm::kAuto, 9, 2));
   EXPECT_NE(cache.key(CollectiveKind::kBroadcast, Algorithm::kAuto, 9, 2),
             cache.key(CollectiveKind::kBroadcast, Algorithm::kAuto, 9, 1));
-  EXPECT_EQ(cache.key(CollectiveKind::kAllgather, Algorithm::kRing, 9, 3),
-            cache.key(CollectiveKind::kAllgather, Algorithm::kAuto, 9, 0));
+  // Reduce-scatters and allgathers run hierarchically across nodes unless the ring is asked for.
+  for (const CollectiveKind kind : {CollectiveKind::kAllgather, CollectiveKind::kReduceScatter}) {
+    EXPECT_EQ(cache.key(kind, Algorithm::kAuto, 9, 3).algorithm, Algorithm::kHierarchical);
+    EXPECT_EQ(cache.key(kind, Algorithm::kAuto, 9, 3),
+              cache.key(kind, Algorithm::kHierarchical, 9, 0));
+    EXPECT_EQ(cache.key(kind, Algorithm::kRing, 9, 3).algorithm, Algorithm::kRing);
+    const ScheduleCache one_node({0, 0, 0}, CacheScope::kOneRank, 1);
+    EXPECT_EQ(one_node.key(kind, Algorithm::kAuto, 9, 3).algorithm, Algorithm::kRing);
+  }
 }
 
 TEST(ScheduleCache, OneRankKeepsThatRanksStepsAndEveryRanksTraffic) {
