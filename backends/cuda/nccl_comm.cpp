@@ -494,8 +494,8 @@ WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<fl
 }
 
 WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
-                                          WireFormat wire) {
-  check_fp32("allgather", wire);
+                                          const GatherOptions& options) {
+  check_fp32("allgather", options.wire);
   check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
@@ -507,8 +507,8 @@ WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span
 }
 
 WorkPtr NcclCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                               ReduceOp op, WireFormat wire) {
-  check_fp32("reduce_scatter", wire);
+                                               ReduceOp op, const GatherOptions& options) {
+  check_fp32("reduce_scatter", options.wire);
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
   return staged_async(in, out, block.offset, op, default_timeout(), [&](float* device) {
@@ -548,8 +548,8 @@ void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 }
 
 void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all,
-                                 WireFormat wire) {
-  check_fp32("allgather", wire);
+                                 const GatherOptions& options) {
+  check_fp32("allgather", options.wire);
   check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
@@ -561,8 +561,8 @@ void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> a
 }
 
 void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                                      WireFormat wire) {
-  check_fp32("reduce_scatter", wire);
+                                      const GatherOptions& options) {
+  check_fp32("reduce_scatter", options.wire);
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
   host_scratch_.assign(in.begin(), in.end());

@@ -139,16 +139,17 @@ Algorithm MpiCommunicator::allreduce_waited(std::span<float> data,
 
 // The contribution is copied into `all` now; the schedule runs on the asynchronous channel.
 WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
-                                         WireFormat wire) {
+                                         const GatherOptions& options) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
-  place_contribution(mine, all, wire);
+  const GatherLayout layout = layout_.for_algorithm(options.algorithm);
+  place_contribution(mine, all, layout, options.wire);
   return start(
-      [this, all, wire](PollPolicy poll) {
+      [this, all, layout, options](PollPolicy poll) {
         poll.timeout_s = default_timeout();
-        const Algorithm ran = async_->run(CollectiveKind::kAllgather, Algorithm::kAuto, all, 0,
-                                          ReduceOp::kSum, poll, wire);
+        const Algorithm ran = async_->run(CollectiveKind::kAllgather, options.algorithm, all, 0,
+                                          ReduceOp::kSum, poll, options.wire);
         std::vector<float> scratch;
-        to_caller_layout(all, scratch);
+        to_caller_layout(all, layout, scratch);
         return ran;
       },
       all.size_bytes());
@@ -156,49 +157,51 @@ WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<
 
 // The input is copied now (the task owns the copy); `out` receives the block when it ran.
 WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                              ReduceOp op, WireFormat wire) {
+                                              ReduceOp op, const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
+  const GatherLayout layout = layout_.for_algorithm(options.algorithm);
   auto work = std::make_shared<std::vector<float>>();
-  to_schedule_layout(in, *work);
-  prepare(op, size_, *work, wire);
+  to_schedule_layout(in, layout, *work);
+  prepare(op, size_, *work, options.wire);
   return start(
-      [this, work, out, op, wire](PollPolicy poll) {
+      [this, work, out, op, layout, options](PollPolicy poll) {
         poll.timeout_s = default_timeout();
-        const Algorithm ran =
-            async_->run(CollectiveKind::kReduceScatter, Algorithm::kAuto, *work, 0, op, poll, wire);
-        finish_block(*work, out, op, wire);
+        const Algorithm ran = async_->run(CollectiveKind::kReduceScatter, options.algorithm, *work,
+                                          0, op, poll, options.wire);
+        finish_block(*work, layout, out, op, options.wire);
         return ran;
       },
       in.size_bytes());
 }
 
 void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<float> all,
-                                         WireFormat wire) const {
-  const Segment block = layout_.block(all.size(), rank_);
+                                         const GatherLayout& layout, WireFormat wire) const {
+  const Segment block = layout.block(all.size(), rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   prepare(ReduceOp::kSum, size_, all.subspan(block.offset, block.count), wire);
 }
 
-void MpiCommunicator::to_schedule_layout(std::span<const float> in,
-                                         std::vector<float>& work) const {
-  if (layout_.in_place()) {
+void MpiCommunicator::to_schedule_layout(std::span<const float> in, const GatherLayout& layout,
+                                         std::vector<float>& work) {
+  if (layout.in_place()) {
     work.assign(in.begin(), in.end());
     return;
   }
   work.resize(in.size());
-  layout_.to_schedule(in, work);
+  layout.to_schedule(in, work);
 }
 
-void MpiCommunicator::to_caller_layout(std::span<float> all, std::vector<float>& scratch) const {
-  if (layout_.in_place()) return;
+void MpiCommunicator::to_caller_layout(std::span<float> all, const GatherLayout& layout,
+                                       std::vector<float>& scratch) {
+  if (layout.in_place()) return;
   scratch.assign(all.begin(), all.end());
-  layout_.to_caller(scratch, all);
+  layout.to_caller(scratch, all);
 }
 
-void MpiCommunicator::finish_block(std::span<float> work, std::span<float> out, ReduceOp op,
-                                   WireFormat wire) const {
-  const Segment block = layout_.block(work.size(), rank_);
+void MpiCommunicator::finish_block(std::span<float> work, const GatherLayout& layout,
+                                   std::span<float> out, ReduceOp op, WireFormat wire) const {
+  const Segment block = layout.block(work.size(), rank_);
   const std::span<float> reduced = work.subspan(block.offset, block.count);
   finish(op, size_, reduced, wire);
   std::copy(reduced.begin(), reduced.end(), out.begin());
@@ -240,20 +243,23 @@ void MpiCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 }
 
 void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> all,
-                                WireFormat wire) {
+                                const GatherOptions& options) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
-  place_contribution(mine, all, wire);
-  main_->run(CollectiveKind::kAllgather, Algorithm::kAuto, all, 0, ReduceOp::kSum, poll(), wire);
-  to_caller_layout(all, gathered_);
+  const GatherLayout layout = layout_.for_algorithm(options.algorithm);
+  place_contribution(mine, all, layout, options.wire);
+  main_->run(CollectiveKind::kAllgather, options.algorithm, all, 0, ReduceOp::kSum, poll(),
+             options.wire);
+  to_caller_layout(all, layout, gathered_);
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                                     WireFormat wire) {
+                                     const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
-  to_schedule_layout(in, work_);  // keeps its capacity: no allocation in steady state
-  prepare(op, size_, work_, wire);
-  main_->run(CollectiveKind::kReduceScatter, Algorithm::kAuto, work_, 0, op, poll(), wire);
-  finish_block(work_, out, op, wire);
+  const GatherLayout layout = layout_.for_algorithm(options.algorithm);
+  to_schedule_layout(in, layout, work_);  // keeps its capacity: no allocation in steady state
+  prepare(op, size_, work_, options.wire);
+  main_->run(CollectiveKind::kReduceScatter, options.algorithm, work_, 0, op, poll(), options.wire);
+  finish_block(work_, layout, out, op, options.wire);
 }
 
 void MpiCommunicator::barrier() {

@@ -81,14 +81,15 @@ class MpiCommunicator final : public Communicator {
   void allreduce_blocking(std::span<float> data, const CollectiveOptions& options);
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
-  void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) override;
+  void allgather(std::span<const float> mine, std::span<float> all,
+                 const GatherOptions& options) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                      WireFormat wire) override;
+                      const GatherOptions& options) override;
   // Jobs of the asynchronous engine, as allreduce_async (same channel, same order).
   WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
-                          WireFormat wire) override;
+                          const GatherOptions& options) override;
   WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
-                               WireFormat wire) override;
+                               const GatherOptions& options) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -121,20 +122,24 @@ class MpiCommunicator final : public Communicator {
   // UserError unless got == block_of(n, size, rank).count.
   void check_block(size_t got, size_t n, const char* operation, const char* what) const;
   void add_bytes(uint64_t sent, uint64_t received);
-  // allgather: this rank's block into its place in `all` in the schedules' layout (nothing when
-  // it is there already), rounded to the wire format as the other blocks will arrive.
-  void place_contribution(std::span<const float> mine, std::span<float> all, WireFormat wire) const;
-  // reduce_scatter: `in` into `work` in the schedules' layout (layout_).
-  void to_schedule_layout(std::span<const float> in, std::vector<float>& work) const;
-  // allgather: `all` back from the schedules' layout, through `scratch` (nothing in place).
-  void to_caller_layout(std::span<float> all, std::vector<float>& scratch) const;
-  // reduce_scatter: this rank's reduced block of `work`, finished (kAvg), into `out`.
-  void finish_block(std::span<float> work, std::span<float> out, ReduceOp op,
-                    WireFormat wire) const;
+  // allgather: this rank's block into its place in `all` in `layout` (nothing when it is there
+  // already), rounded to the wire format as the other blocks will arrive.
+  void place_contribution(std::span<const float> mine, std::span<float> all,
+                          const GatherLayout& layout, WireFormat wire) const;
+  // reduce_scatter: `in` into `work` in `layout`.
+  static void to_schedule_layout(std::span<const float> in, const GatherLayout& layout,
+                                 std::vector<float>& work);
+  // allgather: `all` back from `layout` to the caller's, through `scratch` (nothing in place).
+  static void to_caller_layout(std::span<float> all, const GatherLayout& layout,
+                               std::vector<float>& scratch);
+  // reduce_scatter: this rank's reduced block of `work` (in `layout`), finished (kAvg), into
+  // `out`.
+  void finish_block(std::span<float> work, const GatherLayout& layout, std::span<float> out,
+                    ReduceOp op, WireFormat wire) const;
 
   int rank_ = 0, size_ = 1, num_nodes_ = 1;
   std::vector<int> node_of_rank_;
-  GatherLayout layout_;  // of reduce_scatter and allgather (hierarchical across nodes)
+  GatherLayout layout_;  // of reduce_scatter and allgather with kAuto (GatherLayout::for_algorithm)
   std::atomic<uint64_t> bytes_sent_{0}, bytes_recv_{0};
   std::unique_ptr<ScheduleChannel> main_;   // calling thread
   std::unique_ptr<ScheduleChannel> async_;  // allreduce_async (helper thread or wait())

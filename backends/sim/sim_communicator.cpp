@@ -342,62 +342,71 @@ void SimCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 }
 
 void SimCommunicator::allgather(std::span<const float> mine, std::span<float> all,
-                                WireFormat wire) {
-  start_allgather(mine, all, wire, false)->wait();
+                                const GatherOptions& options) {
+  start_allgather(mine, all, options, false)->wait();
 }
 
 WorkPtr SimCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
-                                         WireFormat wire) {
-  return start_allgather(mine, all, wire, true);
+                                         const GatherOptions& options) {
+  return start_allgather(mine, all, options, true);
 }
 
 WorkPtr SimCommunicator::start_allgather(std::span<const float> mine, std::span<float> all,
-                                         WireFormat wire, bool async) {
+                                         const GatherOptions& options, bool async) {
   const BlockRange block = block_of(all.size(), size(), rank_);
   if (mine.size() != block.count)
     throw UserError(
         "sim: allgather: rank " + std::to_string(rank_) + " contributes " +
         std::to_string(mine.size()) + " floats of " + std::to_string(all.size()) +
         "; allowed: block_of(all.size(), size(), rank()).count = " + std::to_string(block.count));
-  const GatherLayout& layout = group_->gather_layout();
+  const WireFormat wire = options.wire;
+  const GatherLayout layout = group_->gather_layout(options.algorithm);
   if (world_.emulate()) {  // rounded as the other blocks will arrive
     const Segment placed = layout.block(all.size(), rank_);
     if (!mine.empty()) std::memmove(all.data() + placed.offset, mine.data(), mine.size_bytes());
     prepare(ReduceOp::kSum, size(), all.subspan(placed.offset, placed.count), wire);
   }
-  WorkPtr collective =
-      start({.kind = CollectiveKind::kAllgather, .count = all.size(), .wire = wire}, all, async);
+  WorkPtr collective = start({.kind = CollectiveKind::kAllgather,
+                              .algorithm = options.algorithm,
+                              .count = all.size(),
+                              .wire = wire},
+                             all, async);
   if (!world_.emulate() || layout.in_place()) return collective;
   return std::make_unique<GatherWork>(std::move(collective), layout, all);
 }
 
 void SimCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                                     WireFormat wire) {
-  start_reduce_scatter(in, out, op, wire, false)->wait();
+                                     const GatherOptions& options) {
+  start_reduce_scatter(in, out, op, options, false)->wait();
 }
 
 WorkPtr SimCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                              ReduceOp op, WireFormat wire) {
-  return start_reduce_scatter(in, out, op, wire, true);
+                                              ReduceOp op, const GatherOptions& options) {
+  return start_reduce_scatter(in, out, op, options, true);
 }
 
 WorkPtr SimCommunicator::start_reduce_scatter(std::span<const float> in, std::span<float> out,
-                                              ReduceOp op, WireFormat wire, bool async) {
+                                              ReduceOp op, const GatherOptions& options,
+                                              bool async) {
   const BlockRange block = block_of(in.size(), size(), rank_);
   if (out.size() != block.count)
     throw UserError(
         "sim: reduce_scatter: rank " + std::to_string(rank_) + " output has " +
         std::to_string(out.size()) + " floats for an input of " + std::to_string(in.size()) +
         "; allowed: block_of(in.size(), size(), rank()).count = " + std::to_string(block.count));
-  const GatherLayout& layout = group_->gather_layout();
+  const WireFormat wire = options.wire;
+  const GatherLayout layout = group_->gather_layout(options.algorithm);
   auto work = std::make_unique<std::vector<float>>();
   if (world_.emulate()) {
     work->resize(in.size());
     layout.to_schedule(in, *work);
   }
-  WorkPtr collective =
-      start({.kind = CollectiveKind::kReduceScatter, .count = in.size(), .op = op, .wire = wire},
-            *work, async);
+  WorkPtr collective = start({.kind = CollectiveKind::kReduceScatter,
+                              .algorithm = options.algorithm,
+                              .count = in.size(),
+                              .op = op,
+                              .wire = wire},
+                             *work, async);
   if (!world_.emulate()) return collective;
   return std::make_unique<ScatterWork>(std::move(collective), std::move(work),
                                        layout.block(in.size(), rank_), out, op, wire, size());

@@ -47,13 +47,14 @@ class SimCommunicator final : public Communicator {
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
-  void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) override;
+  void allgather(std::span<const float> mine, std::span<float> all,
+                 const GatherOptions& options) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                      WireFormat wire) override;
+                      const GatherOptions& options) override;
   WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
-                          WireFormat wire) override;
+                          const GatherOptions& options) override;
   WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
-                               WireFormat wire) override;
+                               const GatherOptions& options) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;
@@ -69,10 +70,10 @@ class SimCommunicator final : public Communicator {
   friend class SimSharedModel;
   void merge(GlobalModel* global, std::span<float> local, const MergeRule& rule);
   WorkPtr start(const CollCall& call, std::span<float> data, bool async);
-  WorkPtr start_allgather(std::span<const float> mine, std::span<float> all, WireFormat wire,
-                          bool async);
+  WorkPtr start_allgather(std::span<const float> mine, std::span<float> all,
+                          const GatherOptions& options, bool async);
   WorkPtr start_reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                               WireFormat wire, bool async);
+                               const GatherOptions& options, bool async);
   // Elastic runs (SimOptions::elastic): an allreduce or barrier that loses a member is issued
   // again on the live members (rejoin: this communicator's group becomes their group, its rank
   // and size theirs), so that averages are over the live replicas. Otherwise start(async).

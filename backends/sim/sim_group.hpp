@@ -113,8 +113,10 @@ class Group : public std::enable_shared_from_this<Group> {
   const std::vector<int>& members() const { return members_; }
   simgrid::s4u::Host* host(int rank) const { return hosts_[static_cast<size_t>(rank)]; }
   int node(int rank) const { return node_of_rank_[static_cast<size_t>(rank)]; }
-  // Where its reduce-scatters and allgathers keep the blocks (ScheduleCache::gather_layout).
-  const GatherLayout& gather_layout() const { return schedules_.gather_layout(); }
+  // Where its reduce-scatters and allgathers with `algorithm` keep the blocks.
+  GatherLayout gather_layout(Algorithm algorithm) const {
+    return schedules_.gather_layout(algorithm);
+  }
   // Latency and bandwidth of the route between two ranks' hosts (route_model, cached).
   const LinkModel& link(int from, int to);
 

@@ -306,11 +306,10 @@ Builder build_allreduce(Algorithm algorithm, int p, size_t count, std::span<cons
 // The layout a reduce-scatter or allgather runs in: grouped by local index for kHierarchical
 // and kAuto where the ranks form equal nodes, else in place (the ring).
 GatherLayout layout_for(Algorithm algorithm, int p, std::span<const int> node_of_rank) {
-  const bool hierarchical = algorithm == Algorithm::kHierarchical || algorithm == Algorithm::kAuto;
-  if (!hierarchical || node_of_rank.empty()) return {.ranks = p};
+  if (node_of_rank.empty()) return {.ranks = p};
   SYNC_CHECK(node_of_rank.size() == static_cast<size_t>(p),
              node_of_rank.size() << " node ids for " << p << " ranks");
-  return gather_layout(node_of_rank);
+  return gather_layout(node_of_rank).for_algorithm(algorithm);
 }
 
 // The rings of a hierarchical reduce-scatter or allgather in the grouped layout: each node's

@@ -72,6 +72,12 @@ struct GatherLayout {
   int ranks = 1;
   int per_node = 0;  // L when grouped by local index; 0: in place (the ring's layout)
   bool in_place() const { return per_node == 0; }
+  // The layout `algorithm` runs in: this one for kAuto and kHierarchical, in place for the rest.
+  GatherLayout for_algorithm(Algorithm algorithm) const {
+    const bool hierarchical =
+        algorithm == Algorithm::kAuto || algorithm == Algorithm::kHierarchical;
+    return hierarchical ? *this : GatherLayout{.ranks = ranks};
+  }
   // Rank `rank`'s block of a `count`-element buffer in this layout.
   Segment block(size_t count, int rank) const;
   // Copies every block from the caller's layout to this one; the spans have one size and do not

@@ -80,6 +80,22 @@ struct CollectiveOptions {
   WireFormat wire = WireFormat::kFp32;
 };
 
+// What a reduce_scatter or allgather sends, and how. A WireFormat converts to it (the common
+// call: `comm.allgather(mine, all, WireFormat::kFp32)`).
+struct GatherOptions {
+  GatherOptions(WireFormat wire_format = WireFormat::kFp32,  // NOLINT(google-explicit-constructor)
+                Algorithm requested = Algorithm::kAuto)
+      : wire(wire_format), algorithm(requested) {}
+  // What travels: in fp16 or bf16 every block, this rank's own too, arrives rounded to it, and a
+  // reduction runs in that format (core/comm/compression.hpp).
+  WireFormat wire;
+  // kAuto or kHierarchical: where the members span nodes of equal size, numbered node by node, a
+  // ring inside every node and one across nodes per local index (GatherLayout in
+  // core/comm/collective_schedule.hpp); otherwise, and for any other algorithm, the ring. The
+  // NCCL communicator always runs the ring.
+  Algorithm algorithm;
+};
+
 // Handle of an asynchronous operation. wait() blocks until it completes and rethrows any error
 // raised while it ran. Destroying a Work that was not waited for waits for it.
 class Work {
@@ -190,15 +206,16 @@ class Communicator {
   virtual void broadcast(std::span<float> data, int root) = 0;
   // Result on root only; other ranks' buffers are left unspecified.
   virtual void reduce(std::span<float> data, int root, ReduceOp op) = 0;
-  // mine.size() == block_of(all.size(), size(), rank()).count; `all` receives every block.
-  // `wire` is what travels (CollectiveOptions::wire): in fp16 or bf16 every block, this
-  // rank's own too, arrives rounded to it, so that every member holds the same `all`.
-  virtual void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) = 0;
+  // mine.size() == block_of(all.size(), size(), rank()).count; `all` receives every block. In
+  // fp16 or bf16 (GatherOptions::wire) every block arrives rounded to it, this rank's own too,
+  // so that every member holds the same `all`.
+  virtual void allgather(std::span<const float> mine, std::span<float> all,
+                         const GatherOptions& options) = 0;
   // out.size() == block_of(in.size(), size(), rank()).count; out receives the reduced block.
   // In fp16 or bf16 the reduction runs in that format, as an allreduce's does
   // (core/comm/compression.hpp).
   virtual void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                              WireFormat wire) = 0;
+                              const GatherOptions& options) = 0;
   // The same two, asynchronous: they return at once (misuse is still a UserError of the call)
   // and complete in wait(), with the blocking calls' result bit for bit. `mine` and `in` are
   // read by the call (they may change afterwards); `all` and `out` belong to the operation until
@@ -206,13 +223,13 @@ class Communicator {
   // (allreduce_async) in issue order. By default (a backend with no overlap to offer) they run
   // the blocking call and return a completed Work.
   virtual WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
-                                  WireFormat wire) {
-    allgather(mine, all, wire);
+                                  const GatherOptions& options) {
+    allgather(mine, all, options);
     return std::make_unique<CompletedWork>();
   }
   virtual WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
-                                       WireFormat wire) {
-    reduce_scatter(in, out, op, wire);
+                                       const GatherOptions& options) {
+    reduce_scatter(in, out, op, options);
     return std::make_unique<CompletedWork>();
   }
   virtual void barrier() = 0;

@@ -101,14 +101,14 @@ void FakeCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   inner_.reduce(data, root, op);
 }
 void FakeCommunicator::allgather(std::span<const float> mine, std::span<float> all,
-                                 WireFormat wire) {
+                                 const GatherOptions& options) {
   on_call(CallKind::kAllgather, default_timeout());
-  inner_.allgather(mine, all, wire);
+  inner_.allgather(mine, all, options);
 }
 void FakeCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                                      WireFormat wire) {
+                                      const GatherOptions& options) {
   on_call(CallKind::kReduceScatter, default_timeout());
-  inner_.reduce_scatter(in, out, op, wire);
+  inner_.reduce_scatter(in, out, op, options);
 }
 void FakeCommunicator::barrier() {
   on_call(CallKind::kBarrier, default_timeout());

@@ -53,12 +53,13 @@ WorkPtr LocalCommunicator::allreduce_async(std::span<float>, const CollectiveOpt
 }
 void LocalCommunicator::broadcast(std::span<float>, int root) { check_root(root, "broadcast"); }
 void LocalCommunicator::reduce(std::span<float>, int root, ReduceOp) { check_root(root, "reduce"); }
-void LocalCommunicator::allgather(std::span<const float> mine, std::span<float> all, WireFormat) {
+void LocalCommunicator::allgather(std::span<const float> mine, std::span<float> all,
+                                  const GatherOptions&) {
   check_block(mine.size(), all.size(), "allgather", "contribution");
   std::copy(mine.begin(), mine.end(), all.begin());
 }
 void LocalCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp,
-                                       WireFormat) {
+                                       const GatherOptions&) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   std::copy(in.begin(), in.end(), out.begin());
 }

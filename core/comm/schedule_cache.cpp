@@ -111,10 +111,8 @@ ScheduleKey ScheduleCache::key(CollectiveKind kind, Algorithm algorithm, size_t 
     key.algorithm =
         resolve_algorithm(algorithm, ranks(), payload_bytes(count, wire), node_of_rank_);
   if (kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kAllgather)
-    key.algorithm = (algorithm == Algorithm::kHierarchical || algorithm == Algorithm::kAuto) &&
-                            !gather_layout_.in_place()
-                        ? Algorithm::kHierarchical
-                        : Algorithm::kRing;
+    key.algorithm = gather_layout_.for_algorithm(algorithm).in_place() ? Algorithm::kRing
+                                                                       : Algorithm::kHierarchical;
   if (has_root(kind)) key.root = root;
   return key;
 }

@@ -65,8 +65,10 @@ class ScheduleCache {
 
   int ranks() const { return static_cast<int>(node_of_rank_.size()); }
   std::span<const int> node_of_rank() const { return node_of_rank_; }
-  // Where reduce-scatters and allgathers run with kAuto (their default) keep the blocks.
-  const GatherLayout& gather_layout() const { return gather_layout_; }
+  // Where reduce-scatters and allgathers run with `algorithm` keep the blocks.
+  GatherLayout gather_layout(Algorithm algorithm) const {
+    return gather_layout_.for_algorithm(algorithm);
+  }
 
   ScheduleKey key(CollectiveKind kind, Algorithm algorithm, size_t count, int root,
                   WireFormat wire = WireFormat::kFp32) const;

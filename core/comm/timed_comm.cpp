@@ -171,22 +171,22 @@ Algorithm TimedCommunicator::allreduce_waited(std::span<float> data,
   return ran;
 }
 WorkPtr TimedCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
-                                           WireFormat wire) {
+                                           const GatherOptions& options) {
   rethrow_deferred();
   const double start = exec_.now();
-  WorkPtr work = inner_.allgather_async(mine, all, wire);
+  WorkPtr work = inner_.allgather_async(mine, all, options);
   times_.comm_s += exec_.now() - start;
   return std::make_unique<TimedWork>(std::move(work), *this, "allgather", start, all.size_bytes(),
-                                     Algorithm::kRing);
+                                     options.algorithm);
 }
 WorkPtr TimedCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
-                                                ReduceOp op, WireFormat wire) {
+                                                ReduceOp op, const GatherOptions& options) {
   rethrow_deferred();
   const double start = exec_.now();
-  WorkPtr work = inner_.reduce_scatter_async(in, out, op, wire);
+  WorkPtr work = inner_.reduce_scatter_async(in, out, op, options);
   times_.comm_s += exec_.now() - start;
   return std::make_unique<TimedWork>(std::move(work), *this, "reduce_scatter", start,
-                                     in.size_bytes(), Algorithm::kRing);
+                                     in.size_bytes(), options.algorithm);
 }
 void TimedCommunicator::broadcast(std::span<float> data, int root) {
   rethrow_deferred();
@@ -197,16 +197,16 @@ void TimedCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
   timed("reduce", data.size_bytes(), &PhaseTimes::comm_s, [&] { inner_.reduce(data, root, op); });
 }
 void TimedCommunicator::allgather(std::span<const float> mine, std::span<float> all,
-                                  WireFormat wire) {
+                                  const GatherOptions& options) {
   rethrow_deferred();
   timed("allgather", all.size_bytes(), &PhaseTimes::comm_s,
-        [&] { inner_.allgather(mine, all, wire); });
+        [&] { inner_.allgather(mine, all, options); });
 }
 void TimedCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                                       WireFormat wire) {
+                                       const GatherOptions& options) {
   rethrow_deferred();
   timed("reduce_scatter", in.size_bytes(), &PhaseTimes::comm_s,
-        [&] { inner_.reduce_scatter(in, out, op, wire); });
+        [&] { inner_.reduce_scatter(in, out, op, options); });
 }
 void TimedCommunicator::barrier() {
   rethrow_deferred();

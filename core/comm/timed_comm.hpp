@@ -49,13 +49,14 @@ class TimedCommunicator final : public Communicator {
   Algorithm allreduce_waited(std::span<float> data, const CollectiveOptions& options) override;
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
-  void allgather(std::span<const float> mine, std::span<float> all, WireFormat wire) override;
+  void allgather(std::span<const float> mine, std::span<float> all,
+                 const GatherOptions& options) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
-                      WireFormat wire) override;
+                      const GatherOptions& options) override;
   WorkPtr allgather_async(std::span<const float> mine, std::span<float> all,
-                          WireFormat wire) override;
+                          const GatherOptions& options) override;
   WorkPtr reduce_scatter_async(std::span<const float> in, std::span<float> out, ReduceOp op,
-                               WireFormat wire) override;
+                               const GatherOptions& options) override;
   void barrier() override;
   void send(std::span<const float> data, int peer) override;
   void recv(std::span<float> data, int peer) override;

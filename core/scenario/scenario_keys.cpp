@@ -169,8 +169,10 @@ std::string algorithm_unused(const Scenario& s) {
            "read with aggregation = \"allreduce\"";
   if (s.strategy.kind == StrategyKind::kSerial)
     return "read only by strategies that communicate; strategy.name is \"serial\"";
-  if (s.strategy.kind == StrategyKind::kZero)
-    return "zero's reduce-scatter and allgather always run the ring; strategy.name is \"zero\"";
+  if (s.strategy.kind == StrategyKind::kZero && s.strategy.algorithm != Algorithm::kAuto &&
+      s.strategy.algorithm != Algorithm::kRing && s.strategy.algorithm != Algorithm::kHierarchical)
+    return "zero's reduce-scatters and allgathers run \"ring\" or \"hierarchical\" (\"auto\": "
+           "hierarchical when the workers span nodes); strategy.name is \"zero\"";
   return "";
 }
 

@@ -74,8 +74,8 @@ std::vector<int> next_pieces(const std::vector<int>& piece_of, int step) {
 
 class Zero final : public Strategy {
  public:
-  Zero(int stage, double bucket_mb, const OptimizerConfig& optimizer, WireFormat wire)
-      : stage_(stage), bucket_mb_(bucket_mb), optimizer_config_(optimizer), wire_(wire) {}
+  Zero(int stage, double bucket_mb, const OptimizerConfig& optimizer, GatherOptions gather)
+      : stage_(stage), bucket_mb_(bucket_mb), optimizer_config_(optimizer), gather_(gather) {}
 
   void on_train_begin(WorkerContext& ctx) override {
     const auto n = static_cast<size_t>(ctx.model.num_params());
@@ -142,7 +142,7 @@ class Zero final : public Strategy {
       if (piece.first_layer == layer)
         scatters_.push_back(
             ctx.comm.reduce_scatter_async(ctx.grads.subspan(piece.offset, piece.count),
-                                          shard_of(grads_, piece), ReduceOp::kSum, wire_));
+                                          shard_of(grads_, piece), ReduceOp::kSum, gather_));
   }
   void before_step(WorkerContext& ctx) override {
     if (stage_ == 1) reduce_scatter(ctx, pieces_.front());
@@ -181,18 +181,18 @@ class Zero final : public Strategy {
   // gathered model is rounded, and the optimizer must keep stepping the fp32 values (as mixed
   // precision keeps fp32 master weights). Otherwise the shard is copied from the model, which
   // the last allgather left whole and exact, before every step.
-  bool keeps_master_shard() const { return stage_ == 3 || wire_ != WireFormat::kFp32; }
+  bool keeps_master_shard() const { return stage_ == 3 || gather_.wire != WireFormat::kFp32; }
   static std::span<float> shard_of(std::span<float> buffer, const Piece& piece) {
     return buffer.subspan(piece.shard_offset, piece.block.count);
   }
   void reduce_scatter(WorkerContext& ctx, const Piece& piece) {
     ctx.comm.reduce_scatter(ctx.grads.subspan(piece.offset, piece.count), shard_of(grads_, piece),
-                            ReduceOp::kSum, wire_);
+                            ReduceOp::kSum, gather_);
   }
   void gather_all(WorkerContext& ctx) {
     for (const Piece& piece : pieces_)
       ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count),
-                         wire_);
+                         gather_);
   }
   void copy_shard_from_model(WorkerContext& ctx) {
     for (const Piece& piece : pieces_) {
@@ -217,13 +217,13 @@ class Zero final : public Strategy {
     if (work) return;
     const Piece& piece = pieces_[static_cast<size_t>(k)];
     work = ctx.comm.allgather_async(shard_of(params_, piece),
-                                    ctx.params.subspan(piece.offset, piece.count), wire_);
+                                    ctx.params.subspan(piece.offset, piece.count), gather_);
   }
 
   int stage_;
   double bucket_mb_;
   OptimizerConfig optimizer_config_;
-  WireFormat wire_;
+  GatherOptions gather_;  // the wire format and the algorithm (ring or hierarchical)
   std::vector<Piece> pieces_;
   std::vector<float> storage_;
   std::span<float> params_, grads_;  // this worker's shard: its parameters and summed gradients
@@ -242,7 +242,7 @@ std::unique_ptr<Strategy> make_zero(const Scenario& scenario) {
   const StrategySection& s = scenario.strategy;
   SYNC_CHECK(s.stage >= 1 && s.stage <= 3, "zero stage " << s.stage << " (refused at parsing)");
   return std::make_unique<Zero>(s.stage, s.bucket_mb, scenario.optimizer,
-                                wire_format(s.compression));
+                                GatherOptions(wire_format(s.compression), s.algorithm));
 }
 
 }  // namespace syncopate

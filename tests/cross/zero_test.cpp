@@ -93,44 +93,56 @@ TEST(ZeroRun, StageThreeEqualsDdpRingOnSimAndMpi) {
   EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(), (3 * steps + epochs) * 4 * params);
 }
 
-// Across two nodes of two ranks, zero's reduce-scatters and allgathers run hierarchically (a ring
-// inside each node, then one across nodes per local index): stage 3 gives ddp's weights with the
-// hierarchical allreduce bit for bit, on the simulator and under mpirun with pretend nodes, and
-// moves the ring's bytes.
-TEST(ZeroRun, StageThreeAcrossNodesEqualsDdpHierarchicalOnSimAndMpi) {
+// Across two nodes of two ranks, zero's reduce-scatters and allgathers run hierarchically by
+// default (a ring inside each node, then one across nodes per local index): stage 3 gives ddp's
+// weights with the hierarchical allreduce bit for bit, on the simulator and under mpirun with
+// pretend nodes. With strategy.algorithm = "ring" it runs the flat ring and gives ddp ring's.
+// Either way it moves the ring's bytes.
+TEST(ZeroRun, StageThreeAcrossNodesEqualsDdpWithTheSameAlgorithmOnSimAndMpi) {
   const std::string common = " run " + kSmall +
                              " --workers 4 --quiet --set strategy.bucket_mb=0.25 "
                              "--set sim.platform=mn5-acc --set sim.platform_params.nodes=2 "
                              "--set sim.platform_params.gpus_per_node=2 ";
-  const fs::path ddp = scratch() / "ddp-hierarchical", sim = scratch() / "zero3-sim-nodes",
-                 mpi = scratch() / "zero3-mpi-nodes";
-  std::string log;
-  ASSERT_EQ(syncopate::run_command(bin() + common +
-                                       "--backend sim --strategy ddp "
-                                       "--set strategy.algorithm=hierarchical --out " +
-                                       ddp.string(),
-                                   &log),
-            0)
-      << log;
-  const std::string zero = "--strategy zero --set strategy.stage=3 --out ";
-  ASSERT_EQ(syncopate::run_command(bin() + common + "--backend sim " + zero + sim.string(), &log),
-            0)
-      << log;
-  ASSERT_EQ(syncopate::run_command("SYNCOPATE_MPI_RANKS_PER_NODE=2 " + syncopate::mpirun(4) + " " +
-                                       bin() + common + "--backend mpi " + zero + mpi.string(),
-                                   &log),
-            0)
-      << log;
-  ASSERT_EQ(model_of(ddp).size(), 235146u * 4);
-  EXPECT_TRUE(model_of(sim) == model_of(ddp));
-  EXPECT_TRUE(model_of(mpi) == model_of(ddp));
-  // 600 samples, batch 16 on 4 workers: 10 steps per epoch (the last one short), 2 epochs. Each
-  // rank sends every block but one per pass; in all, 3 (W - 1) x 4 bytes per parameter per step.
-  const uint64_t params = 235146, steps = 2 * 10, epochs = 2, workers = 4;
-  EXPECT_EQ(summary_of(sim)["bytes_sent"].get<uint64_t>(),
-            (3 * steps + epochs) * (workers - 1) * 4 * params);
-  EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(),
-            (3 * steps + epochs) * (workers - 1) * 4 * params);
+  std::map<std::string, std::string> models;
+  for (const std::string algorithm : {"hierarchical", "ring"}) {
+    SCOPED_TRACE(algorithm);
+    const fs::path ddp = scratch() / ("ddp-nodes-" + algorithm),
+                   sim = scratch() / ("zero3-sim-nodes-" + algorithm),
+                   mpi = scratch() / ("zero3-mpi-nodes-" + algorithm);
+    std::string log;
+    ASSERT_EQ(syncopate::run_command(bin() + common + "--backend sim --strategy ddp " +
+                                         "--set strategy.algorithm=" + algorithm + " --out " +
+                                         ddp.string(),
+                                     &log),
+              0)
+        << log;
+    // The default (auto) is hierarchical here.
+    const std::string zero = std::string("--strategy zero --set strategy.stage=3 ") +
+                             (algorithm == "ring" ? "--set strategy.algorithm=ring " : "") +
+                             "--out ";
+    ASSERT_EQ(syncopate::run_command(bin() + common + "--backend sim " + zero + sim.string(), &log),
+              0)
+        << log;
+    ASSERT_EQ(
+        syncopate::run_command("SYNCOPATE_MPI_RANKS_PER_NODE=2 " + syncopate::mpirun(4) + " " +
+                                   bin() + common + "--backend mpi " + zero + mpi.string(),
+                               &log),
+        0)
+        << log;
+    ASSERT_EQ(model_of(ddp).size(), 235146u * 4);
+    EXPECT_TRUE(model_of(sim) == model_of(ddp));
+    EXPECT_TRUE(model_of(mpi) == model_of(ddp));
+    models[algorithm] = model_of(sim);
+    // 600 samples, batch 16 on 4 workers: 10 steps per epoch (the last one short), 2 epochs.
+    // Each rank sends every block but one per pass: 3 (W - 1) x 4 bytes per parameter and step
+    // in all, and (W - 1) x 4 for the model gathered at each epoch's end.
+    const uint64_t params = 235146, steps = 2 * 10, epochs = 2, workers = 4;
+    EXPECT_EQ(summary_of(sim)["bytes_sent"].get<uint64_t>(),
+              (3 * steps + epochs) * (workers - 1) * 4 * params);
+    EXPECT_EQ(summary_of(mpi)["bytes_sent"].get<uint64_t>(),
+              (3 * steps + epochs) * (workers - 1) * 4 * params);
+  }
+  EXPECT_FALSE(models["hierarchical"] == models["ring"]) << "the sums run in another order";
 }
 
 // GPT-2 XL cost-only on 8 GPUs of two nodes, 10 steps of batch 1. Stage 1 reduce-scatters after
@@ -165,6 +177,22 @@ TEST(ZeroRun, StagesTwoAndThreeOverlapCommunicationWithCompute) {
   EXPECT_EQ(runs[3]["bytes_sent"].get<uint64_t>(), (3 * steps + 1) * (workers - 1) * 4 * params +
                                                        2 * steps * (workers - 1) * 4 * embedding);
   EXPECT_EQ(runs[1]["bytes_sent"].get<uint64_t>(), 2 * steps * (workers - 1) * 4 * params);
+
+  // The flat ring (strategy.algorithm = "ring") moves the same bytes, but all of a node's
+  // traffic across nodes goes through one GPU: stage 1's communication takes longer than with
+  // the hierarchical passes (the default across nodes).
+  const fs::path ring = scratch() / "gpt2-overlap-1-ring";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(base +
+                                       "--set strategy.stage=1 --set strategy.algorithm=ring "
+                                       "--out " +
+                                       ring.string(),
+                                   &log),
+            0)
+      << log;
+  const nlohmann::json flat = summary_of(ring);
+  EXPECT_EQ(flat["bytes_sent"].get<uint64_t>(), runs[1]["bytes_sent"].get<uint64_t>());
+  EXPECT_GT(flat["comm_total_time_s"].get<double>(), 1.5 * total(1));
 }
 
 // GPT-2 XL at batch 64 on 8 GPUs: ddp needs 79.2 GB per GPU, more than the H100's 64 GiB, and is

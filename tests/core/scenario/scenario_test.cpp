@@ -430,8 +430,14 @@ TEST(ScenarioKnobs, ZeroStage) {
                  "read only by zero");
   expect_refused(strategy_file("zero", "bucket_mb = 1\n"), {}, "exp.toml:4", "strategy.bucket_mb",
                  "read from strategy.stage = 2");
-  expect_refused(strategy_file("zero", "algorithm = \"ring\"\n"), {}, "exp.toml:4",
-                 "strategy.algorithm", "always run the ring");
+  for (const Algorithm algorithm : {Algorithm::kRing, Algorithm::kHierarchical})
+    EXPECT_EQ(parse_scenario(strategy_file("zero", "algorithm = \"" +
+                                                       std::string(to_string(algorithm)) + "\"\n"),
+                             "e")
+                  .strategy.algorithm,
+              algorithm);
+  expect_refused(strategy_file("zero", "algorithm = \"rabenseifner\"\n"), {}, "exp.toml:4",
+                 "strategy.algorithm", "run \"ring\" or \"hierarchical\"");
   expect_refused(strategy_file("zero", "") + "[data]\norder = \"blocks\"\n", {}, "exp.toml:5",
                  "data.order", "needs data.order = \"global\"");
 }
