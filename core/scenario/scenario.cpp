@@ -210,7 +210,7 @@ std::optional<MainCollective> main_collective(const Scenario& s, int64_t model_p
       return MainCollective{"the weights' allreduce (one fragment's) every strategy.every steps",
                             model_bytes / static_cast<size_t>(s.strategy.fragments)};
     case StrategyKind::kZero:
-      return std::nullopt;  // reduce-scatter and allgather: always the ring
+      return std::nullopt;  // reduce-scatter and allgather (print_scenario's own note)
   }
   return std::nullopt;
 }
@@ -230,8 +230,15 @@ std::string mid_epoch_checkpoint_refusal(const Scenario& s) {
 
 std::string print_scenario(const Scenario& s, int64_t model_params) {
   std::string out = s.resolved_toml + "\n";
+  if (s.strategy.algorithm != Algorithm::kAuto) return out;
+  if (s.strategy.kind == StrategyKind::kZero)
+    return out +
+           "\n# strategy.algorithm = \"auto\": zero's reduce-scatters and allgathers run "
+           "hierarchically\n#   (a ring inside every node, then one across nodes per local "
+           "index) when the\n#   workers span nodes of equal size, numbered node by node; "
+           "otherwise the ring\n#   (core/comm/collective_schedule.hpp, GatherLayout).\n";
   const std::optional<MainCollective> main = main_collective(s, model_params);
-  if (s.strategy.algorithm != Algorithm::kAuto || !main) return out;
+  if (!main) return out;
   const Algorithm one_node = resolve_algorithm(Algorithm::kAuto, s.workers, main->bytes, {});
   std::ostringstream note;
   note << "\n# strategy.algorithm = \"auto\" picks per collective "

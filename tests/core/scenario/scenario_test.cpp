@@ -418,6 +418,9 @@ TEST(ScenarioPrint, SaysWhatAutoChoosesForTheMainCollective) {
   const Scenario ring = parse_scenario(default_scenario_text(), "<default>",
                                        {"strategy.name=ddp", "strategy.algorithm=ring"});
   EXPECT_EQ(print_scenario(ring, 1000).find("picks per collective"), std::string::npos);
+  // zero: its reduce-scatters and allgathers, hierarchical across nodes.
+  EXPECT_NE(note("zero", 8, 1000).find("zero's reduce-scatters and allgathers run hierarchically"),
+            std::string::npos);
 }
 
 TEST(ScenarioKnobs, ZeroStage) {
