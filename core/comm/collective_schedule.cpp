@@ -328,44 +328,41 @@ struct NodeRings {
   }
 };
 
-// Ring: one ring over all ranks. Hierarchical (grouped layout): a ring reduce-scatter inside
-// every node leaves local index j with shard j of L reduced over its node; a ring across nodes
-// among the ranks of index j then leaves node n with block n of that shard, its grouped block.
-Builder build_reduce_scatter(Algorithm algorithm, int p, size_t count,
-                             std::span<const int> node_of_rank, ScheduleSink* sink) {
+// A reduce-scatter (reduce) or an allgather. Ring: one ring over all ranks. Hierarchical (the
+// grouped layout): a reduce-scatter's ring inside every node leaves local index j with shard j of
+// L reduced over its node, then a ring across nodes among the ranks of index j leaves node n with
+// block n of that shard, its grouped block; an allgather runs the two the other way round.
+Builder build_gather_phase(bool reduce, Algorithm algorithm, int p, size_t count,
+                           std::span<const int> node_of_rank, ScheduleSink* sink) {
   const GatherLayout layout = layout_for(algorithm, p, node_of_rank);
+  const int shift = reduce ? 1 : 0;
+  const RecvAction action = reduce ? RecvAction::kReduce : RecvAction::kCopy;
   if (layout.in_place()) {
     Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
-    append_ring_reduce_scatter(s, 0, identity_ring(p), {0, count});
+    append_ring(s, 0, identity_ring(p), {0, count}, shift, action);
     return s;
   }
   Builder s = empty_schedule(Algorithm::kHierarchical, p, count, sink);
   const NodeRings rings(layout);
-  size_t across_start = 0;
-  for (const auto& ring : rings.inside)
-    across_start = append_ring_reduce_scatter(s, 0, ring, {0, count});
-  for (size_t j = 0; j < rings.across.size(); ++j)
-    append_ring_reduce_scatter(s, across_start, rings.across[j],
-                               sub_block({0, count}, layout.per_node, static_cast<int>(j)));
-  return s;
-}
-
-// The reduce-scatter backwards: across nodes first, then inside every node.
-Builder build_allgather(Algorithm algorithm, int p, size_t count, std::span<const int> node_of_rank,
-                        ScheduleSink* sink) {
-  const GatherLayout layout = layout_for(algorithm, p, node_of_rank);
-  if (layout.in_place()) {
-    Builder s = empty_schedule(Algorithm::kRing, p, count, sink);
-    append_ring_allgather(s, 0, identity_ring(p), {0, count});
-    return s;
-  }
-  Builder s = empty_schedule(Algorithm::kHierarchical, p, count, sink);
-  const NodeRings rings(layout);
-  size_t inside_start = 0;
-  for (size_t j = 0; j < rings.across.size(); ++j)
-    inside_start = append_ring_allgather(
-        s, 0, rings.across[j], sub_block({0, count}, layout.per_node, static_cast<int>(j)));
-  for (const auto& ring : rings.inside) append_ring_allgather(s, inside_start, ring, {0, count});
+  // Each runs its rings from round0 (all at once) and returns the first round after them.
+  const auto inside = [&](size_t round0) {
+    size_t next = round0;
+    for (const auto& ring : rings.inside)
+      next = append_ring(s, round0, ring, {0, count}, shift, action);
+    return next;
+  };
+  const auto across = [&](size_t round0) {
+    size_t next = round0;
+    for (size_t j = 0; j < rings.across.size(); ++j)
+      next =
+          append_ring(s, round0, rings.across[j],
+                      sub_block({0, count}, layout.per_node, static_cast<int>(j)), shift, action);
+    return next;
+  };
+  if (reduce)
+    across(inside(0));
+  else
+    inside(across(0));
   return s;
 }
 
@@ -398,9 +395,9 @@ Builder build(CollectiveKind kind, Algorithm algorithm, int p, size_t count, int
     case CollectiveKind::kAllreduce:
       return build_allreduce(algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kReduceScatter:
-      return build_reduce_scatter(algorithm, p, count, node_of_rank, sink);
+      return build_gather_phase(true, algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kAllgather:
-      return build_allgather(algorithm, p, count, node_of_rank, sink);
+      return build_gather_phase(false, algorithm, p, count, node_of_rank, sink);
     case CollectiveKind::kBroadcast:
       return build_broadcast(p, count, root, sink);
     case CollectiveKind::kReduce:
@@ -423,11 +420,11 @@ Schedule make_allreduce_schedule(Algorithm algorithm, int p, size_t count,
 }
 
 Schedule make_reduce_scatter_schedule(int p, size_t count) {
-  return built(build_reduce_scatter(Algorithm::kRing, p, count, {}, nullptr));
+  return built(build_gather_phase(true, Algorithm::kRing, p, count, {}, nullptr));
 }
 
 Schedule make_allgather_schedule(int p, size_t count) {
-  return built(build_allgather(Algorithm::kRing, p, count, {}, nullptr));
+  return built(build_gather_phase(false, Algorithm::kRing, p, count, {}, nullptr));
 }
 
 GatherLayout gather_layout(std::span<const int> node_of_rank) {
