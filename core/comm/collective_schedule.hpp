@@ -90,6 +90,7 @@ struct GatherLayout {
 // says: grouped by local index when the ranks span several nodes, each of them holding the
 // same number of consecutive ranks; in place otherwise (they then run the ring).
 GatherLayout gather_layout(std::span<const int> node_of_rank);
+
 // Binomial trees rooted at `root`.
 Schedule make_broadcast_schedule(int p, size_t count, int root);
 Schedule make_reduce_schedule(int p, size_t count, int root);

@@ -17,8 +17,8 @@ namespace syncopate {
 
 // Identifies a schedule. Made by ScheduleCache::key: kAuto resolved for kAllreduce (from the
 // bytes in the wire format) and for kReduceScatter and kAllgather (kAuto and kHierarchical give
-// kHierarchical where the group's gather_layout() is not in place; the rest kRing), that of the
-// other kinds left kAuto (fixed by the kind) and the root of kinds without one zeroed. The wire
+// kHierarchical where the group's gather_layout(kAuto) is not in place; the rest kRing), that of
+// the other kinds left kAuto (fixed by the kind) and the root of kinds without one zeroed. The wire
 // format sets the bytes of the traffic.
 struct ScheduleKey {
   CollectiveKind kind = CollectiveKind::kAllreduce;
