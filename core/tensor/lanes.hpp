@@ -7,11 +7,13 @@
 // target and for x86-64-v4, and the loader picks the copy that the CPU runs (target_clones, as
 // glibc picks its string functions). What the function calls must be inlined into it to share
 // its copy's target: helpers that hold the loop bodies are always_inline. A build whose target
-// already has AVX-512, or another architecture, compiles one copy.
+// already has AVX-512, or another architecture, compiles one copy; so does a translation unit
+// compiled with SYNCOPATE_KERNELS_BASELINE_ONLY, which the tests use to run the baseline copy on
+// a CPU that would pick the other (tests/CMakeLists.txt, test_kernels_baseline).
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) && !defined(__AVX512BW__)
+#if defined(__x86_64__) && !defined(__AVX512BW__) && !defined(SYNCOPATE_KERNELS_BASELINE_ONLY)
 #define SYNCOPATE_CLONES_FOR_AVX512 __attribute__((target_clones("arch=x86-64-v4", "default")))
 #else
 #define SYNCOPATE_CLONES_FOR_AVX512
