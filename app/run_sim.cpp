@@ -64,11 +64,15 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
   const TrainData data = prepare_data(scenario, options.cost_only);
   RunResult result;
   result.reports.resize(static_cast<size_t>(scenario.workers));
+  // Every simulated worker's finished epochs in one file (recorder.hpp).
+  std::optional<EpochRows> rows;
+  CheckpointPlan plan = target.plan;
+  if (!plan.dir.empty()) plan.shared_rows = &rows.emplace(plan.dir, plan.resume);
   sim::SimStats stats;
   try {
     stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
       WorkerReport& report = result.reports[static_cast<size_t>(comm.rank())];
-      report = train_worker(scenario, data, comm, exec, {}, progress, target.plan, &report);
+      report = train_worker(scenario, data, comm, exec, {}, progress, plan, &report);
     });
   } catch (const FaultAbort& e) {
     const std::optional<double> checkpoint =

@@ -45,6 +45,9 @@ struct CheckpointPlan {
   double start_s = 0;
   // Where a signalled stop happens; nullptr: process_stop_latch().
   StopLatch* stop_latch = nullptr;
+  // Where the finished epochs' rows go when one process hosts every worker (the simulator);
+  // nullptr: each worker appends to its own file (append_epoch_row).
+  EpochRows* shared_rows = nullptr;
 };
 
 struct WorkerCheckpoint {

@@ -168,6 +168,24 @@ void append_epoch_row(const std::string& run_dir, const EpochMetrics& row) {
   if (!out) throw UserError(path.string() + ": cannot write");
 }
 
+EpochRows::EpochRows(const std::string& run_dir, bool resumed)
+    : path_((fs::path(run_dir) / "epochs" / "workers.csv").string()) {
+  if (resumed) fs::remove(path_);
+}
+
+void EpochRows::append(const EpochMetrics& row) {
+  const std::lock_guard lock(mutex_);
+  if (!out_.is_open()) {
+    fs::create_directories(fs::path(path_).parent_path());
+    const bool fresh = !fs::exists(path_) || fs::file_size(path_) == 0;
+    out_.open(path_, std::ios::app);
+    if (fresh) out_ << metrics_csv_header();
+  }
+  out_ << metrics_csv_row(row);
+  out_.flush();
+  if (!out_) throw UserError(path_ + ": cannot write");
+}
+
 std::string summary_json(const Scenario& scenario, const RunSummary& s, const RunInfo& info) {
   Json j;
   j["name"] = scenario.name;

@@ -258,11 +258,20 @@ WorkerCheckpoint my_checkpoint(std::vector<WorkerCheckpoint> set, const Checkpoi
   WorkerCheckpoint mine = resized_checkpoint(set, s, rank);
   if (rank == 0) {
     write_run_scenario(plan.dir, s);
-    for (int w = s.workers; w < from; ++w)
-      std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
-                              ("worker-" + std::to_string(w) + ".csv"));
+    if (!plan.shared_rows)  // a shared file was emptied when the resumed run began
+      for (int w = s.workers; w < from; ++w)
+        std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                                ("worker-" + std::to_string(w) + ".csv"));
   }
   return mine;
+}
+
+// A finished epoch's row on disk: in the process's shared file, or in the worker's own.
+void write_epoch_row(const CheckpointPlan& plan, const EpochMetrics& row) {
+  if (plan.shared_rows)
+    plan.shared_rows->append(row);
+  else
+    append_epoch_row(plan.dir, row);
 }
 
 // Continues from the run's checkpoints: on_train_begin sees the start parameters, then the
@@ -278,16 +287,17 @@ void resume(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
   w.strategy.on_train_begin(w.ctx);
   restore_worker(mine, w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only, resized);
   // The epochs kept while it ran are those of the checkpoint: later ones run again.
-  std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
-                          ("worker-" + std::to_string(w.ctx.comm.rank()) + ".csv"));
-  for (const EpochMetrics& row : w.report.epochs) append_epoch_row(plan.dir, row);
+  if (!plan.shared_rows)
+    std::filesystem::remove(std::filesystem::path(plan.dir) / "epochs" /
+                            ("worker-" + std::to_string(w.ctx.comm.rank()) + ".csv"));
+  for (const EpochMetrics& row : w.report.epochs) write_epoch_row(plan, row);
 }
 
 // After epoch `epoch`: its row on disk, and a checkpoint when one is due. True when the run
 // stops there (the report is then marked interrupted).
 bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const Resumable& w) {
   const int rank = w.ctx.comm.rank();
-  append_epoch_row(plan.dir, w.report.epochs.back());
+  write_epoch_row(plan, w.report.epochs.back());
   if (plan.kill_after_epochs == epoch + 1 && plan.kill_worker == rank) std::raise(SIGKILL);
   const EpochEnd end = epoch_end(plan, epoch + 1, s.epochs, w);
   if (!end.checkpoint) return false;

@@ -250,6 +250,14 @@ TEST(MpiKilledRank, KeepsItsFinishedEpochsAndResumes) {
   EXPECT_EQ(bytes_of(full / "model.bin"), bytes_of(part / "model.bin"));
 }
 
+// The epochs of `worker` among a file's rows, in the file's order.
+std::vector<int> epochs_of(const fs::path& csv, int worker) {
+  std::vector<int> epochs;
+  for (const syncopate::EpochMetrics& row : syncopate::read_metrics_csv(csv.string()))
+    if (row.worker == worker) epochs.push_back(row.epoch);
+  return epochs;
+}
+
 // A run without checkpoints keeps its finished epochs too; a complete run keeps no leftovers.
 TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
   const fs::path out = scratch() / "epochs-only";
@@ -261,7 +269,7 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
                 &output),
             0);
   const fs::path partial = out.string() + ".partial";
-  EXPECT_EQ(rows_in(partial / "epochs" / "worker-0.csv"), 1u);  // killed after it
+  EXPECT_EQ(epochs_of(partial / "epochs" / "workers.csv", 0), std::vector<int>{0});  // killed
   EXPECT_FALSE(fs::exists(partial / "checkpoint"));
   fs::remove_all(partial);
   ASSERT_EQ(
@@ -272,6 +280,33 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
   for (const char* leftover : {"epochs", "checkpoint", "INCOMPLETE"})
     EXPECT_FALSE(fs::exists(out / leftover)) << leftover;
   EXPECT_FALSE(fs::exists(partial));
+}
+
+// The simulator writes both workers' finished epochs into one file. Killed after epoch 2, one
+// past its checkpoint (every 2 epochs), the run has worker 0's epochs 0 to 2 there. Resumed from
+// epoch 2 and killed after epoch 3, it has each of worker 0's epochs once: the resumed run emptied
+// the file, each worker wrote its checkpoint's rows again, then the epochs it ran.
+TEST(RunDir, SimulatedWorkersShareOneEpochFileThatResumeRewrites) {
+  const fs::path out = scratch() / "sim-rows";
+  const fs::path partial = out.string() + ".partial", rows = partial / "epochs" / "workers.csv";
+  fs::remove_all(partial);
+  const std::string kill = " --test-hook kill_worker=0 --test-hook kill_after_epochs=";
+  std::string output;
+  EXPECT_NE(syncopate::run_command(kBin + " run " + kScenario +
+                                       " --quiet --backend sim --workers 2 --strategy ddp "
+                                       "--epochs 4 --set checkpoint.every=2 --out " +
+                                       out.string() + kill + "3",
+                                   &output),
+            0);
+  EXPECT_EQ(epochs_of(rows, 0), (std::vector<int>{0, 1, 2})) << output;
+  EXPECT_FALSE(fs::exists(partial / "epochs" / "worker-0.csv"));
+  EXPECT_NE(syncopate::run_command(kBin + " run --quiet --resume " + partial.string() + kill + "4",
+                                   &output),
+            0);
+  EXPECT_EQ(epochs_of(rows, 0), (std::vector<int>{0, 1, 2, 3})) << output;
+  const std::vector<int> other = epochs_of(rows, 1);
+  ASSERT_GE(other.size(), 3u);  // its checkpoint's two, and epoch 2 (worker 0 ended epoch 3)
+  for (size_t i = 0; i < other.size(); ++i) EXPECT_EQ(other[i], static_cast<int>(i));
 }
 
 }  // namespace
