@@ -132,7 +132,7 @@ void append_epoch_row(const std::string& run_dir, const EpochMetrics& row);
 
 // The same rows of every worker of a process that hosts them all (the simulator), in one file,
 // RUN/epochs/workers.csv, through one stream kept open and flushed after each row. A file per
-// worker made 65,536 files at that many simulated GPUs, and creating them was about a fifth of a
+// worker made 65,536 files at that many simulated GPUs, and creating them was about a quarter of a
 // 4,096-GPU run's wall time.
 class EpochRows {
  public:
