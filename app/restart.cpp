@@ -34,8 +34,7 @@ double date_of(const SimFault& f) { return f.kind == FaultKind::kHostFailure ? f
 }  // namespace
 
 std::optional<double> checkpoint_set_date(const std::string& partial, const Scenario& scenario) {
-  for (int w = 0; w < scenario.workers; ++w)
-    if (!fs::exists(checkpoint_path(partial, w))) return std::nullopt;
+  if (!has_checkpoints(partial, scenario.workers)) return std::nullopt;
   double date = 0;
   for (const WorkerCheckpoint& c : read_resume_set(partial, scenario))
     date = std::max(date, c.clock.at(0));

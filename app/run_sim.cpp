@@ -64,10 +64,15 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
   const TrainData data = prepare_data(scenario, options.cost_only);
   RunResult result;
   result.reports.resize(static_cast<size_t>(scenario.workers));
-  // Every simulated worker's finished epochs in one file (recorder.hpp).
+  // Every simulated worker's finished epochs in one file (recorder.hpp), and its checkpoints in
+  // one file per set (checkpoint.hpp).
   std::optional<EpochRows> rows;
+  std::optional<SharedCheckpoints> checkpoints;
   CheckpointPlan plan = target.plan;
-  if (!plan.dir.empty()) plan.shared_rows = &rows.emplace(plan.dir, plan.resume);
+  if (!plan.dir.empty()) {
+    plan.shared_rows = &rows.emplace(plan.dir, plan.resume);
+    plan.shared_checkpoints = &checkpoints.emplace(plan.dir);
+  }
   sim::SimStats stats;
   try {
     stats = sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {

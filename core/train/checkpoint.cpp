@@ -134,52 +134,16 @@ uint64_t scenario_hash_of_version(const Scenario& scenario, uint32_t version) {
   return fnv1a(without_lines(scenario.resolved_toml, "", "workers = "));
 }
 
-}  // namespace
-
-uint64_t scenario_hash(const Scenario& scenario) {
-  return scenario_hash_of_version(scenario, kCheckpointVersion);
+// The file's bytes; UserError naming it when it cannot be read.
+std::string bytes_of_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw UserError(path + ": no checkpoint there (cannot open)");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return text.str();
 }
 
-std::string checkpoint_path(const std::string& run_dir, int worker) {
-  return (fs::path(run_dir) / "checkpoint" / ("worker-" + std::to_string(worker) + ".ckpt"))
-      .string();
-}
-
-void write_atomically(const fs::path& path, const std::string& bytes) {
-  const fs::path temporary = path.string() + ".tmp";
-  const auto fail = [&](const char* what) {
-    throw UserError(temporary.string() + ": cannot " + what + ": " + std::strerror(errno));
-  };
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("create");
-  for (size_t at = 0; at < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      fail("write");
-    }
-    at += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
-  }
-  if (::close(fd) != 0) fail("close");
-  fs::rename(temporary, path);
-  if (const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-}
-
-void write_run_scenario(const std::string& run_dir, const Scenario& scenario) {
-  write_atomically(fs::path(run_dir) / "scenario.toml", scenario.resolved_toml);
-}
-
-void write_checkpoint(const std::string& path, const Scenario& scenario,
-                      const WorkerCheckpoint& checkpoint) {
+std::string encode_checkpoint(const Scenario& scenario, const WorkerCheckpoint& checkpoint) {
   const std::string payload = payload_of(checkpoint);
   ByteWriter w;
   std::string bytes(kMagic);
@@ -190,17 +154,12 @@ void write_checkpoint(const std::string& path, const Scenario& scenario,
   bytes += payload;
   const uint32_t crc = crc32_of(bytes);
   bytes.append(reinterpret_cast<const char*>(&crc), sizeof crc);
-  fs::create_directories(fs::path(path).parent_path());
-  write_atomically(path, bytes);
+  return bytes;
 }
 
-WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenario) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw UserError(path + ": no checkpoint there (cannot open)");
-  std::ostringstream text;
-  text << file.rdbuf();
-  const std::string bytes = text.str();
-  if (bytes.size() < kMagic.size() || std::string_view(bytes).substr(0, 8) != kMagic)
+WorkerCheckpoint decode_checkpoint(std::string_view bytes, const std::string& path,
+                                   const Scenario& scenario) {
+  if (bytes.size() < kMagic.size() || bytes.substr(0, 8) != kMagic)
     throw UserError(path + ": not a syncopate checkpoint (no SYNCCKPT magic)");
   if (bytes.size() < kHeader + 4) throw UserError(path + ": truncated checkpoint");
   const auto version = field_at<uint32_t>(bytes, 8);
@@ -216,13 +175,81 @@ WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenar
   if (bytes.size() != kHeader + length + 4)
     throw UserError(path + ": truncated checkpoint (" + std::to_string(bytes.size()) +
                     " bytes, the header announces " + std::to_string(kHeader + length + 4) + ")");
-  const std::string_view body = std::string_view(bytes).substr(0, kHeader + length);
+  const std::string_view body = bytes.substr(0, kHeader + length);
   if (crc32_of(body) != field_at<uint32_t>(bytes, kHeader + length))
     throw UserError(path + ": corrupt checkpoint (CRC-32 mismatch)");
   if (field_at<uint64_t>(bytes, 12) != scenario_hash_of_version(scenario, version))
     throw UserError(path + ": checkpoint of another scenario (its resolved scenario differs " +
                     "from this run's " + scenario.source + ")");
   return parse_payload(body.substr(kHeader), path, version);
+}
+
+}  // namespace
+
+uint64_t scenario_hash(const Scenario& scenario) {
+  return scenario_hash_of_version(scenario, kCheckpointVersion);
+}
+
+std::string checkpoint_path(const std::string& run_dir, int worker) {
+  return (fs::path(run_dir) / "checkpoint" / ("worker-" + std::to_string(worker) + ".ckpt"))
+      .string();
+}
+
+namespace {
+
+// Writes all of `bytes` to fd; false (errno set) when it cannot.
+bool write_all(int fd, std::string_view bytes) {
+  for (size_t at = 0; at < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + at, bytes.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    at += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// fsync of the folder, so that a rename in it is durable.
+void sync_folder(const fs::path& folder) {
+  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace
+
+void write_atomically(const fs::path& path, const std::string& bytes) {
+  const fs::path temporary = path.string() + ".tmp";
+  const auto fail = [&](const char* what) {
+    throw UserError(temporary.string() + ": cannot " + what + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create");
+  if (!write_all(fd, bytes)) {
+    ::close(fd);
+    fail("write");
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("fsync");
+  }
+  if (::close(fd) != 0) fail("close");
+  fs::rename(temporary, path);
+  sync_folder(path.parent_path());
+}
+
+void write_run_scenario(const std::string& run_dir, const Scenario& scenario) {
+  write_atomically(fs::path(run_dir) / "scenario.toml", scenario.resolved_toml);
+}
+
+void write_checkpoint(const std::string& path, const Scenario& scenario,
+                      const WorkerCheckpoint& checkpoint) {
+  fs::create_directories(fs::path(path).parent_path());
+  write_atomically(path, encode_checkpoint(scenario, checkpoint));
+}
+
+WorkerCheckpoint read_checkpoint(const std::string& path, const Scenario& scenario) {
+  return decode_checkpoint(bytes_of_file(path), path, scenario);
 }
 
 namespace {
@@ -293,8 +320,11 @@ void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenari
   write_checkpoint(path, scenario, checkpoint);
 }
 
-std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
-                                              const Scenario& scenario) {
+namespace {
+
+// read_resume_set from the files of each worker.
+std::vector<WorkerCheckpoint> read_worker_files(const std::string& run_dir,
+                                                const Scenario& scenario) {
   std::vector<std::vector<WorkerCheckpoint>> all{checkpoints_of(run_dir, scenario, 0)};
   if (all[0].empty()) throw UserError(checkpoint_path(run_dir, 0) + ": no checkpoint there");
   int most = 0;  // the largest worker count among worker 0's checkpoints
@@ -308,6 +338,170 @@ std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
   for (const WorkerCheckpoint* head : heads)
     if (std::vector<WorkerCheckpoint> set = set_of(*head, all); !set.empty()) return set;
   no_resume_set(run_dir, all);
+}
+
+constexpr std::string_view kSetMagic = "SYNCCSET";
+constexpr size_t kSetHeader = 8 + 4;  // magic, set format version
+
+std::string set_header() {
+  ByteWriter w;
+  w.put<uint32_t>(kCheckpointSetVersion);
+  return std::string(kSetMagic) + w.bytes();
+}
+
+std::string set_record(const Scenario& scenario, const WorkerCheckpoint& checkpoint) {
+  const std::string bytes = encode_checkpoint(scenario, checkpoint);
+  ByteWriter w;
+  w.put<uint64_t>(bytes.size());
+  return w.bytes() + bytes;
+}
+
+std::pair<int64_t, int64_t> point_of(const WorkerCheckpoint& c) {
+  return {c.next_epoch, c.next_step};
+}
+
+}  // namespace
+
+std::string checkpoint_set_path(const std::string& run_dir) {
+  return (fs::path(run_dir) / "checkpoint" / "workers.ckpt").string();
+}
+
+std::vector<WorkerCheckpoint> read_checkpoint_set(const std::string& path,
+                                                  const Scenario& scenario) {
+  const std::string file = bytes_of_file(path);
+  const std::string_view bytes = file;
+  if (bytes.size() < kSetMagic.size() || bytes.substr(0, 8) != kSetMagic)
+    throw UserError(path + ": not a syncopate checkpoint set (no SYNCCSET magic)");
+  if (bytes.size() < kSetHeader) throw UserError(path + ": truncated checkpoint set");
+  const auto version = field_at<uint32_t>(bytes, 8);
+  if (version != kCheckpointSetVersion)
+    throw UserError(path + ": checkpoint set format version " + std::to_string(version) +
+                    (version > kCheckpointSetVersion
+                         ? " is newer than this program's (" +
+                               std::to_string(kCheckpointSetVersion) +
+                               "); resume it with the syncopate that wrote it"
+                         : " is not supported (this program reads version " +
+                               std::to_string(kCheckpointSetVersion) + ")"));
+  std::vector<WorkerCheckpoint> set;
+  for (size_t at = kSetHeader; at < bytes.size();) {
+    const std::string record = path + " (record " + std::to_string(set.size()) + ")";
+    if (bytes.size() - at < 8) throw UserError(record + ": truncated checkpoint (no length)");
+    const auto length = field_at<uint64_t>(bytes, at);
+    at += 8;
+    if (length > bytes.size() - at)
+      throw UserError(record + ": truncated checkpoint (" + std::to_string(bytes.size() - at) +
+                      " bytes left, the record announces " + std::to_string(length) + ")");
+    set.push_back(decode_checkpoint(bytes.substr(at, length), record, scenario));
+    at += length;
+  }
+  if (set.empty()) throw UserError(path + ": empty checkpoint set");
+  std::sort(set.begin(), set.end(), [](const WorkerCheckpoint& a, const WorkerCheckpoint& b) {
+    return a.worker < b.worker;
+  });
+  const WorkerCheckpoint& head = set.front();
+  for (size_t w = 0; w < set.size(); ++w)
+    if (set[w].worker != static_cast<int>(w) || !in_set(set[w], head))
+      throw UserError(path + ": not one checkpoint set (record of worker " +
+                      std::to_string(set[w].worker) + " of " + std::to_string(set[w].workers) +
+                      " before epoch " + std::to_string(set[w].next_epoch) + ", expected worker " +
+                      std::to_string(w) + " of " + std::to_string(head.workers) + " before epoch " +
+                      std::to_string(head.next_epoch) + ")");
+  if (set.size() != static_cast<size_t>(head.workers))
+    throw UserError(path + ": incomplete checkpoint set (" + std::to_string(set.size()) + " of " +
+                    std::to_string(head.workers) + " workers)");
+  return set;
+}
+
+void write_checkpoint_set(const std::string& run_dir, const Scenario& scenario,
+                          const std::vector<WorkerCheckpoint>& set) {
+  std::string bytes = set_header();
+  for (const WorkerCheckpoint& c : set) bytes += set_record(scenario, c);
+  const std::string path = checkpoint_set_path(run_dir);
+  fs::create_directories(fs::path(path).parent_path());
+  write_atomically(path, bytes);
+}
+
+bool has_checkpoints(const std::string& run_dir, int workers) {
+  if (fs::exists(checkpoint_set_path(run_dir))) return true;
+  for (int w = 0; w < workers; ++w)
+    if (!fs::exists(checkpoint_path(run_dir, w))) return false;
+  return true;
+}
+
+std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir,
+                                              const Scenario& scenario) {
+  const std::string set_path = checkpoint_set_path(run_dir);
+  if (!fs::exists(set_path)) return read_worker_files(run_dir, scenario);
+  std::vector<WorkerCheckpoint> set = read_checkpoint_set(set_path, scenario);
+  if (!fs::exists(checkpoint_path(run_dir, 0)) && !fs::exists(previous_path(run_dir, 0)))
+    return set;
+  try {
+    std::vector<WorkerCheckpoint> own = read_worker_files(run_dir, scenario);
+    if (point_of(own.front()) > point_of(set.front())) return own;
+  } catch (const UserError&) {  // the set file stands
+  }
+  return set;
+}
+
+SharedCheckpoints::SharedCheckpoints(std::string run_dir) : dir_(std::move(run_dir)) {
+  const fs::path folder = fs::path(dir_) / "checkpoint";
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(folder, error))
+    if (entry.path().filename().string().starts_with("workers-") &&
+        entry.path().extension() == ".tmp")
+      fs::remove(entry.path(), error);
+}
+
+SharedCheckpoints::~SharedCheckpoints() {
+  for (auto& [point, pending] : pending_) {
+    ::close(pending.fd);
+    std::error_code error;
+    fs::remove(pending.path, error);
+  }
+}
+
+void SharedCheckpoints::add(const Scenario& scenario, const WorkerCheckpoint& checkpoint) {
+  const std::string record = set_record(scenario, checkpoint);
+  const std::lock_guard lock(mu_);
+  const auto point = std::tuple(checkpoint.workers, checkpoint.next_epoch, checkpoint.next_step);
+  Pending& pending = pending_[point];
+  const auto fail = [&](const char* what) {
+    const std::string message = pending.path + ": cannot " + what + ": " + std::strerror(errno);
+    if (pending.fd >= 0) ::close(pending.fd);
+    pending_.erase(point);
+    throw UserError(message);
+  };
+  if (pending.fd < 0) {
+    const fs::path folder = fs::path(dir_) / "checkpoint";
+    fs::create_directories(folder);
+    pending.path = (folder / ("workers-" + std::to_string(checkpoint.workers) + "-e" +
+                              std::to_string(checkpoint.next_epoch) + "-s" +
+                              std::to_string(checkpoint.next_step) + ".ckpt.tmp"))
+                       .string();
+    pending.fd = ::open(pending.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (pending.fd < 0) fail("create");
+    if (!write_all(pending.fd, set_header())) fail("write");
+  }
+  if (!write_all(pending.fd, record)) fail("write");
+  if (++pending.added < checkpoint.workers) return;
+  if (::fsync(pending.fd) != 0) fail("fsync");
+  const int fd = std::exchange(pending.fd, -1);
+  if (::close(fd) != 0) fail("close");
+  const std::string path = checkpoint_set_path(dir_);
+  fs::rename(pending.path, path);
+  pending_.erase(point);
+  sync_folder(fs::path(path).parent_path());
+}
+
+std::shared_ptr<const std::vector<WorkerCheckpoint>> SharedCheckpoints::resume_set(
+    const Scenario& scenario) {
+  const std::lock_guard lock(mu_);
+  if (!resume_set_)
+    resume_set_ =
+        std::make_shared<const std::vector<WorkerCheckpoint>>(read_resume_set(dir_, scenario));
+  std::shared_ptr<const std::vector<WorkerCheckpoint>> set = resume_set_;
+  if (++resume_readers_ >= scenario.workers) resume_set_.reset();
+  return set;
 }
 
 namespace {

@@ -1,7 +1,9 @@
 #pragma once
-// Checkpoints of a run: one file per worker, RUN/checkpoint/worker-<w>.ckpt, written at epoch
-// boundaries (atomically: temporary file, fsync, rename, fsync of the folder) and read back by
-// `syncopate run --resume`. A file is
+// Checkpoints of a run, written at epoch boundaries (atomically: temporary file, fsync, rename,
+// fsync of the folder) and read back by `syncopate run --resume`: one file per worker,
+// RUN/checkpoint/worker-<w>.ckpt, where each worker is a process (MPI, local); one file per
+// checkpoint set, RUN/checkpoint/workers.ckpt, where one process hosts every worker (the
+// simulator: SharedCheckpoints). A worker's checkpoint is
 //   "SYNCCKPT" | format version u32 | scenario hash u64 | payload length u64 | payload |
 //   CRC-32 u32 of everything before it
 // (little-endian). The payload holds what the worker loop needs to continue bit for bit: the
@@ -16,7 +18,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/comm/timed_comm.hpp"
@@ -26,6 +32,7 @@
 namespace syncopate {
 
 class StopLatch;
+class SharedCheckpoints;
 
 // What the worker loop writes and reads.
 struct CheckpointPlan {
@@ -48,6 +55,9 @@ struct CheckpointPlan {
   // Where the finished epochs' rows go when one process hosts every worker (the simulator);
   // nullptr: each worker appends to its own file (append_epoch_row).
   EpochRows* shared_rows = nullptr;
+  // Where the checkpoints go when one process hosts every worker; nullptr: each worker writes
+  // its own file (write_worker_checkpoint).
+  SharedCheckpoints* shared_checkpoints = nullptr;
 };
 
 struct WorkerCheckpoint {
@@ -126,9 +136,60 @@ void write_worker_checkpoint(const std::string& run_dir, const Scenario& scenari
                              const WorkerCheckpoint& checkpoint);
 // Every worker's checkpoint at the latest epoch that all of them reached: the latest epoch E
 // and worker count n for which workers 0..n-1 all hold a checkpoint of n workers before epoch E
-// (n may differ from the scenario's after a resize). Throws UserError naming the file when one
-// is damaged or foreign, or when there is no such epoch.
+// (n may differ from the scenario's after a resize). Where a set file is there too (a run moved
+// from one backend to another), the later of the two; the set on a tie. Throws UserError naming
+// the file when one is damaged or foreign, or when there is no such epoch.
 std::vector<WorkerCheckpoint> read_resume_set(const std::string& run_dir, const Scenario& scenario);
+
+// The checkpoint set of the workers of one process: RUN/checkpoint/workers.ckpt is
+//   "SYNCCSET" | set format version u32 | per worker, in the order they arrived:
+//   length u64 | that worker's checkpoint, framed as a worker's file is
+// and holds every worker's checkpoint at one point (worker count, epoch, step). The simulator
+// used to write a file per worker: creating and fsyncing 4,096 of them per checkpoint took
+// longer than simulating a 4,096-GPU epoch.
+inline constexpr uint32_t kCheckpointSetVersion = 1;
+std::string checkpoint_set_path(const std::string& run_dir);
+
+// The checkpoints of the workers of one process. Collects them as they arrive, each point's in
+// its own temporary file, and renames a point's file to workers.ckpt (after fsync) when its last
+// worker's came: the file on disk is always a complete set, and a later one replaces it. Points
+// may be open at once (an asynchronous strategy's workers reach their epochs at different
+// times). A resumed run reads the set once for all its workers. Thread-safe.
+class SharedCheckpoints {
+ public:
+  // Removes the temporary files that a killed run left in run_dir.
+  explicit SharedCheckpoints(std::string run_dir);
+  // Removes the files of sets that did not complete (a lost worker's).
+  ~SharedCheckpoints();
+  SharedCheckpoints(const SharedCheckpoints&) = delete;
+  SharedCheckpoints& operator=(const SharedCheckpoints&) = delete;
+  // Throws UserError naming the file when it cannot be written.
+  void add(const Scenario& scenario, const WorkerCheckpoint& checkpoint);
+  // read_resume_set, read at the first call and dropped after the scenario's workers each had it.
+  std::shared_ptr<const std::vector<WorkerCheckpoint>> resume_set(const Scenario& scenario);
+
+ private:
+  struct Pending {
+    int fd = -1;
+    int added = 0;
+    std::string path;
+  };
+  std::string dir_;
+  std::mutex mu_;
+  std::map<std::tuple<int, int, int64_t>, Pending> pending_;  // by workers, epoch, step
+  std::shared_ptr<const std::vector<WorkerCheckpoint>> resume_set_;
+  int resume_readers_ = 0;
+};
+
+// Writes a whole set at once (atomically), in the set's order.
+void write_checkpoint_set(const std::string& run_dir, const Scenario& scenario,
+                          const std::vector<WorkerCheckpoint>& set);
+// The set in `path`, by worker. Throws UserError naming the file when it is damaged (as
+// read_checkpoint says of one worker's), foreign, or not one complete set.
+std::vector<WorkerCheckpoint> read_checkpoint_set(const std::string& path,
+                                                  const Scenario& scenario);
+// Whether run_dir holds checkpoints of all `workers` (a set file, or a file per worker).
+bool has_checkpoints(const std::string& run_dir, int workers);
 
 // Writes atomically; throws UserError when the file cannot be written.
 void write_checkpoint(const std::string& path, const Scenario& scenario,

@@ -251,10 +251,10 @@ EpochEnd epoch_end(const CheckpointPlan& plan, int done, int epochs, const Resum
 // This worker's checkpoint from the resume set: its own, or at another worker count the one
 // rescale.hpp makes (rank 0 then also rewrites the run's scenario.toml and drops the epoch files
 // of workers that are gone, whose rows it carries).
-WorkerCheckpoint my_checkpoint(std::vector<WorkerCheckpoint> set, const CheckpointPlan& plan,
+WorkerCheckpoint my_checkpoint(const std::vector<WorkerCheckpoint>& set, const CheckpointPlan& plan,
                                const Scenario& s, int rank) {
   const auto from = static_cast<int>(set.size());
-  if (from == s.workers) return std::move(set[static_cast<size_t>(rank)]);
+  if (from == s.workers) return set[static_cast<size_t>(rank)];
   WorkerCheckpoint mine = resized_checkpoint(set, s, rank);
   if (rank == 0) {
     write_run_scenario(plan.dir, s);
@@ -274,13 +274,26 @@ void write_epoch_row(const CheckpointPlan& plan, const EpochMetrics& row) {
     append_epoch_row(plan.dir, row);
 }
 
+// This worker's checkpoint on disk: in the process's set, or in the worker's own file.
+void save_checkpoint(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
+  const WorkerCheckpoint c =
+      checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only);
+  if (plan.shared_checkpoints)
+    plan.shared_checkpoints->add(s, c);
+  else
+    write_worker_checkpoint(plan.dir, s, c);
+}
+
 // Continues from the run's checkpoints: on_train_begin sees the start parameters, then the
 // worker's own state comes back.
 void resume(const CheckpointPlan& plan, const Scenario& s, const Resumable& w) {
-  std::vector<WorkerCheckpoint> set = read_resume_set(plan.dir, s);
-  const bool resized = set.size() != static_cast<size_t>(s.workers);
-  const std::vector<float> start = resized ? std::vector<float>{} : resume_start_params(set);
-  const WorkerCheckpoint mine = my_checkpoint(std::move(set), plan, s, w.ctx.comm.rank());
+  const std::shared_ptr<const std::vector<WorkerCheckpoint>> set =
+      plan.shared_checkpoints
+          ? plan.shared_checkpoints->resume_set(s)
+          : std::make_shared<const std::vector<WorkerCheckpoint>>(read_resume_set(plan.dir, s));
+  const bool resized = set->size() != static_cast<size_t>(s.workers);
+  const std::vector<float> start = resized ? std::vector<float>{} : resume_start_params(*set);
+  const WorkerCheckpoint mine = my_checkpoint(*set, plan, s, w.ctx.comm.rank());
   if (!w.cost_only)
     copy_checked(resized ? mine.params : start, w.ctx.params, "checkpointed parameters");
   w.ctx.comm.barrier();  // every worker has read the checkpoints before any writes the next ones
@@ -306,9 +319,7 @@ bool after_epoch(const CheckpointPlan& plan, const Scenario& s, int epoch, const
   w.loop.epoch_state.clear();
   // After a lost worker (the simulator's elastic runs) the survivors' ranks no longer name the
   // scenario's workers: no checkpoint set is written from then on.
-  if (w.ctx.comm.size() == s.workers)
-    write_worker_checkpoint(
-        plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (w.ctx.comm.size() == s.workers) save_checkpoint(plan, s, w);
   if (!end.stop) return false;
   w.report.interrupted = true;
   w.report.steps = static_cast<uint64_t>(w.loop.global_step);
@@ -351,9 +362,7 @@ bool after_step(const CheckpointPlan& plan, const Scenario& s, size_t done, size
   w.loop.first_step = static_cast<int64_t>(done);
   w.loop.epoch_state = epoch_state_of(meter, tally, read_meters(w.ctx.exec, w.phases, w.ctx.comm));
   // After a lost worker the ranks no longer name the scenario's workers (after_epoch).
-  if (w.ctx.comm.size() == s.workers)
-    write_worker_checkpoint(
-        plan.dir, s, checkpoint_of(w.ctx, w.strategy, w.phases, w.report, w.loop, w.cost_only));
+  if (w.ctx.comm.size() == s.workers) save_checkpoint(plan, s, w);
   if (!stop) return false;
   w.report.interrupted = true;
   w.report.steps = static_cast<uint64_t>(run_steps);

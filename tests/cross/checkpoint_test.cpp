@@ -135,7 +135,7 @@ TEST(PowerSgdResume, EndsAsTheUninterruptedRunOnSim) {
   expect_resume_equivalent("sim-powersgd", args, "", 2, 1e-12);
 }
 
-// A stopped two-worker run's DIR.partial, its worker-0 checkpoint and its bytes.
+// A stopped two-worker simulated run's DIR.partial, its checkpoint set and its bytes.
 struct StoppedRun {
   fs::path partial, checkpoint;
   std::vector<char> bytes;
@@ -149,7 +149,7 @@ StoppedRun stopped_run(const std::string& name, const std::string& extra = "") {
                                    &output),
             4)
       << output;
-  StoppedRun r{out.string() + ".partial", out.string() + ".partial/checkpoint/worker-0.ckpt", {}};
+  StoppedRun r{out.string() + ".partial", out.string() + ".partial/checkpoint/workers.ckpt", {}};
   r.bytes = bytes_of(r.checkpoint);
   return r;
 }
@@ -180,9 +180,16 @@ TEST(CheckpointRefusal, CorruptTruncatedForeignAndFutureFiles) {
   expect_refused(run.partial, "truncated checkpoint");
 
   std::vector<char> future = run.bytes;
-  future[8] = 3;  // the format version, little-endian u32 after the magic
+  future[8] = 2;  // the set's format version, little-endian u32 after the magic
   write_bytes(run.checkpoint, future);
-  expect_refused(run.partial, "checkpoint format version 3 is newer than this program's (2)");
+  expect_refused(run.partial, "checkpoint set format version 2 is newer than this program's (1)");
+  future = run.bytes;
+  // The first record's: after the set's magic and version, the record's length and magic.
+  future[8 + 4 + 8 + 8] = 3;
+  write_bytes(run.checkpoint, future);
+  expect_refused(run.partial,
+                 "workers.ckpt (record 0): checkpoint format version 3 is newer than this "
+                 "program's (2)");
 
   write_bytes(run.checkpoint, std::vector<char>{'n', 'o', 'p', 'e'});
   expect_refused(run.partial, "not a syncopate checkpoint");
@@ -285,7 +292,8 @@ TEST(RunDir, FinishedEpochsAreOnDiskWhileItRuns) {
 // The simulator writes both workers' finished epochs into one file. Killed after epoch 2, one
 // past its checkpoint (every 2 epochs), the run has worker 0's epochs 0 to 2 there. Resumed from
 // epoch 2 and killed after epoch 3, it has each of worker 0's epochs once: the resumed run emptied
-// the file, each worker wrote its checkpoint's rows again, then the epochs it ran.
+// the file, each worker wrote its checkpoint's rows again, then the epochs it ran. The
+// checkpoints, too, are one file.
 TEST(RunDir, SimulatedWorkersShareOneEpochFileThatResumeRewrites) {
   const fs::path out = scratch() / "sim-rows";
   const fs::path partial = out.string() + ".partial", rows = partial / "epochs" / "workers.csv";
@@ -300,6 +308,11 @@ TEST(RunDir, SimulatedWorkersShareOneEpochFileThatResumeRewrites) {
             0);
   EXPECT_EQ(epochs_of(rows, 0), (std::vector<int>{0, 1, 2})) << output;
   EXPECT_FALSE(fs::exists(partial / "epochs" / "worker-0.csv"));
+  // Their checkpoints, one set, in one file.
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(partial / "checkpoint"))
+    files.push_back(entry.path().filename().string());
+  EXPECT_EQ(files, std::vector<std::string>{"workers.ckpt"});
   EXPECT_NE(syncopate::run_command(kBin + " run --quiet --resume " + partial.string() + kill + "4",
                                    &output),
             0);

@@ -1,5 +1,5 @@
-// Checkpoint files: what is written reads back bit for bit, and the resume set is the latest
-// epoch that every worker reached.
+// Checkpoint files: what is written reads back bit for bit, the resume set is the latest epoch
+// that every worker reached, and the simulator's set file is only ever a complete set.
 #include "core/train/checkpoint.hpp"
 
 #include <gtest/gtest.h>
@@ -94,6 +94,82 @@ TEST(Checkpoint, RefusesWorkersMoreThanOneCheckpointApart) {
     EXPECT_NE(std::string(e.what()).find("no checkpoint after epoch 2"), std::string::npos)
         << e.what();
   }
+}
+
+// The simulator's set file: a point's checkpoints are on disk only once every worker's came, a
+// later point replaces the earlier, and the points may be open at once.
+TEST(CheckpointSet, AppearsWhenItsLastWorkerArrivesAndALaterOneReplacesIt) {
+  const Scenario s = two_workers();
+  const std::string dir = scratch("shared").string();
+  const std::string path = checkpoint_set_path(dir);
+  {
+    SharedCheckpoints sets(dir);
+    sets.add(s, checkpoint_of(1, 1));
+    EXPECT_FALSE(fs::exists(path));
+    sets.add(s, checkpoint_of(1, 2));  // worker 1 is ahead (an asynchronous strategy)
+    sets.add(s, checkpoint_of(0, 1));
+    std::vector<WorkerCheckpoint> set = read_checkpoint_set(path, s);
+    ASSERT_EQ(set.size(), 2u);
+    EXPECT_EQ(set[0].worker, 0);  // by worker, whatever the order of arrival
+    EXPECT_EQ(set[1].worker, 1);
+    EXPECT_EQ(set[1].next_epoch, 1);
+    EXPECT_EQ(set[1].params, checkpoint_of(1, 1).params);
+    sets.add(s, checkpoint_of(0, 2));
+    set = read_resume_set(dir, s);
+    EXPECT_EQ(set[0].next_epoch, 2);
+    EXPECT_EQ(set[1].next_epoch, 2);
+    sets.add(s, checkpoint_of(0, 3));  // worker 1 never comes: the set of epoch 2 stands
+    EXPECT_EQ(read_resume_set(dir, s)[0].next_epoch, 2);
+  }
+  // The unfinished point's temporary file went with its writer.
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(fs::path(path).parent_path()))
+    ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(CheckpointSet, RefusesASetThatIsNotOne) {
+  const Scenario s = two_workers();
+  const std::string dir = scratch("not-one").string();
+  write_checkpoint_set(dir, s, {checkpoint_of(0, 2), checkpoint_of(0, 2)});
+  try {
+    read_resume_set(dir, s);
+    FAIL() << "resumed from a set holding worker 0 twice";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("workers.ckpt: not one checkpoint set"), std::string::npos)
+        << e.what();
+  }
+  write_checkpoint_set(dir, s, {checkpoint_of(0, 2)});
+  EXPECT_THROW(read_resume_set(dir, s), UserError);  // incomplete: 1 of 2 workers
+}
+
+// A run that moved between backends has both kinds: the later point wins, the set on a tie.
+TEST(CheckpointSet, ResumeTakesTheLaterOfTheSetAndTheWorkersFiles) {
+  const Scenario s = two_workers();
+  const std::string dir = scratch("both").string();
+  write_checkpoint_set(dir, s, {checkpoint_of(0, 2), checkpoint_of(1, 2)});
+  for (int w = 0; w < 2; ++w) {
+    WorkerCheckpoint c = checkpoint_of(w, 2);
+    c.optimizer_steps = 99;
+    write_worker_checkpoint(dir, s, c);
+  }
+  EXPECT_EQ(read_resume_set(dir, s)[1].optimizer_steps, 17);  // the tie: the set
+  for (int w = 0; w < 2; ++w) write_worker_checkpoint(dir, s, checkpoint_of(w, 3));
+  EXPECT_EQ(read_resume_set(dir, s)[1].next_epoch, 3);
+}
+
+// Every worker of a resumed run gets the set read once; it is dropped after the last.
+TEST(CheckpointSet, ResumeReadsTheSetOnceForAllWorkers) {
+  const Scenario s = two_workers();
+  const std::string dir = scratch("once").string();
+  write_checkpoint_set(dir, s, {checkpoint_of(0, 2), checkpoint_of(1, 2)});
+  SharedCheckpoints sets(dir);
+  const auto first = sets.resume_set(s);
+  fs::remove(checkpoint_set_path(dir));
+  const auto second = sets.resume_set(s);  // not read again
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_EQ(second->size(), 2u);
+  EXPECT_THROW(sets.resume_set(s), UserError);  // dropped after two: read again, and gone
 }
 
 }  // namespace
