@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
-targets=(scenario platform_recipe simgrid_xml idx csv)
+targets=(scenario platform_recipe simgrid_xml idx csv checkpoint)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ is needed (Debian: apt-get install clang)" >&2

@@ -284,6 +284,7 @@ bool in_set(const WorkerCheckpoint& c, const WorkerCheckpoint& head) {
 std::vector<WorkerCheckpoint> set_of(const WorkerCheckpoint& head,
                                      std::vector<std::vector<WorkerCheckpoint>>& all) {
   std::vector<WorkerCheckpoint> set;
+  if (static_cast<size_t>(head.workers) > all.size()) return set;  // a worker has no file
   for (int w = 0; w < head.workers; ++w)
     for (const WorkerCheckpoint& c : all[static_cast<size_t>(w)])
       if (in_set(c, head)) {
@@ -300,8 +301,9 @@ std::vector<WorkerCheckpoint> set_of(const WorkerCheckpoint& head,
   const int workers = all[0].front().workers;
   int epoch = INT32_MAX, lagging = 0;
   for (int w = 0; w < workers; ++w) {
+    if (static_cast<size_t>(w) >= all.size() || all[static_cast<size_t>(w)].empty())
+      throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint there");
     const auto& mine = all[static_cast<size_t>(w)];
-    if (mine.empty()) throw UserError(checkpoint_path(run_dir, w) + ": no checkpoint there");
     int latest = 0;
     for (const WorkerCheckpoint& c : mine) latest = std::max(latest, c.next_epoch);
     if (latest < epoch) std::tie(epoch, lagging) = std::pair(latest, w);
@@ -329,7 +331,12 @@ std::vector<WorkerCheckpoint> read_worker_files(const std::string& run_dir,
   if (all[0].empty()) throw UserError(checkpoint_path(run_dir, 0) + ": no checkpoint there");
   int most = 0;  // the largest worker count among worker 0's checkpoints
   for (const WorkerCheckpoint& c : all[0]) most = std::max(most, c.workers);
-  for (int w = 1; w < most; ++w) all.push_back(checkpoints_of(run_dir, scenario, w));
+  // Up to the first worker with no file: no set of more workers is complete (and a damaged
+  // count of millions costs no more than the files there are).
+  for (int w = 1; w < most; ++w) {
+    all.push_back(checkpoints_of(run_dir, scenario, w));
+    if (all.back().empty()) break;
+  }
   std::vector<const WorkerCheckpoint*> heads;  // worker 0's, the latest epoch first
   for (const WorkerCheckpoint& c : all[0]) heads.push_back(&c);
   std::stable_sort(heads.begin(), heads.end(), [](const auto* a, const auto* b) {

@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,9 +14,11 @@
 #include "backends/sim/platform/platform.hpp"
 #include "backends/sim/platform/platform_recipe.hpp"
 #include "backends/sim/platform/xml_check.hpp"
+#include "core/base/bytes.hpp"
 #include "core/base/check.hpp"
 #include "core/data/data.hpp"
 #include "core/scenario/scenario.hpp"
+#include "core/train/checkpoint.hpp"
 
 namespace syncopate::fuzz {
 namespace {
@@ -103,6 +106,30 @@ void load_in_child(const std::string& path) {
         "other than UserError");
 }
 
+// A worker's checkpoint file around `payload`, of `scenario` and with the right CRC-32: the
+// payload's reader is reached (checkpoint.hpp).
+std::string framed_checkpoint(std::string_view payload, const Scenario& scenario) {
+  ByteWriter w;
+  w.put<uint32_t>(kCheckpointVersion);
+  w.put<uint64_t>(scenario_hash(scenario));
+  w.put<uint64_t>(payload.size());
+  std::string bytes = "SYNCCKPT" + w.bytes() + std::string(payload);
+  const auto crc = static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0),
+                                               reinterpret_cast<const Bytef*>(bytes.data()),
+                                               static_cast<uInt>(bytes.size())));
+  bytes.append(reinterpret_cast<const char*>(&crc), sizeof crc);
+  return bytes;
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) throw std::runtime_error("cannot write " + path.string());
+  const size_t written = std::fwrite(content.data(), 1, content.size(), file);
+  std::fclose(file);
+  if (written != content.size()) throw std::runtime_error("cannot write " + path.string());
+}
+
 }  // namespace
 
 Outcome scenario(std::span<const uint8_t> input) {
@@ -158,12 +185,52 @@ Outcome csv(std::span<const uint8_t> input) {
   return outcome_of([&] { load_csv_regression(path, targets); });
 }
 
+Outcome checkpoint(std::span<const uint8_t> input) {
+  static const Scenario kScenario =
+      parse_scenario(default_scenario_text(), "<fuzz>", {"workers=1"});
+  if (input.empty()) return "";
+  const fs::path run =
+      fs::temp_directory_path() / ("syncopate-fuzz-" + std::to_string(getpid())) / "checkpoint-run";
+  fs::remove_all(run);
+  const std::string rest = text_of(input.subspan(1));
+  constexpr std::string_view kRecord = "SYNC|REC";
+  switch (input[0] % 4) {
+    case 0:
+      write_file(checkpoint_path(run.string(), 0), framed_checkpoint(rest, kScenario));
+      break;
+    case 1:
+      write_file(checkpoint_path(run.string(), 0), rest);
+      break;
+    case 2: {
+      ByteWriter header;
+      header.put<uint32_t>(kCheckpointSetVersion);
+      std::string set = "SYNCCSET" + header.bytes();
+      for (size_t start = 0; start <= rest.size();) {
+        size_t end = rest.find(kRecord, start);
+        if (end == std::string::npos) end = rest.size();
+        const std::string record =
+            framed_checkpoint(std::string_view(rest).substr(start, end - start), kScenario);
+        ByteWriter length;
+        length.put<uint64_t>(record.size());
+        set += length.bytes() + record;
+        start = end + kRecord.size();
+      }
+      write_file(checkpoint_set_path(run.string()), set);
+      break;
+    }
+    default:
+      write_file(checkpoint_set_path(run.string()), rest);
+  }
+  return outcome_of([&] { read_resume_set(run.string(), kScenario); });
+}
+
 Entry entry_of(std::string_view target) {
   static const std::map<std::string_view, Entry> kEntries = {{"scenario", scenario},
                                                              {"platform_recipe", platform_recipe},
                                                              {"simgrid_xml", simgrid_xml},
                                                              {"idx", idx},
-                                                             {"csv", csv}};
+                                                             {"csv", csv},
+                                                             {"checkpoint", checkpoint}};
   const auto found = kEntries.find(target);
   return found == kEntries.end() ? nullptr : found->second;
 }

@@ -26,8 +26,15 @@ Outcome idx(std::span<const uint8_t> input);
 // A CSV table; the first line names the target columns (comma-separated), the rest is the file.
 Outcome csv(std::span<const uint8_t> input);
 
+// A run's checkpoints (core/train/checkpoint.hpp), of the embedded scenario at one worker, read
+// as `run --resume` reads them. The first byte says what the rest is, modulo 4: 0, a worker's
+// payload, which the target frames with the scenario's hash and the right CRC-32 as worker 0's
+// file; 1, worker 0's file; 2, payloads separated by "SYNC|REC", framed so and put into a
+// checkpoint set file; 3, the set file.
+Outcome checkpoint(std::span<const uint8_t> input);
+
 // The entry function of a target by its name (the corpus folder's): scenario, platform_recipe,
-// simgrid_xml, idx, csv. Null for an unknown name.
+// simgrid_xml, idx, csv, checkpoint. Null for an unknown name.
 using Entry = Outcome (*)(std::span<const uint8_t>);
 Entry entry_of(std::string_view target);
 

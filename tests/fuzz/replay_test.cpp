@@ -50,7 +50,7 @@ TEST_P(Replay, EveryInputEndsAcceptedOrAsUserError) {
 
 INSTANTIATE_TEST_SUITE_P(Corpus, Replay,
                          ::testing::Values("scenario", "platform_recipe", "simgrid_xml", "idx",
-                                           "csv"));
+                                           "csv", "checkpoint"));
 
 }  // namespace
 }  // namespace syncopate::fuzz
