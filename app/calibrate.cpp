@@ -159,7 +159,7 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   comm->barrier();
   c.compute = time_compute(scenario, o.repeats);
   pool(comm->handle(), comm->size(), c.compute);
-  c.transport = time_transport(comm->handle(), o.repeats);
+  c.transport = time_transport(*comm, o.repeats);
   if (comm->rank() != 0) return 0;
   c.provenance = provenance(o, comm->size(), c.compute.batch, load);
   c.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));

@@ -72,4 +72,18 @@ DuplexFit fit_duplex(std::span<const PingPongPoint> one_way,
   return fit;
 }
 
+std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points) {
+  constexpr double kMaxSpeed = 1e15;  // what a platform's tables accept
+  std::vector<FactorEntry> speeds;
+  for (size_t i = 0; i < points.size(); ++i) {
+    SYNC_CHECK(i == 0 || points[i].bytes > points[i - 1].bytes, "pass sizes must ascend");
+    const double from = i == 0 ? 0 : std::round(std::sqrt(points[i - 1].bytes * points[i].bytes));
+    const double speed = points[i].seconds > 0
+                             ? std::min(points[i].bytes / points[i].seconds, kMaxSpeed)
+                             : kMaxSpeed;
+    speeds.push_back({from, speed});
+  }
+  return speeds;
+}
+
 }  // namespace syncopate::app

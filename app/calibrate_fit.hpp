@@ -56,4 +56,9 @@ struct DuplexFit {
 DuplexFit fit_duplex(std::span<const PingPongPoint> one_way,
                      std::span<const PingPongPoint> exchange);
 
+// A local pass's speeds ([network] reduce_bandwidth or copy_bandwidth: [from_bytes, bytes per
+// second]) from its median seconds at ascending sizes: each size's bytes / seconds, from halfway
+// (geometric mean) between it and the size before, the first from 0; clamped to (0, 1e15].
+std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points);
+
 }  // namespace syncopate::app

@@ -26,12 +26,19 @@ struct TransportSeries {
 
 struct TransportSamples {
   int ranks = 0;
-  std::vector<TransportSeries> ping_pong;  // sizes ascending
-  std::vector<TransportSeries> exchange;   // ranks 0 and 1 sending to each other at once,
-                                           // seconds per exchange; sizes ascending
+  std::vector<TransportSeries> ping_pong;  // raw MPI_Send / MPI_Recv; sizes ascending
+  // The same through the training communicator's schedules (a broadcast from rank 0, then one
+  // from rank 1): one-way messages as every collective's steps send them. The link is fitted to
+  // these; sizes ascending, as ping_pong's.
+  std::vector<TransportSeries> channel_ping_pong;
+  std::vector<TransportSeries> exchange;  // ranks 0 and 1 sending to each other at once,
+                                          // seconds per exchange; sizes ascending
   TransportSeries send_overhead{"send_overhead", 8, {}};  // seconds per blocking eager send
   TransportSeries recv_overhead{"recv_overhead", 8, {}};  // seconds per receive of an arrived one
   std::vector<TransportSeries> collectives;               // per kind, sizes ascending
+  // Local passes on rank 0 over a buffer that rank 1 has just received, seconds per pass; sizes
+  // ascending: a copy into it ("copy_pass") and a reduction into it ("reduce_pass").
+  std::vector<TransportSeries> copy_pass, reduce_pass;
 };
 
 // When, where and how: the files' header lines (without the comment marks).
@@ -54,7 +61,7 @@ void print_calibration(const Calibration& c);
 
 #if defined(SYNCOPATE_HAVE_MPI)
 // Collective over comm; every rank returns the same samples.
-TransportSamples time_transport(MPI_Comm comm, int repeats);
+TransportSamples time_transport(mpi::MpiCommunicator& comm, int repeats);
 
 // The scenario that `resolve` reads, on every rank, or false on every rank after each printed
 // its error (a rank that cannot read its scenario, or ranks given different scenarios).

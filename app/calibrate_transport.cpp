@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "app/calibrate_mpi.hpp"
+#include "core/comm/collective_schedule.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -36,6 +39,23 @@ double ping_pong(MPI_Comm comm, int rank, std::vector<char>& buffer) {
       MPI_Send(buffer.data(), n, MPI_CHAR, 0, 0, comm);
     }
   }
+  double seconds = (MPI_Wtime() - start) / (2.0 * iters);
+  MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
+  return seconds;
+}
+
+// One sample of ping-pong between ranks 0 and 1 through the training communicator (`pair`, those
+// two ranks; null on the others): a broadcast from rank 0, then one from rank 1, each one
+// message as a schedule's step sends it (chunked, polled: ScheduleChannel). Seconds one way.
+double channel_ping_pong(MPI_Comm comm, Communicator* pair, std::vector<float>& buffer) {
+  const int iters = iterations(buffer.size() * sizeof(float));
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  if (pair != nullptr)
+    for (int i = 0; i < iters; ++i) {
+      pair->broadcast(buffer, 0);
+      pair->broadcast(buffer, 1);
+    }
   double seconds = (MPI_Wtime() - start) / (2.0 * iters);
   MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
   return seconds;
@@ -83,6 +103,37 @@ std::pair<double, double> overheads(MPI_Comm comm, int rank) {
   return {send, recv};
 }
 
+// One sample of a local pass on rank 0 over `buffer` right after rank 1 received it, as a
+// collective's next call finds its buffer: the peer has just read it (shared memory: copied out
+// of it). The pass is a copy of `source` into it (an allgather's contribution put in place) or a
+// reduction of `source` into it (apply_action, as a step's received segment). Seconds per
+// pass, rank 0's; only the passes are timed.
+double local_pass(MPI_Comm comm, int rank, std::vector<float>& buffer,
+                  const std::vector<float>& source, std::vector<float>& received, bool reduce) {
+  const int n = static_cast<int>(buffer.size());
+  const int iters = iterations(buffer.size() * sizeof(float));
+  MPI_Barrier(comm);
+  double total = 0;
+  for (int i = 0; i < iters; ++i) {
+    if (rank == 0) {
+      MPI_Send(buffer.data(), n, MPI_FLOAT, 1, 3, comm);
+      MPI_Recv(nullptr, 0, MPI_CHAR, 1, 4, comm, MPI_STATUS_IGNORE);  // rank 1 has it
+      const double start = MPI_Wtime();
+      if (reduce)
+        apply_action(RecvAction::kReduce, ReduceOp::kSum, buffer, source);
+      else
+        std::memmove(buffer.data(), source.data(), buffer.size() * sizeof(float));
+      total += MPI_Wtime() - start;
+    } else if (rank == 1) {
+      MPI_Recv(received.data(), n, MPI_FLOAT, 0, 3, comm, MPI_STATUS_IGNORE);
+      MPI_Send(nullptr, 0, MPI_CHAR, 0, 4, comm);
+    }
+  }
+  double seconds = total / iters;
+  MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
+  return seconds;
+}
+
 // One sample of a collective over `count` floats: the slowest rank's seconds per call.
 double collective(MPI_Comm comm, int size, CollectiveKind kind, size_t count) {
   const int n = static_cast<int>(count);
@@ -112,10 +163,9 @@ double collective(MPI_Comm comm, int size, CollectiveKind kind, size_t count) {
 
 }  // namespace
 
-TransportSamples time_transport(MPI_Comm comm, int repeats) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
+  MPI_Comm comm = world.handle();
+  const int rank = world.rank(), size = world.size();
   TransportSamples t;
   t.ranks = size;
   overheads(comm, rank);  // warm-up
@@ -132,6 +182,18 @@ TransportSamples time_transport(MPI_Comm comm, int repeats) {
     for (int r = 0; r < repeats; ++r) series.seconds.push_back(ping_pong(comm, rank, buffer));
     t.ping_pong.push_back(std::move(series));
   }
+  {
+    const std::unique_ptr<Communicator> pair = world.split(rank < 2 ? 0 : 1, rank);
+    for (size_t bytes = 8; bytes <= kLargestPingPong; bytes *= 2) {
+      std::vector<float> buffer((bytes + sizeof(float) - 1) / sizeof(float), 1.0f);
+      TransportSeries series{"channel_ping_pong", bytes, {}};
+      Communicator* mine = rank < 2 ? pair.get() : nullptr;
+      channel_ping_pong(comm, mine, buffer);  // warm-up
+      for (int r = 0; r < repeats; ++r)
+        series.seconds.push_back(channel_ping_pong(comm, mine, buffer));
+      t.channel_ping_pong.push_back(std::move(series));
+    }
+  }
   // Exchanges from 32 KiB (the size of a 2-rank ring allreduce's messages from 64 KiB), where
   // bandwidth rather than latency sets the time.
   for (size_t bytes = size_t{32} << 10; bytes <= (size_t{4} << 20); bytes *= 4) {
@@ -140,6 +202,19 @@ TransportSamples time_transport(MPI_Comm comm, int repeats) {
     exchange(comm, rank, out, in);  // warm-up
     for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
     t.exchange.push_back(std::move(series));
+  }
+  // Local passes from 1 KiB to the largest segment of a 64 MiB collective (a 2-rank reduction's
+  // half, an allgather's contribution), every power of two.
+  for (size_t bytes = size_t{1} << 10; bytes <= (size_t{32} << 20); bytes *= 2) {
+    const size_t count = bytes / sizeof(float);
+    std::vector<float> buffer(count, 1.0f), source(count, 0.5f), received(rank == 1 ? count : 0);
+    for (const bool reduce : {false, true}) {
+      TransportSeries series{reduce ? "reduce_pass" : "copy_pass", bytes, {}};
+      local_pass(comm, rank, buffer, source, received, reduce);  // warm-up
+      for (int r = 0; r < repeats; ++r)
+        series.seconds.push_back(local_pass(comm, rank, buffer, source, received, reduce));
+      (reduce ? t.reduce_pass : t.copy_pass).push_back(std::move(series));
+    }
   }
   for (CollectiveKind kind :
        {CollectiveKind::kAllreduce, CollectiveKind::kBroadcast, CollectiveKind::kAllgather}) {

@@ -126,10 +126,11 @@ void write_profile(const std::string& path, const std::string& name, const Calib
   if (!out) throw UserError("calibrate: cannot write " + path);
 }
 
-// The ping-pong medians and the overheads' medians, fitted (app/calibrate_fit.hpp).
+// The ping-pong medians (through the communicator's schedules where measured, as the simulated
+// collectives send their messages) and the overheads' medians, fitted (app/calibrate_fit.hpp).
 TransportFit fit_link(const TransportSamples& t) {
   std::vector<PingPongPoint> points;
-  for (const TransportSeries& s : t.ping_pong)
+  for (const TransportSeries& s : t.channel_ping_pong.empty() ? t.ping_pong : t.channel_ping_pong)
     points.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
   return fit_transport(points, spread(t.send_overhead.seconds).median,
                        spread(t.recv_overhead.seconds).median);
@@ -149,10 +150,29 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
   out << "]\n";
 }
 
+// A local pass's speeds, each with the size and median time it reproduces; nothing when the pass
+// was not measured.
+void write_speeds(std::ostream& out, const char* key, const std::vector<TransportSeries>& passes) {
+  if (passes.empty()) return;
+  std::vector<PingPongPoint> points;
+  for (const TransportSeries& s : passes)
+    points.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
+  const std::vector<FactorEntry> speeds = fit_speeds(points);
+  out << key << " = [\n";
+  for (size_t i = 0; i < speeds.size(); ++i) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  [%.0f, %s],  # %.0f B: %s s\n", speeds[i].from_bytes,
+                  num(speeds[i].factor).c_str(), points[i].bytes, num(points[i].seconds).c_str());
+    out << line;
+  }
+  out << "]\n";
+}
+
 // The [network] table: overheads and the piecewise factors, each line with what it came from.
 void write_network(std::ostream& out, const TransportSamples& t, const TransportFit& fit) {
   const Spread send = spread(t.send_overhead.seconds), recv = spread(t.recv_overhead.seconds);
-  out << "[network]  # fitted to the ping-pong, as SMPI's smpi/os, smpi/or, smpi/bw-factor and "
+  out << "[network]  # fitted to the channel's ping-pong, as SMPI's smpi/os, smpi/or, "
+         "smpi/bw-factor and "
          "smpi/lat-factor\n"
       << "send_overhead = " << num(fit.send_overhead_s) << "  # s: a blocking 8 B send (eager); "
       << note(send).substr(4) << "\n"
@@ -160,9 +180,19 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
       << "  # s: receiving an 8 B message that has arrived; " << note(recv).substr(4) << "\n"
       << "# [from_bytes, factor]: a message of s bytes takes send_overhead + recv_overhead +\n"
          "# gpu_link.latency + s / (gpu_link.bandwidth x bandwidth_factor(s)); each entry\n"
-         "# reproduces one ping-pong size's median (lowered to any larger size's), from halfway\n"
-         "# (geometric mean) to the size before. latency_factor (same form) is 1: not fitted.\n";
+         "# reproduces one channel_ping_pong size's median (lowered to any larger size's), from\n"
+         "# halfway (geometric mean) to the size before. latency_factor (same form) is 1: not\n"
+         "# fitted.\n";
   write_bandwidth_factors(out, fit);
+  out << "# Local passes on a rank's memory, [from_bytes, bytes per second]: a pass of s bytes "
+         "takes\n"
+         "# s / speed(s). Timed on rank 0 right after rank 1 received the buffer, as a "
+         "collective's\n"
+         "# next call finds it: reduce_bandwidth adds a received segment into it, copy_bandwidth\n"
+         "# moves a contribution into place. Each entry is one size's median, from halfway\n"
+         "# (geometric mean) to the size before.\n";
+  write_speeds(out, "reduce_bandwidth", t.reduce_pass);
+  write_speeds(out, "copy_bandwidth", t.copy_pass);
   out << "\n";
 }
 
@@ -191,7 +221,8 @@ void write_platform(const std::string& path, const std::string& profile, const C
     out << "cores_per_node = " << c.cores
         << "  # cores online: more workers than this on the node time-share them\n";
   out << "\n"
-      << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1\n"
+      << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1 through the "
+         "communicator's schedules\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "  # B/s: the largest size's, effective\n"
       << "latency = " << num(link.latency_s)
       << "  # s: the two smallest sizes' line at 0 B, less the overheads\n";
@@ -206,14 +237,16 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "bandwidth = " << num(link.bandwidth_Bps) << "\nlatency = " << num(link.latency_s)
       << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n";
   write_network(out, c.transport, link);
-  out << "# Measured (seconds: ping_pong one way, exchange per exchange, a collective per call on "
-         "the slowest rank):\n";
+  out << "# Measured (seconds: ping_pong one way, exchange per exchange, a local pass per pass, a "
+         "collective per call on the slowest rank):\n";
   for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead}) {
     const Spread sp = spread(s->seconds);
     out << "#   " << s->name << " " << s->bytes << " B: " << num(sp.median) << " s  ("
         << note(sp).substr(4) << ")\n";
   }
-  for (const auto* list : {&c.transport.ping_pong, &c.transport.exchange, &c.transport.collectives})
+  for (const auto* list :
+       {&c.transport.ping_pong, &c.transport.channel_ping_pong, &c.transport.exchange,
+        &c.transport.copy_pass, &c.transport.reduce_pass, &c.transport.collectives})
     for (const TransportSeries& s : *list) {
       const Spread sp = spread(s.seconds);
       out << "#   " << s.name << " " << s.bytes << " B: " << num(sp.median) << " s  ("
@@ -250,7 +283,9 @@ void print_calibration(const Calibration& c) {
     row(s->name, s->seconds);
   for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead})
     row(s->name + " " + std::to_string(s->bytes) + " B", s->seconds);
-  for (const auto* list : {&c.transport.ping_pong, &c.transport.exchange, &c.transport.collectives})
+  for (const auto* list :
+       {&c.transport.ping_pong, &c.transport.channel_ping_pong, &c.transport.exchange,
+        &c.transport.copy_pass, &c.transport.reduce_pass, &c.transport.collectives})
     for (const TransportSeries& s : *list)
       row(s.name + " " + std::to_string(s.bytes) + " B", s.seconds);
 }

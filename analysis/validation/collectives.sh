@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # The simulator's collectives against this machine's: allreduce, broadcast and allgather from
-# 4 KiB to 64 MiB at 2 and 4 ranks, simulated (`syncopate collectives --backend sim`, platform
-# loopback) and measured (the same command under mpirun), the same timing loop on both sides;
-# writes analysis/validation/collectives.md and collectives.png.
+# 4 KiB to 64 MiB at 2 and 4 ranks, simulated (`syncopate collectives --backend sim`) and
+# measured (the same command under mpirun), the same timing loop on both sides; writes
+# analysis/validation/collectives.md and collectives.png.
 #
 #   analysis/validation/collectives.sh [--ranks "2 4"] [--sizes 4KiB:64MiB] [--repeats N]
-#                                      [--out DIR] [--md FILE] [--bin PATH] [--check]
+#                                      [--platform NAME|FILE] [--out DIR] [--md FILE]
+#                                      [--bin PATH] [--check]
 #
-# CSV files go to DIR (default runs/validation/collectives). --check: exit 1 when the median
-# error exceeds the target (10%).
+# The simulated side runs on a platform that `syncopate calibrate` measures just before each
+# rank count's measured side, under the same MPI settings (DIR/platform/loopback.toml): this
+# machine's transport changes speed from one hour to the next (a 1 MiB ping-pong took 49 us
+# and, two minutes later, 137 us), so a platform measured earlier predicts another machine.
+# --platform runs it on a committed platform instead (e.g. loopback). CSV files go to DIR
+# (default runs/validation/collectives). --check: exit 1 when the median error exceeds the
+# target (10%).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -19,6 +25,7 @@ ranks="2 4"
 sizes=4KiB:64MiB
 repeats=15
 check=()
+platform=
 args="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -26,6 +33,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --platform) platform=$2; shift 2 ;;
     --md) md=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --check) check=(--check); shift ;;
@@ -39,12 +47,18 @@ mkdir -p "$out"
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 for w in $ranks; do
   common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats")
-  # loopback models this machine; more ranks are more GPUs on its one node.
-  "$bin" "${common[@]}" --backend sim --workers "$w" --set 'sim.platform="loopback"' \
+  sim_platform=$platform
+  if [ -z "$platform" ]; then
+    sim_platform=$out/platform/loopback.toml
+    mkdir -p "$out/platform"
+    "${mpirun[@]}" -np 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$sim_platform" >/dev/null
+  fi
+  # The platform models this machine; more ranks are more GPUs on its one node.
+  "$bin" "${common[@]}" --backend sim --workers "$w" --set "sim.platform=\"$sim_platform\"" \
     --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim-$w.csv" >/dev/null
   "${mpirun[@]}" -np "$w" "$bin" "${common[@]}" --backend mpi --out "$out/mpi-$w.csv" >/dev/null
 done
 /usr/bin/python3 "$here/collectives.py" "$out" --out "$md" "${check[@]}" \
   --note "command: analysis/validation/collectives.sh ${args:-} (CSV files in ${out#"$root"/})" \
   --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; load average $load_start at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end" \
-  --note "simulated: sim backend, platform loopback (its fidelity: the scenario's sim.fidelity); measured: mpirun -np W --oversubscribe --bind-to none, OMPI_MCA_mpi_yield_when_idle=1; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats"
+  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: mpirun -np W --oversubscribe --bind-to none, OMPI_MCA_mpi_yield_when_idle=1; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats"

@@ -37,9 +37,13 @@ double& RoundMaxima::round(size_t k) {
   return longest_[k];
 }
 
+double RoundMaxima::seconds(int from, int to, size_t count, RecvAction action) {
+  return seconds_(from, to, count) + (action_ ? action_(action, count) : 0.0);
+}
+
 void RoundMaxima::message(const ScheduledMessage& m) {
   double& longest = round(m.round);
-  longest = std::max(longest, seconds_(m.from, m.to, m.segment.count));
+  longest = std::max(longest, seconds(m.from, m.to, m.segment.count, m.action));
 }
 
 void RoundMaxima::ring(const RingPhase& phase) {
@@ -51,8 +55,8 @@ void RoundMaxima::ring(const RingPhase& phase) {
   std::vector<double> small(2 * m), large(extra > 0 ? 2 * m : 0);
   for (size_t i = 0; i < m; ++i) {
     const int from = phase.ring[i], to = phase.ring[(i + 1) % m];
-    small[i] = small[i + m] = seconds_(from, to, base);
-    if (extra > 0) large[i] = large[i + m] = seconds_(from, to, base + 1);
+    small[i] = small[i + m] = seconds(from, to, base, phase.action);
+    if (extra > 0) large[i] = large[i + m] = seconds(from, to, base + 1, phase.action);
   }
   if (extra == 0) {  // every block alike: every round's longest is the longest pair's
     const double longest = *std::max_element(small.begin(), small.begin() + m);

@@ -1,6 +1,7 @@
 #pragma once
 // RoundMaxima: the analytic duration of a streamed schedule (the simulator's analytic fidelity):
-// per round, its longest message over its route, no contention; the rounds one after the other.
+// per round, its longest message over its route (and the receiver's local pass, a reduction, after
+// it), no contention; the rounds one after the other.
 // On a platform whose routes are all alike this is each algorithm's closed form (ring:
 // 2(p-1) alpha + 2(p-1)/p n beta).
 #include <cstddef>
@@ -15,7 +16,10 @@ class RoundMaxima final : public ScheduleSink {
  public:
   // The time of a message of `count` floats from rank `from` to rank `to`.
   using MessageSeconds = std::function<double(int from, int to, size_t count)>;
-  explicit RoundMaxima(MessageSeconds seconds) : seconds_(std::move(seconds)) {}
+  // The receiver's local pass after a message of `count` floats whose action is `action`.
+  using ActionSeconds = std::function<double(RecvAction action, size_t count)>;
+  explicit RoundMaxima(MessageSeconds seconds, ActionSeconds action = {})
+      : seconds_(std::move(seconds)), action_(std::move(action)) {}
 
   void message(const ScheduledMessage& m) override;
   // A ring phase of m ranks in O(m log m) rather than its m (m - 1) messages, with the same
@@ -28,8 +32,10 @@ class RoundMaxima final : public ScheduleSink {
 
  private:
   double& round(size_t k);
+  double seconds(int from, int to, size_t count, RecvAction action);
 
   MessageSeconds seconds_;
+  ActionSeconds action_;
   std::vector<double> longest_;  // per round
 };
 

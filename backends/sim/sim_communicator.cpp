@@ -275,7 +275,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
     {
       BlockedScope scope(me_, what);
       if (world_.emulate()) prepare_rank(call, size(), data);
-      run_steps(*group_, rank_, *schedule, data, call.op, call.wire, &me_.blocked);
+      run_steps(*group_, rank_, *schedule, data, call, &me_.blocked);
     }
     if (world_.emulate()) finish_rank(call, rank_, size(), data);
     return std::make_unique<CompletedWork>();
@@ -293,8 +293,7 @@ WorkPtr SimCommunicator::start(const CollCall& call, std::span<float> data, bool
           if (previous) previous->done.wait();  // one collective at a time, in issue order
           me.in_flight = what;
           if (group->world().emulate()) prepare_rank(call, group->size(), data);
-          run_steps(*group, rank, *schedule, data, call.op, call.wire, &me.in_flight,
-                    collective.get());
+          run_steps(*group, rank, *schedule, data, call, &me.in_flight, collective.get());
           if (collective) group->end_part(rank, *collective);
           if (group->world().emulate()) finish_rank(call, rank, group->size(), data);
         } catch (const simgrid::ForcefulKillException&) {

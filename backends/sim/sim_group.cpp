@@ -44,6 +44,13 @@ CacheScope cache_scope(const SimWorld& world) {
                                                                      : CacheScope::kAllRanks;
 }
 
+// The receiver's local pass after a step: a reduction of `count` floats at the [network]
+// reduce speeds; a copy lands in place (the real backend receives it there).
+double reduce_seconds(const NetworkFactors& network, RecvAction action, size_t count) {
+  if (action != RecvAction::kReduce) return 0;
+  return local_pass_seconds(network.reduce, static_cast<double>(count * sizeof(float)));
+}
+
 // A message's time over its route (message_seconds: latency and bandwidth with the [network]
 // terms), for RoundMaxima.
 class RouteSeconds {
@@ -116,10 +123,32 @@ const CachedSchedule& Group::entry(const CollCall& call) {
   if (world_.fidelity() != Fidelity::kAnalytic || analytic_seconds_.contains(key))
     return schedules_.entry(key);
   // Analytic: the duration is worked out from the messages as the entry is made.
-  RoundMaxima rounds(RouteSeconds(*this, key.wire));
+  const NetworkFactors& network = world_.platform().network;
+  RoundMaxima rounds(RouteSeconds(*this, key.wire), [&network](RecvAction action, size_t count) {
+    return reduce_seconds(network, action, count);
+  });
   const CachedSchedule& e = schedules_.entry(key, &rounds);
-  analytic_seconds_.emplace(key, rounds.total());
+  analytic_seconds_.emplace(key, copy_seconds(call) + rounds.total());
   return e;
+}
+
+double Group::copy_seconds(const CollCall& call) const {
+  const std::vector<SizeFactor>& copy = world_.platform().network.copy;
+  if (copy.empty()) return 0;
+  const auto pass = [&copy](size_t floats) {
+    return local_pass_seconds(copy, static_cast<double>(floats * sizeof(float)));
+  };
+  const int p = size();
+  const size_t block = (call.count + static_cast<size_t>(p) - 1) / static_cast<size_t>(p);
+  const bool permuted = !gather_layout(call.algorithm).in_place();
+  switch (call.kind) {
+    case CollectiveKind::kAllgather:  // the contribution; then to the caller's layout and back
+      return pass(block) + (permuted ? 2 * pass(call.count) : 0.0);
+    case CollectiveKind::kReduceScatter:  // the input (permuted or not), then the block out
+      return pass(call.count) + pass(block);
+    default:
+      return 0;
+  }
 }
 
 double Group::analytic_seconds(const CachedSchedule& e) {
@@ -294,7 +323,7 @@ void Group::launch(const std::shared_ptr<Job>& job) {
           if (master)
             run_through_master_as_flows(*self, job->call.count);
           else
-            run_rounds_as_flows(*self, *job->schedule, job->call.wire);
+            run_rounds_as_flows(*self, *job->schedule, job->call);
           if (!job->abandoned) compute(*job);
         } catch (const simgrid::ForcefulKillException&) {
           throw;
@@ -345,12 +374,14 @@ void finish_rank(const CollCall& call, int rank, int p, std::span<float> data) {
     finish(call.op, p, data, call.wire);
 }
 
-void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data, ReduceOp op,
-               WireFormat wire, BlockedOn* blocked, Job* job) {
+void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data,
+               const CollCall& call, BlockedOn* blocked, Job* job) {
   SimWorld& world = group.world();
   const bool emulate = world.emulate();
   SimStats& stats = world.stats();
   const NetworkFactors& overheads = world.platform().network;
+  const WireFormat wire = call.wire;
+  pay_overhead(stats, group.copy_seconds(call));
   for (size_t k = 0; k < schedule.rounds.size(); ++k) {
     const Step& step = schedule.rounds[k][static_cast<size_t>(rank)];
     if (step.send_to < 0 && step.recv_from < 0) continue;
@@ -387,7 +418,10 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
       if (job != nullptr && job->error) std::rethrow_exception(job->error);
       throw;
     }
-    if (in) pay_overhead(stats, overheads.recv_overhead_s);
+    if (in) {
+      pay_overhead(stats, overheads.recv_overhead_s);
+      pay_overhead(stats, reduce_seconds(overheads, step.action, step.recv.count));
+    }
     if (in && emulate) {
       const std::unique_ptr<std::vector<float>> owned(job == nullptr ? received : nullptr);
       SYNC_CHECK(received != nullptr, "round " << k << " rank " << rank << ": no payload");
@@ -398,30 +432,35 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
                         std::to_string(group.worker(step.recv_from)) + " in round " +
                         std::to_string(k) + " but got " + std::to_string(received->size()) +
                         "; allowed: every member issues the same collectives in the same order");
-      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), *received,
+      apply_action(step.action, call.op, data.subspan(step.recv.offset, step.recv.count), *received,
                    wire);
     }
   }
 }
 
-void run_rounds_as_flows(Group& group, const Schedule& schedule, WireFormat wire) {
+void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall& call) {
   SimStats& stats = group.world().stats();
   const NetworkFactors& overheads = group.world().platform().network;
+  pay_overhead(stats, group.copy_seconds(call));  // every rank at once
   std::vector<simgrid::s4u::CommPtr> flows;
   for (const std::vector<Step>& round : schedule.rounds) {
     flows.clear();
     pay_overhead(stats, overheads.send_overhead_s);  // every sender at once
+    double reduce = 0;
     for (size_t r = 0; r < round.size(); ++r) {
       const Step& step = round[r];
+      if (step.recv_from >= 0)
+        reduce = std::max(reduce, reduce_seconds(overheads, step.action, step.recv.count));
       if (step.send_to < 0) continue;
       flows.push_back(simgrid::s4u::Comm::sendto_async(group.host(static_cast<int>(r)),
                                                        group.host(step.send_to),
-                                                       payload_bytes(step.send.count, wire)));
+                                                       payload_bytes(step.send.count, call.wire)));
     }
     stats.comms += flows.size();
     stats.activities += flows.size();
     wait_or_cancel(flows);
     pay_overhead(stats, overheads.recv_overhead_s);  // every receiver at once
+    pay_overhead(stats, reduce);                     // and its reduction
   }
 }
 

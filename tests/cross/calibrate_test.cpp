@@ -62,12 +62,16 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
       << profile;
   EXPECT_NE(recipe.find("profile = \"bench-cpu\""), std::string::npos) << recipe;
   EXPECT_NE(recipe.find("#   allgather "), std::string::npos) << recipe;
-  // The transport fit: overheads and one bandwidth factor per ping-pong size but the first
-  // (16 B to 64 MiB), the last 1 (the link's bandwidth is the largest size's).
+  // The transport fit: overheads and one bandwidth factor per (channel) ping-pong size but the
+  // first (16 B to 64 MiB), the last 1 (the link's bandwidth is the largest size's).
   for (const char* field :
        {"\n[network]", "\nsend_overhead = ", "\nrecv_overhead = ", "\nbandwidth_factor = [\n  [0, ",
         "\n  [47453133, 1],  # 67108864 B: ", "#   ping_pong 67108864 B: ",
-        "#   send_overhead 8 B: ", "#   exchange 32768 B: ", "#   exchange 2097152 B: "})
+        "#   send_overhead 8 B: ", "#   exchange 32768 B: ", "#   exchange 2097152 B: ",
+        "#   channel_ping_pong 67108864 B: ",
+        // The local passes, 1 KiB to 32 MiB: one speed per size, the first from 0.
+        "\nreduce_bandwidth = [\n  [0, ", "\ncopy_bandwidth = [\n  [0, ",
+        "],  # 33554432 B: ", "#   reduce_pass 1024 B: ", "#   copy_pass 33554432 B: "})
     EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
   // The node's cores online, which more workers than that time-share.
   EXPECT_NE(recipe.find("\ncores_per_node = " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +

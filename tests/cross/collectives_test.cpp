@@ -144,7 +144,8 @@ TEST(Collectives, BadArgumentsAreRefusedBeforeAnythingIsTimed) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-// The validation's reduced form: both sides at 2 ranks, joined into collectives.md.
+// The validation's reduced form: both sides at 2 ranks, joined into collectives.md, the simulated
+// side on a platform calibrated just before.
 TEST(Collectives, ValidationScriptWritesTheTable) {
   const fs::path dir = scratch() / "validation";
   const fs::path md = scratch() / "collectives.md";
@@ -160,6 +161,9 @@ TEST(Collectives, ValidationScriptWritesTheTable) {
   EXPECT_NE(text.find("| allreduce | 4 KiB |"), std::string::npos) << text;
   EXPECT_NE(text.find("| allgather | 16 KiB |"), std::string::npos) << text;
   EXPECT_NE(text.find("| all (6) |"), std::string::npos) << text;
+  EXPECT_NE(text.find("platform loopback calibrated"), std::string::npos) << text;
+  const std::string platform = syncopate::read_text(dir / "platform" / "loopback.toml");
+  EXPECT_NE(platform.find("\nreduce_bandwidth = [\n"), std::string::npos) << platform;
   EXPECT_TRUE(fs::exists(scratch() / "collectives.png"));
 }
 

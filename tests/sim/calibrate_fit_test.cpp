@@ -102,5 +102,24 @@ TEST(CalibrateFit, DuplexFromTheExchangeOverTheOneWayTime) {
   EXPECT_EQ(none.sizes, 0u);
 }
 
+// A local pass's speeds: each size's bytes over its median, from halfway (geometric mean) to the
+// size before; the simulator's local_pass_seconds then gives each measured median back.
+TEST(CalibrateFit, LocalPassSpeedsReproduceEachSizesMedian) {
+  const std::vector<PingPongPoint> passes = {
+      {1024, 80e-9}, {4096, 100e-9}, {1048576, 30e-6}, {4194304, 400e-6}};
+  const std::vector<FactorEntry> speeds = fit_speeds(passes);
+  ASSERT_EQ(speeds.size(), 4u);
+  EXPECT_EQ(speeds[0].from_bytes, 0);
+  EXPECT_EQ(speeds[1].from_bytes, 2048);
+  EXPECT_EQ(speeds[2].from_bytes, 65536);
+  EXPECT_EQ(speeds[3].from_bytes, 2097152);
+  std::vector<sim::SizeFactor> table;
+  for (const FactorEntry& e : speeds) table.push_back({e.from_bytes, e.factor});
+  for (const PingPongPoint& p : passes)
+    EXPECT_NEAR(sim::local_pass_seconds(table, p.bytes), p.seconds, 1e-12 * p.seconds) << p.bytes;
+  // A pass too quick for the clock gets the largest speed a platform accepts.
+  EXPECT_EQ(fit_speeds(std::vector<PingPongPoint>{{1024, 0}})[0].factor, 1e15);
+}
+
 }  // namespace
 }  // namespace syncopate::app

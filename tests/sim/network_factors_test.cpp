@@ -16,6 +16,7 @@
 #include "backends/sim/platform/platform_recipe.hpp"
 #include "backends/sim/sim_backend.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/collective_schedule.hpp"
 #include "tests/sim/sim_test_util.hpp"
 
 namespace syncopate::sim {
@@ -201,6 +202,101 @@ TEST_P(NetworkFactorsTiming, AnAllreduceThroughTheMasterPaysTheTermsOfOneMessage
     const double network = 5e-6 + 3 * latency + shared / factor;
     const double expected = base[0] + 2 * (network - latency - shared);
     EXPECT_NEAR(got[0], expected, 1e-6 * expected) << bytes << " B";
+  }
+}
+
+// Seconds of one `kind` collective of `bytes` at 2 workers, cost-only: the latest clock.
+double simulate_two(const fs::path& recipe, Fidelity fidelity, CollectiveKind kind, size_t bytes,
+                    Algorithm algorithm) {
+  const testing::ChildResult result = run_in_child([&] {
+    const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, 2);
+    double end = 0;
+    SimOptions options;
+    options.workers = 2;
+    options.fidelity = fidelity;
+    options.cost_only = true;
+    std::vector<float> all(bytes / sizeof(float)), block(all.size() / 2);
+    run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
+      if (kind == CollectiveKind::kAllreduce) comm.allreduce(all, {.algorithm = algorithm});
+      if (kind == CollectiveKind::kAllgather) comm.allgather(block, all, {});
+      if (kind == CollectiveKind::kReduceScatter)
+        comm.reduce_scatter(all, block, ReduceOp::kSum, {});
+      end = std::max(end, exec.now());
+    });
+    return encode({end});
+  });
+  EXPECT_EQ(result.status, 0) << result.output;
+  const std::vector<double> got = decode(result.output);
+  return got.empty() ? -1 : got[0];
+}
+
+// The local passes at 2 ranks, on top of the same platform without them: recursive doubling
+// reduces the whole buffer once, Rabenseifner (and the ring) half of it; an allgather copies its
+// contribution (half) into place, a reduce-scatter its input and then its block out, and
+// reduces the block it receives. Each pass of s bytes takes s / speed(s).
+TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
+  const std::string speeds =
+      "[network]\nreduce_bandwidth = [[0, 2e10], [1048576, 5e9]]\n"
+      "copy_bandwidth = [[0, 4e10], [524288, 8e9]]\n";
+  const fs::path recipe = write_recipe(two_gpus(speeds));
+  const fs::path plain =
+      fs::temp_directory_path() / ("syncopate-plain-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(plain) << two_gpus("");
+  const auto reduce = [](double s) { return s / (s < 1048576 ? 2e10 : 5e9); };
+  const auto copy = [](double s) { return s / (s < 524288 ? 4e10 : 8e9); };
+  struct Case {
+    CollectiveKind kind;
+    Algorithm algorithm;
+    size_t bytes;
+    double local;
+  };
+  const double kib = 1024, mib = 1024 * kib;
+  const Case cases[] = {
+      {CollectiveKind::kAllreduce, Algorithm::kRecursiveDoubling, 16 << 10, reduce(16 * kib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRabenseifner, 4 << 20, reduce(2 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 1 << 20, reduce(512 * kib)},
+      {CollectiveKind::kAllgather, Algorithm::kAuto, 2 << 20, copy(1 * mib)},
+      {CollectiveKind::kAllgather, Algorithm::kAuto, 512 << 10, copy(256 * kib)},
+      {CollectiveKind::kReduceScatter, Algorithm::kAuto, 1 << 20,
+       copy(1 * mib) + copy(512 * kib) + reduce(512 * kib)},
+  };
+  for (const Case& c : cases) {
+    const double got = simulate_two(recipe, GetParam(), c.kind, c.bytes, c.algorithm);
+    const double base = simulate_two(plain, GetParam(), c.kind, c.bytes, c.algorithm);
+    ASSERT_GT(base, 0);
+    EXPECT_NEAR(got - base, c.local, 1e-6 * got)
+        << to_string(c.kind) << " " << to_string(c.algorithm) << " " << c.bytes << " B";
+  }
+}
+
+TEST(NetworkFactors, LocalPassSpeedsParseAndBadOnesAreRefused) {
+  const detail::Recipe recipe = detail::parse_recipe(
+      write_recipe(two_gpus("[network]\nreduce_bandwidth = [[0, 2e10], [65536, 9e9]]\n"
+                            "copy_bandwidth = [[0, 3e10]]\n"))
+          .string(),
+      {});
+  EXPECT_FALSE(recipe.network.empty());
+  EXPECT_DOUBLE_EQ(local_pass_seconds(recipe.network.reduce, 65536), 65536 / 9e9);
+  EXPECT_DOUBLE_EQ(local_pass_seconds(recipe.network.reduce, 4096), 4096 / 2e10);
+  EXPECT_DOUBLE_EQ(local_pass_seconds(recipe.network.copy, 1e9), 1e9 / 3e10);
+  EXPECT_EQ(local_pass_seconds({}, 1e9), 0);
+  struct Case {
+    std::string table, expected;
+  };
+  const Case cases[] = {
+      {"reduce_bandwidth = 1e10",
+       "network.reduce_bandwidth: expected an array of [from_bytes, bytes_per_second] pairs"},
+      {"copy_bandwidth = [[0, 0]]",
+       "network.copy_bandwidth: entry 1: the bytes_per_second must be > 0"},
+      {"copy_bandwidth = [[0, 1e16]]",
+       "entry 1: the bytes_per_second must be > 0 and at most 1e15"},
+      {"reduce_bandwidth = [[8, 1e10]]", "entry 1: the first entry must be from 0"},
+      {"reduce_bandwidth = [[0, \"fast\"]]", "entry 1: expected [from_bytes, bytes_per_second]"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = recipe_error(two_gpus("[network]\n" + c.table + "\n"));
+    EXPECT_NE(msg.find(kKeyLine), std::string::npos) << c.table << ": " << msg;
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.table << ": " << msg;
   }
 }
 

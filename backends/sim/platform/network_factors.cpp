@@ -32,11 +32,27 @@ double message_seconds(const NetworkFactors& factors, double latency_s, double b
   return factors.send_overhead_s + network + factors.recv_overhead_s;
 }
 
+double local_pass_seconds(std::span<const SizeFactor> speeds, double bytes) {
+  if (speeds.empty() || bytes <= 0) return 0;
+  return bytes / factor_at(speeds, bytes);
+}
+
 namespace detail {
 namespace {
 
-constexpr double kMaxFactor = 1e6;
 constexpr double kMaxBytes = 1e15;
+
+// What a table's second column holds.
+struct Column {
+  const char* example;  // an entry, e.g. "[65536, 0.8]"
+  const char* name;     // e.g. "factor"
+  bool zero_ok;
+  double max;
+  const char* max_text;
+};
+constexpr Column kFactor{"[65536, 0.8]", "factor", false, 1e6, "1e6"};
+constexpr Column kLatencyFactor{"[65536, 0.8]", "factor", true, 1e6, "1e6"};
+constexpr Column kSpeed{"[65536, 2e10]", "bytes_per_second", false, 1e15, "1e15"};
 
 double number_of(const toml::node& node, bool* ok) {
   *ok = true;
@@ -48,7 +64,7 @@ double number_of(const toml::node& node, bool* ok) {
 
 // One entry [from_bytes, factor] of `key`'s table, checked against the previous one.
 SizeFactor read_entry(TomlReader& reader, const std::string& key, const toml::node& item,
-                      size_t index, const std::vector<SizeFactor>& before, bool zero_ok) {
+                      size_t index, const std::vector<SizeFactor>& before, const Column& column) {
   const std::string at = "entry " + std::to_string(index + 1) + ": ";
   const toml::array* pair = item.as_array();
   bool from_ok = false, factor_ok = false;
@@ -58,29 +74,32 @@ SizeFactor read_entry(TomlReader& reader, const std::string& key, const toml::no
     entry.factor = number_of(*pair->get(1), &factor_ok);
   }
   if (!from_ok || !factor_ok)
-    reader.fail(key, at + "expected [from_bytes, factor], two numbers, e.g. [65536, 0.8]");
+    reader.fail(key, at + "expected [from_bytes, " + column.name + "], two numbers, e.g. " +
+                         column.example);
   if (!(entry.from_bytes >= 0 && entry.from_bytes <= kMaxBytes) ||
       entry.from_bytes != std::floor(entry.from_bytes))
     reader.fail(key, at + "from_bytes must be a whole number of bytes from 0 to 1e15");
   if (index == 0 && entry.from_bytes != 0) reader.fail(key, at + "the first entry must be from 0");
   if (index > 0 && entry.from_bytes <= before.back().from_bytes)
     reader.fail(key, at + "from_bytes must be larger than the previous entry's");
-  const bool factor_in_range = zero_ok ? entry.factor >= 0 : entry.factor > 0;
-  if (!std::isfinite(entry.factor) || !factor_in_range || entry.factor > kMaxFactor)
-    reader.fail(key, at + "the factor must be " + (zero_ok ? ">= 0" : "> 0") + " and at most 1e6");
+  const bool in_range = column.zero_ok ? entry.factor >= 0 : entry.factor > 0;
+  if (!std::isfinite(entry.factor) || !in_range || entry.factor > column.max)
+    reader.fail(key, at + "the " + column.name + " must be " + (column.zero_ok ? ">= 0" : "> 0") +
+                         " and at most " + column.max_text);
   return entry;
 }
 
-std::vector<SizeFactor> read_table(TomlReader& reader, const std::string& key, bool zero_ok) {
+std::vector<SizeFactor> read_table(TomlReader& reader, const std::string& key,
+                                   const Column& column) {
   std::vector<SizeFactor> table;
   const toml::node* found = reader.node(key);
   if (found == nullptr) return table;
   const toml::array* array = found->as_array();
   if (array == nullptr || array->empty())
-    reader.fail(key,
-                "expected an array of [from_bytes, factor] pairs, e.g. [[0, 0.5], [65536, 1]]");
+    reader.fail(key, "expected an array of [from_bytes, " + std::string(column.name) +
+                         "] pairs, e.g. [[0, 1], " + column.example + "]");
   for (size_t i = 0; i < array->size(); ++i)
-    table.push_back(read_entry(reader, key, *array->get(i), i, table, zero_ok));
+    table.push_back(read_entry(reader, key, *array->get(i), i, table, column));
   return table;
 }
 
@@ -90,8 +109,10 @@ NetworkFactors read_network_factors(TomlReader& reader) {
   NetworkFactors factors;
   factors.send_overhead_s = quantity(reader, "network.send_overhead", Quantity::kTime, 0.0, true);
   factors.recv_overhead_s = quantity(reader, "network.recv_overhead", Quantity::kTime, 0.0, true);
-  factors.bandwidth = read_table(reader, "network.bandwidth_factor", /*zero_ok=*/false);
-  factors.latency = read_table(reader, "network.latency_factor", /*zero_ok=*/true);
+  factors.bandwidth = read_table(reader, "network.bandwidth_factor", kFactor);
+  factors.latency = read_table(reader, "network.latency_factor", kLatencyFactor);
+  factors.reduce = read_table(reader, "network.reduce_bandwidth", kSpeed);
+  factors.copy = read_table(reader, "network.copy_bandwidth", kSpeed);
   return factors;
 }
 

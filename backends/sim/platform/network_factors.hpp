@@ -1,7 +1,9 @@
 #pragma once
 // The network model's software terms, as SMPI has them: a per-message send and receive overhead
 // and size-dependent bandwidth and latency factors (piecewise tables), read from a recipe's
-// [network] table; and one message's modelled seconds with them.
+// [network] table; and one message's modelled seconds with them. The same table holds the local
+// passes of a collective on a rank's memory (the reduction of a received segment, the copy of a
+// contribution into place), which SMPI does not model: their speeds by size.
 #include <span>
 #include <string_view>
 #include <vector>
@@ -24,9 +26,15 @@ struct NetworkFactors {
   // Ascending from_bytes, the first 0; empty: 1 at every size. A message of s bytes over a route
   // of latency L and bandwidth B takes L x latency(s) + s / (B x bandwidth(s)) on the network.
   std::vector<SizeFactor> bandwidth, latency;
+  // Local passes, as [from_bytes, bytes per second] (SizeFactor::factor is the speed): `reduce`
+  // adds a received segment of s bytes into the buffer (a step whose action is kReduce), `copy`
+  // moves s bytes into place (an allgather's contribution; a reduce-scatter's input and its
+  // block). A pass of s bytes takes s / speed(s); empty: free, as before these tables.
+  std::vector<SizeFactor> reduce, copy;
 
-  bool empty() const {  // the plain model: no overheads, every factor 1
-    return send_overhead_s == 0 && recv_overhead_s == 0 && bandwidth.empty() && latency.empty();
+  bool empty() const {  // the plain model: no overheads, every factor 1, free local passes
+    return send_overhead_s == 0 && recv_overhead_s == 0 && bandwidth.empty() && latency.empty() &&
+           reduce.empty() && copy.empty();
   }
   bool has_tables() const { return !bandwidth.empty() || !latency.empty(); }
   double overhead_s() const { return send_overhead_s + recv_overhead_s; }
@@ -44,10 +52,15 @@ double transfer_seconds(const NetworkFactors& factors, double latency_s, double 
 double message_seconds(const NetworkFactors& factors, double latency_s, double bandwidth_Bps,
                        double bytes);
 
+// A local pass over `bytes` at the speeds of `speeds` (NetworkFactors::reduce or copy): 0 for an
+// empty table.
+double local_pass_seconds(std::span<const SizeFactor> speeds, double bytes);
+
 namespace detail {
-// The optional [network] table of a recipe: keys send_overhead, recv_overhead (times) and
+// The optional [network] table of a recipe: keys send_overhead, recv_overhead (times),
 // bandwidth_factor, latency_factor (arrays of [from_bytes, factor] pairs, from_bytes ascending
-// from 0). Absent: the plain model. Errors name file:line: key.
+// from 0), and reduce_bandwidth, copy_bandwidth (arrays of [from_bytes, bytes per second]).
+// Absent: the plain model. Errors name file:line: key.
 NetworkFactors read_network_factors(TomlReader& reader);
 }  // namespace detail
 
