@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # The simulator against this machine: fmnist-mlp at 1, 2 and 4 workers with every strategy (serial
-# at 1 worker only), simulated (sim backend, platform loopback) and measured (mpi backend under
-# mpirun), each pair compared with `syncopate compare`; writes analysis/validation/validation.md.
+# at 1 worker only), simulated (sim backend) and measured (mpi backend under mpirun), each pair
+# compared with `syncopate compare`; writes analysis/validation/validation.md.
 #
 #   analysis/validation/validate.sh [--epochs N] [--workers "1 2 4"] [--strategies "ddp ..."]
-#                                   [--out DIR] [--bin PATH] [--set key=value]...
+#                                   [--platform NAME|FILE] [--out DIR] [--bin PATH]
+#                                   [--set key=value]...
 #
+# The simulated runs use a platform that `syncopate calibrate` measures first, under the same
+# settings (DIR/platform/loopback.toml; this machine's speed changes from hour to hour: see
+# collectives.sh); --platform uses a committed one instead (e.g. loopback).
 # Runs go to DIR (default runs/validation): DIR/sim/<strategy>-w<W>, DIR/mpi/..., DIR/compare/...;
-# a run already there is kept (re-running finishes an interrupted validation; remove DIR to start
-# over). --set overrides apply to both runs of every pair. Exit 0 when every pair was compared
+# a run already there is kept, and so is the calibrated platform (re-running finishes an
+# interrupted validation; remove DIR to start over). --set overrides apply to both runs of every pair. Exit 0 when every pair was compared
 # (whatever the errors: validation.md says them), 1 when a run or a comparison failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +23,7 @@ epochs=""
 workers="1 2 4"
 strategies="serial ddp epoch_sync epoch_async local_sgd hierarchical"
 sets=()
+platform=
 args="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -26,6 +31,7 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2 ;;
     --strategies) strategies=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --platform) platform=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     *) echo "validate.sh: unknown argument $1" >&2; exit 2 ;;
@@ -36,6 +42,14 @@ mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1
 mkdir -p "$out/sim" "$out/mpi" "$out/compare"
+if [ -z "$platform" ]; then
+  platform=$out/platform/loopback.toml
+  if [ ! -f "$platform" ]; then
+    echo "== calibrating this machine (mpirun -np 2): $platform"
+    mkdir -p "$out/platform"
+    "${mpirun[@]}" -np 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$platform" >/dev/null
+  fi
+fi
 
 # A strategy's settings beyond the scenario's: local_sgd averages every 8 steps (its default, 1,
 # would average after every step).
@@ -51,8 +65,8 @@ for strategy in $strategies; do
     common+=("${extra[@]}")
     if [ ! -f "$out/sim/$name/summary.json" ]; then
       echo "== $name: simulated"
-      # loopback models this machine's two workers; more workers are more GPUs on its one node.
-      "$bin" run "${common[@]}" --backend sim --platform loopback \
+      # The platform models this machine's two workers; more workers are more GPUs on its node.
+      "$bin" run "${common[@]}" --backend sim --platform "$platform" \
         --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim/$name" \
         >"$out/sim/$name.log" 2>&1 || { echo "   failed: $out/sim/$name.log"; failed=1; continue; }
     fi
@@ -73,10 +87,12 @@ for strategy in $strategies; do
 done
 
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
+platform_note=${platform#"$root"/}
+[ -f "$platform" ] && platform_note+=" (calibrated $(sed -n 's/^# date: //p' "$platform" | head -n 1))"
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platform loopback (profile $(sed -n "s/^profile = \"\(.*\)\".*/\1/p" "$root/platforms/loopback.toml")); measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1"
+       --note "simulated: sim backend, platform $platform_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1"
        --note "settings: ${sets[*]:-none}; local_sgd strategy.every=8")
 /usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$here/validation.md" "${notes[@]}"
 exit $failed
