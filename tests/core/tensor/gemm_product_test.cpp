@@ -55,28 +55,37 @@ std::vector<float> values(size_t n, uint64_t seed) {
   return v;
 }
 
-// Largest |got - want| / (sum_l |a_il b_lj|) over C, for op(A) op(B) with the given transposes.
-double product_error(void (*kernel)(const gemm_detail::Product&), bool ta, bool tb) {
-  const int64_t m = 67, n = 45, k = 301, pad = 5;  // beyond one register block, odd edges
+struct Shape3 {
+  int64_t m, n, k;
+};
+
+// Largest |got - want| / (sum_l |a_il b_lj| + |c_ij|) over C, for C += alpha op(A) op(B) with
+// the given transposes, C starting from `c0` everywhere; infinite where a row's pad changed.
+double product_error(void (*kernel)(const gemm_detail::Product&), bool ta, bool tb,
+                     Shape3 shape = {67, 45, 301},  // beyond one register block, odd edges
+                     float alpha = 1.0f, float c0 = 0.0f) {
+  const int64_t m = shape.m, n = shape.n, k = shape.k, pad = 5;
   const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
   const auto a = values(static_cast<size_t>((ta ? k : m) * lda), 1);
   const auto b = values(static_cast<size_t>((tb ? n : k) * ldb), 2);
-  std::vector<float> c(static_cast<size_t>(m * ldc), 0.0f);
-  kernel({ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, c.data(), ldc});
+  std::vector<float> c(static_cast<size_t>(m * ldc), c0);
+  kernel({ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, c.data(), ldc});
   double worst = 0;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, scale = 0;
+      double sum = c0, scale = std::abs(c0);
       for (int64_t l = 0; l < k; ++l) {
         const double x =
             ta ? a[static_cast<size_t>(l * lda + i)] : a[static_cast<size_t>(i * lda + l)];
         const double y =
             tb ? b[static_cast<size_t>(j * ldb + l)] : b[static_cast<size_t>(l * ldb + j)];
-        sum += x * y;
-        scale += std::abs(x * y);
+        sum += alpha * x * y;
+        scale += std::abs(alpha * x * y);
       }
       worst = std::max(worst, std::abs(c[static_cast<size_t>(i * ldc + j)] - sum) / scale);
     }
+    for (int64_t j = n; j < ldc; ++j)  // the pad past each row is not C's: never written
+      if (c[static_cast<size_t>(i * ldc + j)] != c0) return INFINITY;
   }
   return worst;
 }
@@ -87,6 +96,23 @@ TEST(GemmProduct, EveryKernelMatchesTheDoubleReferenceForEveryTranspose) {
       for (bool tb : {false, true})
         EXPECT_LT(product_error(kernel.product, ta, tb), 1e-5)  // k eps / sqrt-ish bound
             << kernel.name << " " << ta << tb;
+}
+
+// Products whose op(B) fits the first-level cache take the direct path (no packing): Winograd's
+// shapes, and odd ones that leave partial register blocks and columns past the last packet. It
+// accumulates into C, scaled by alpha, as the packed path does; pads between rows stay untouched.
+TEST(GemmProduct, SmallProductsMatchTheDoubleReference) {
+  const Shape3 shapes[] = {{98, 64, 32}, {98, 32, 64}, {64, 32, 98}, {7, 37, 13},
+                           {5, 16, 3},   {1, 48, 1},   {9, 100, 81}, {3, 17, 200}};
+  for (const gemm_detail::Kernel& kernel : usable_kernels())
+    for (bool ta : {false, true})
+      for (const Shape3& s : shapes) {
+        EXPECT_LT(product_error(kernel.product, ta, false, s), 1e-5)
+            << kernel.name << " ta " << ta << " " << s.m << "x" << s.n << "x" << s.k;
+        EXPECT_LT(product_error(kernel.product, ta, false, s, 0.5f, 3.0f), 1e-5)
+            << kernel.name << " ta " << ta << " " << s.m << "x" << s.n << "x" << s.k
+            << ", alpha 0.5 into C = 3";
+      }
 }
 
 TEST(GemmProduct, TheFastestKernelTheCpuHasIsChosen) {
