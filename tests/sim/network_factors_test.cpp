@@ -37,9 +37,10 @@ std::string two_gpus(const std::string& network) {
 // Where an error in the line after `network`'s first one ([network]) in two_gpus() is reported.
 constexpr const char* kKeyLine = ":17: ";
 
-fs::path write_recipe(const std::string& text) {
+// `text` in a file of this process named after `name`.
+fs::path write_recipe(const std::string& text, const std::string& name = "network") {
   const fs::path path =
-      fs::temp_directory_path() / ("syncopate-network-" + std::to_string(getpid()) + ".toml");
+      fs::temp_directory_path() / ("syncopate-" + name + "-" + std::to_string(getpid()) + ".toml");
   std::ofstream(path) << text;
   return path;
 }
@@ -117,11 +118,12 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
   EXPECT_EQ(recipe_error(two_gpus("[network]\nlatency_factor = [[0, 0]]\n")), "");
 }
 
-// Seconds of one allreduce of `bytes` at `workers` workers with `algorithm`, and the latency and
-// bandwidth of the platform's `route` (gpus[0] to the next GPU, or to the master).
-std::vector<double> simulate_allreduce(const fs::path& recipe, Fidelity fidelity, size_t bytes,
-                                       int workers, Algorithm algorithm,
-                                       LinkModel Platform::*route) {
+// Seconds of `kind` over a buffer of `bytes` (an allgather's result, a reduce-scatter's input)
+// at `workers` workers, cost-only, and the latency and bandwidth of the platform's `route`
+// (gpus[0] to the next GPU, or to the master).
+std::vector<double> simulate(const fs::path& recipe, Fidelity fidelity, CollectiveKind kind,
+                             size_t bytes, int workers, Algorithm algorithm,
+                             LinkModel Platform::*route = &Platform::intra_node) {
   const testing::ChildResult result = run_in_child([&] {
     const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, workers);
     double end = 0;
@@ -129,15 +131,24 @@ std::vector<double> simulate_allreduce(const fs::path& recipe, Fidelity fidelity
     options.workers = workers;
     options.fidelity = fidelity;
     options.cost_only = true;
-    std::vector<float> scratch(bytes / sizeof(float));
+    std::vector<float> all(bytes / sizeof(float)), block(all.size() / workers);
     run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
-      comm.allreduce(scratch, {.algorithm = algorithm});
+      if (kind == CollectiveKind::kAllreduce) comm.allreduce(all, {.algorithm = algorithm});
+      if (kind == CollectiveKind::kAllgather) comm.allgather(block, all, {});
+      if (kind == CollectiveKind::kReduceScatter)
+        comm.reduce_scatter(all, block, ReduceOp::kSum, {});
       end = std::max(end, exec.now());
     });
     return encode({end, (platform.*route).latency_s, (platform.*route).bandwidth_Bps});
   });
   EXPECT_EQ(result.status, 0) << result.output;
   return decode(result.output);
+}
+
+std::vector<double> simulate_allreduce(const fs::path& recipe, Fidelity fidelity, size_t bytes,
+                                       int workers, Algorithm algorithm,
+                                       LinkModel Platform::*route) {
+  return simulate(recipe, fidelity, CollectiveKind::kAllreduce, bytes, workers, algorithm, route);
 }
 
 // Between the recipe's two GPUs (recursive doubling: one exchange of all the bytes each way).
@@ -150,9 +161,7 @@ class NetworkFactorsTiming : public ::testing::TestWithParam<Fidelity> {};
 
 TEST_P(NetworkFactorsTiming, AMessageTakesOverheadPlusFactoredLatencyAndBandwidth) {
   const fs::path recipe = write_recipe(two_gpus(kTables));
-  const fs::path plain =
-      fs::temp_directory_path() / ("syncopate-plain-" + std::to_string(getpid()) + ".toml");
-  std::ofstream(plain) << two_gpus("");
+  const fs::path plain = write_recipe(two_gpus(""), "plain");
   for (size_t bytes : {size_t{4096}, size_t{256} << 10, size_t{4} << 20}) {
     const std::vector<double> got = simulate_exchange(recipe, GetParam(), bytes);
     ASSERT_EQ(got.size(), 3u);
@@ -188,9 +197,7 @@ TEST_P(NetworkFactorsTiming, AnAllreduceThroughTheMasterPaysTheTermsOfOneMessage
       "[network]\nsend_overhead = \"2us\"\nrecv_overhead = 3e-6\n"
       "bandwidth_factor = [[0, 0.25], [65536, 2]]\nlatency_factor = [[0, 3]]\n";
   const fs::path recipe = write_recipe(three_gpus_and_master(tables));
-  const fs::path plain =
-      fs::temp_directory_path() / ("syncopate-plain-" + std::to_string(getpid()) + ".toml");
-  std::ofstream(plain) << three_gpus_and_master("");
+  const fs::path plain = write_recipe(three_gpus_and_master(""), "plain");
   for (size_t bytes : {size_t{16} << 10, size_t{1} << 20}) {
     const std::vector<double> got = simulate_through_master(recipe, GetParam(), bytes);
     const std::vector<double> base = simulate_through_master(plain, GetParam(), bytes);
@@ -205,31 +212,6 @@ TEST_P(NetworkFactorsTiming, AnAllreduceThroughTheMasterPaysTheTermsOfOneMessage
   }
 }
 
-// Seconds of one `kind` collective of `bytes` at 2 workers, cost-only: the latest clock.
-double simulate_two(const fs::path& recipe, Fidelity fidelity, CollectiveKind kind, size_t bytes,
-                    Algorithm algorithm) {
-  const testing::ChildResult result = run_in_child([&] {
-    const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, 2);
-    double end = 0;
-    SimOptions options;
-    options.workers = 2;
-    options.fidelity = fidelity;
-    options.cost_only = true;
-    std::vector<float> all(bytes / sizeof(float)), block(all.size() / 2);
-    run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
-      if (kind == CollectiveKind::kAllreduce) comm.allreduce(all, {.algorithm = algorithm});
-      if (kind == CollectiveKind::kAllgather) comm.allgather(block, all, {});
-      if (kind == CollectiveKind::kReduceScatter)
-        comm.reduce_scatter(all, block, ReduceOp::kSum, {});
-      end = std::max(end, exec.now());
-    });
-    return encode({end});
-  });
-  EXPECT_EQ(result.status, 0) << result.output;
-  const std::vector<double> got = decode(result.output);
-  return got.empty() ? -1 : got[0];
-}
-
 // The local passes at 2 ranks, on top of the same platform without them: recursive doubling
 // reduces the whole buffer once, Rabenseifner (and the ring) half of it; an allgather copies its
 // contribution (half) into place, a reduce-scatter its input and then its block out, and
@@ -239,9 +221,7 @@ TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
       "[network]\nreduce_bandwidth = [[0, 2e10], [1048576, 5e9]]\n"
       "copy_bandwidth = [[0, 4e10], [524288, 8e9]]\n";
   const fs::path recipe = write_recipe(two_gpus(speeds));
-  const fs::path plain =
-      fs::temp_directory_path() / ("syncopate-plain-" + std::to_string(getpid()) + ".toml");
-  std::ofstream(plain) << two_gpus("");
+  const fs::path plain = write_recipe(two_gpus(""), "plain");
   const auto reduce = [](double s) { return s / (s < 1048576 ? 2e10 : 5e9); };
   const auto copy = [](double s) { return s / (s < 524288 ? 4e10 : 8e9); };
   struct Case {
@@ -261,10 +241,11 @@ TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
        copy(1 * mib) + copy(512 * kib) + reduce(512 * kib)},
   };
   for (const Case& c : cases) {
-    const double got = simulate_two(recipe, GetParam(), c.kind, c.bytes, c.algorithm);
-    const double base = simulate_two(plain, GetParam(), c.kind, c.bytes, c.algorithm);
-    ASSERT_GT(base, 0);
-    EXPECT_NEAR(got - base, c.local, 1e-6 * got)
+    const std::vector<double> got = simulate(recipe, GetParam(), c.kind, c.bytes, 2, c.algorithm);
+    const std::vector<double> base = simulate(plain, GetParam(), c.kind, c.bytes, 2, c.algorithm);
+    ASSERT_EQ(got.size(), 3u);
+    ASSERT_EQ(base.size(), 3u);
+    EXPECT_NEAR(got[0] - base[0], c.local, 1e-6 * got[0])
         << to_string(c.kind) << " " << to_string(c.algorithm) << " " << c.bytes << " B";
   }
 }
