@@ -126,11 +126,11 @@ void write_profile(const std::string& path, const std::string& name, const Calib
   if (!out) throw UserError("calibrate: cannot write " + path);
 }
 
-// The ping-pong medians (through the communicator's schedules where measured, as the simulated
-// collectives send their messages) and the overheads' medians, fitted (app/calibrate_fit.hpp).
+// The ping-pong medians through the communicator's schedules (as the simulated collectives send
+// their messages) and the overheads' medians, fitted (app/calibrate_fit.hpp).
 TransportFit fit_link(const TransportSamples& t) {
   std::vector<PingPongPoint> points;
-  for (const TransportSeries& s : t.channel_ping_pong.empty() ? t.ping_pong : t.channel_ping_pong)
+  for (const TransportSeries& s : t.channel_ping_pong)
     points.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
   return fit_transport(points, spread(t.send_overhead.seconds).median,
                        spread(t.recv_overhead.seconds).median);
@@ -150,10 +150,8 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
   out << "]\n";
 }
 
-// A local pass's speeds, each with the size and median time it reproduces; nothing when the pass
-// was not measured.
+// A local pass's speeds, each with the size and median time it reproduces.
 void write_speeds(std::ostream& out, const char* key, const std::vector<TransportSeries>& passes) {
-  if (passes.empty()) return;
   std::vector<PingPongPoint> points;
   for (const TransportSeries& s : passes)
     points.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
@@ -172,25 +170,22 @@ void write_speeds(std::ostream& out, const char* key, const std::vector<Transpor
 void write_network(std::ostream& out, const TransportSamples& t, const TransportFit& fit) {
   const Spread send = spread(t.send_overhead.seconds), recv = spread(t.recv_overhead.seconds);
   out << "[network]  # fitted to the channel's ping-pong, as SMPI's smpi/os, smpi/or, "
-         "smpi/bw-factor and "
-         "smpi/lat-factor\n"
+         "smpi/bw-factor and smpi/lat-factor\n"
       << "send_overhead = " << num(fit.send_overhead_s) << "  # s: a blocking 8 B send (eager); "
       << note(send).substr(4) << "\n"
       << "recv_overhead = " << num(fit.recv_overhead_s)
       << "  # s: receiving an 8 B message that has arrived; " << note(recv).substr(4) << "\n"
       << "# [from_bytes, factor]: a message of s bytes takes send_overhead + recv_overhead +\n"
-         "# gpu_link.latency + s / (gpu_link.bandwidth x bandwidth_factor(s)); each entry\n"
-         "# reproduces one channel_ping_pong size's median (lowered to any larger size's), from\n"
-         "# halfway (geometric mean) to the size before. latency_factor (same form) is 1: not\n"
-         "# fitted.\n";
+      << "# gpu_link.latency + s / (gpu_link.bandwidth x bandwidth_factor(s)); each entry\n"
+      << "# reproduces one channel_ping_pong size's median (lowered to any larger size's), from\n"
+      << "# halfway (geometric mean) to the size before. latency_factor (same form) is 1: not\n"
+      << "# fitted.\n";
   write_bandwidth_factors(out, fit);
-  out << "# Local passes on a rank's memory, [from_bytes, bytes per second]: a pass of s bytes "
-         "takes\n"
-         "# s / speed(s). Timed on rank 0 right after rank 1 received the buffer, as a "
-         "collective's\n"
-         "# next call finds it: reduce_bandwidth adds a received segment into it, copy_bandwidth\n"
-         "# moves a contribution into place. Each entry is one size's median, from halfway\n"
-         "# (geometric mean) to the size before.\n";
+  out << "# Local passes on a rank's memory, [from_bytes, bytes per second]: a pass of s bytes\n"
+      << "# takes s / speed(s). Timed on rank 0 right after rank 1 received the buffer, as a\n"
+      << "# collective's next call finds it: reduce_bandwidth adds a received segment into it,\n"
+      << "# copy_bandwidth moves a contribution into place. Each entry is one size's median, from\n"
+      << "# halfway (geometric mean) to the size before.\n";
   write_speeds(out, "reduce_bandwidth", t.reduce_pass);
   write_speeds(out, "copy_bandwidth", t.copy_pass);
   out << "\n";

@@ -124,9 +124,12 @@ const CachedSchedule& Group::entry(const CollCall& call) {
     return schedules_.entry(key);
   // Analytic: the duration is worked out from the messages as the entry is made.
   const NetworkFactors& network = world_.platform().network;
-  RoundMaxima rounds(RouteSeconds(*this, key.wire), [&network](RecvAction action, size_t count) {
-    return reduce_seconds(network, action, count);
-  });
+  RoundMaxima::ActionSeconds reductions;  // none without reduce speeds: each message as before
+  if (!network.reduce.empty())
+    reductions = [&network](RecvAction action, size_t count) {
+      return reduce_seconds(network, action, count);
+    };
+  RoundMaxima rounds(RouteSeconds(*this, key.wire), std::move(reductions));
   const CachedSchedule& e = schedules_.entry(key, &rounds);
   analytic_seconds_.emplace(key, copy_seconds(call) + rounds.total());
   return e;
