@@ -10,8 +10,8 @@
 #
 # The simulated side runs on a platform that `syncopate calibrate` measures just before each
 # rank count's measured side, under the same MPI settings (DIR/platform/loopback.toml): this
-# machine's transport changes speed from one hour to the next (a 1 MiB ping-pong took 49 us
-# and, two minutes later, 137 us), so a platform measured earlier predicts another machine.
+# machine's transport changes speed from one minute to the next (a 1 MiB ping-pong took 49 us
+# and, a minute later, 137 us), so a platform measured earlier predicts another machine.
 # --platform runs it on a committed platform instead (e.g. loopback). CSV files go to DIR
 # (default runs/validation/collectives). --check: exit 1 when the median error exceeds the
 # target (10%).

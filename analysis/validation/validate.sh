@@ -8,12 +8,13 @@
 #                                   [--set key=value]...
 #
 # The simulated runs use a platform that `syncopate calibrate` measures first, under the same
-# settings (DIR/platform/loopback.toml; this machine's speed changes from hour to hour: see
+# settings (DIR/platform/loopback.toml; this machine's speed changes from minute to minute: see
 # collectives.sh); --platform uses a committed one instead (e.g. loopback).
 # Runs go to DIR (default runs/validation): DIR/sim/<strategy>-w<W>, DIR/mpi/..., DIR/compare/...;
 # a run already there is kept, and so is the calibrated platform (re-running finishes an
-# interrupted validation; remove DIR to start over). --set overrides apply to both runs of every pair. Exit 0 when every pair was compared
-# (whatever the errors: validation.md says them), 1 when a run or a comparison failed.
+# interrupted validation; remove DIR to start over). --set overrides apply to both runs of every
+# pair. Exit 0 when every pair was compared (whatever the errors: validation.md says them), 1
+# when a run or a comparison failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
