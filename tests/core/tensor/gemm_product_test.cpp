@@ -98,8 +98,9 @@ TEST(GemmProduct, EveryKernelMatchesTheDoubleReferenceForEveryTranspose) {
             << kernel.name << " " << ta << tb;
 }
 
-// Products whose op(B) fits the first-level cache take the direct path (no packing): Winograd's
-// shapes, and odd ones that leave partial register blocks and columns past the last packet. It
+// Products whose op(B) fits the first-level cache take the direct path (no packing) on the
+// AVX-512 kernel, Eigen's on the others: Winograd's shapes, and odd ones that leave partial
+// register blocks and columns past the last packet. It
 // accumulates into C, scaled by alpha, as the packed path does; pads between rows stay untouched.
 TEST(GemmProduct, SmallProductsMatchTheDoubleReference) {
   const Shape3 shapes[] = {{98, 64, 32}, {98, 32, 64}, {64, 32, 98}, {7, 37, 13},
