@@ -65,7 +65,10 @@ TEST(MpiAllreduce, BitIdenticalToInMemoryScheduleForEveryAlgorithmAndOp) {
   const int p = comm.size();
   uint32_t salt = 0;
   for (const Algorithm algorithm : kAlgorithms)
-    for (const size_t n : {size_t{1}, size_t{5}, size_t{1000}, size_t{200003}})
+    // 7001 and 12345: steps of 1,001 to 8,192 floats, which travel in eager-sized messages
+    // (recursive doubling's 7001 with sends and receives over the same floats).
+    for (const size_t n :
+         {size_t{1}, size_t{5}, size_t{1000}, size_t{7001}, size_t{12345}, size_t{200003}})
       for (const ReduceOp op : kOps) {
         SCOPED_TRACE(std::string(to_string(algorithm)) + " n=" + std::to_string(n) + " " +
                      std::string(to_string(op)));
