@@ -87,7 +87,7 @@ Scenario resolve(const CalibrateOptions& o, int ranks) {
 std::vector<Series*> all_series(ComputeSamples& c) {
   std::vector<Series*> out;
   for (LayerSeries& layer : c.layers) out.insert(out.end(), {&layer.forward, &layer.backward});
-  out.insert(out.end(), {&c.loss, &c.zero_grad, &c.optimizer, &c.overhead});
+  out.insert(out.end(), {&c.loss, &c.zero_grad, &c.optimizer, &c.overhead, &c.parts});
   return out;
 }
 

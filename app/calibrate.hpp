@@ -36,6 +36,7 @@ struct ComputeSamples {
   std::vector<LayerSeries> layers;
   Series loss, zero_grad, optimizer;
   Series overhead;  // a whole step minus the sum of its timed parts
+  Series parts;     // the sum of a step's timed parts (its compute)
 };
 
 // Runs `repeats` training steps (after a warm-up) of the scenario's model at its per-worker batch

@@ -75,6 +75,7 @@ ComputeSamples empty_samples(const Model& model, const Optimizer& optimizer) {
       {}};
   samples.optimizer = {"optimizer", optimizer.cost(model.num_params()), {}};
   samples.overhead = {"step_overhead", {}, {}};
+  samples.parts = {"step_compute", {}, {}};
   return samples;
 }
 
@@ -123,7 +124,10 @@ ComputeSamples time_compute(const Scenario& scenario, int repeats) {
     }
     parts += timed(s.optimizer, keep,
                    [&] { optimizer->step(model->params(), model->grads(), 1e-6f, r + 1); });
-    if (keep) s.overhead.seconds.push_back(std::max(0.0, now_s() - start - parts));
+    if (keep) {
+      s.overhead.seconds.push_back(std::max(0.0, now_s() - start - parts));
+      s.parts.seconds.push_back(parts);
+    }
   }
   return s;
 }

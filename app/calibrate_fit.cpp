@@ -86,4 +86,9 @@ std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points) {
   return speeds;
 }
 
+double compute_skew(double step_median_s, double sum_of_medians_s) {
+  if (!(sum_of_medians_s > 0)) return 1;
+  return std::clamp(step_median_s / sum_of_medians_s, 0.5, 2.0);
+}
+
 }  // namespace syncopate::app

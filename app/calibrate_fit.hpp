@@ -61,4 +61,9 @@ DuplexFit fit_duplex(std::span<const PingPongPoint> one_way,
 // (geometric mean) between it and the size before, the first from 0; clamped to (0, 1e15].
 std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points);
 
+// A host profile's compute_skew: the median of a step's timed parts over the sum of the parts'
+// medians (each timing is skewed to the right, so the medians sum short of a step's), within
+// the range a profile accepts, [0.5, 2]; 1 without parts.
+double compute_skew(double step_median_s, double sum_of_medians_s);
+
 }  // namespace syncopate::app

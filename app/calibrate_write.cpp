@@ -114,6 +114,16 @@ void write_profile(const std::string& path, const std::string& name, const Calib
       << "memory_bandwidth = " << num(s.zero_grad.cost.bytes / zero.median) << "\n"
       << "# s: a whole step minus its timed parts (input copy, bookkeeping)\n"
       << "step_overhead = " << num(overhead.median) << note(overhead) << "\n";
+  double sum_of_medians = 0;
+  for (const LayerSeries& layer : s.layers)
+    sum_of_medians += spread(layer.forward.seconds).median + spread(layer.backward.seconds).median;
+  for (const Series* part : {&s.loss, &s.zero_grad, &s.optimizer})
+    sum_of_medians += spread(part->seconds).median;
+  const Spread parts = spread(s.parts.seconds);
+  out << "# every pass x: the median of a step's timed parts (" << num(parts.median) << " s; p10 "
+      << num(parts.p10) << ", p90 " << num(parts.p90) << ")\n# over the sum of their medians ("
+      << num(sum_of_medians) << " s): right-skewed timings sum to more than their medians\n"
+      << "compute_skew = " << num(compute_skew(parts.median, sum_of_medians)) << "\n";
   write_flops(out, s);
   out << "\n# Measured layer passes, seconds at these shapes (batch first); a pass whose layer\n"
          "# matches kind, input and output takes this time instead of the fallback speed.\n";
@@ -273,8 +283,8 @@ void print_calibration(const Calibration& c) {
     row(layer.kind + " " + shape_text(layer.input) + " fwd", layer.forward.seconds);
     row(layer.kind + " " + shape_text(layer.input) + " bwd", layer.backward.seconds);
   }
-  for (const Series* s :
-       {&c.compute.loss, &c.compute.zero_grad, &c.compute.optimizer, &c.compute.overhead})
+  for (const Series* s : {&c.compute.loss, &c.compute.zero_grad, &c.compute.optimizer,
+                          &c.compute.overhead, &c.compute.parts})
     row(s->name, s->seconds);
   for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead})
     row(s->name + " " + std::to_string(s->bytes) + " B", s->seconds);

@@ -48,3 +48,30 @@ def test_table_and_errors(tmp_path):
 
 def test_no_pairs_exits_2(tmp_path):
     assert summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md")]) == 2
+
+
+def test_repeated_measured_runs_stand_for_their_pair_by_the_median(tmp_path):
+    """Three comparisons of one pair, measured 1.0x, 1.3x and 0.8x: the 1.0x one is the row."""
+    for k, scale in enumerate((1.0, 1.3, 0.8), start=1):
+        path = os.path.join(str(tmp_path), f"ddp-w2-m{k}")
+        data = make_compare(path, workers=2, comm_factor=1.0)
+        data["a"].update(strategy="ddp", workers=2)
+        for row in data["rows"]:
+            row["b"] = {key: value * scale for key, value in row["b"].items()}
+            row["error"] = {key: (row["a"][key] - row["b"][key]) / row["b"]["total_s"]
+                            for key in row["a"]}
+        with open(os.path.join(path, "compare.json"), "w") as f:
+            json.dump(data, f)
+    pairs = summarize.read_pairs(str(tmp_path))
+    assert len(pairs) == 1
+    median = pairs[0]
+    assert summarize.whole_run(median)["error"]["total_s"] == pytest.approx(0.0, abs=1e-12)
+    per_epoch = summarize.seconds_per_epoch(median, "b")
+    assert median["measured_runs"] == pytest.approx([0.8 * per_epoch, per_epoch, 1.3 * per_epoch])
+    out = str(tmp_path / "validation.md")
+    assert summarize.main([str(tmp_path), "--out", out]) == 0
+    rows = md_table(open(out).read(), "strategy")
+    assert len(rows) == 1
+    assert rows[0][4] == (f"{per_epoch:.4g} ({0.8 * per_epoch:.4g} - {1.3 * per_epoch:.4g}, "
+                          "3 runs)")
+    assert rows[0][5] == "+0.0%"

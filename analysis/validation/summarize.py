@@ -3,11 +3,14 @@
 
     python3 analysis/validation/summarize.py COMPARE_DIR --out validation.md [--note TEXT]...
 
-COMPARE_DIR holds one folder per pair (strategy and worker count), each with the compare.json of
-`syncopate compare SIMULATED MEASURED`. The table gives seconds per epoch (the mean over the
-epochs of each epoch's mean over the workers) and its split into phases, simulated and measured,
-and the error of each: (simulated - measured) / the measured epoch time. The errors summarised:
-each pair's whole-run epoch time, and every epoch of every pair.
+COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate compare
+SIMULATED MEASURED`. Several comparisons of one pair (strategy and worker count: the simulated
+run against each of repeated measured runs) stand for the pair by the one whose measured run is
+the median by its training time (of an even count, the lower middle); the table gives the range
+of the measured runs beside it. The table gives seconds per epoch (the mean over the epochs of
+each epoch's mean over the workers) and its split into phases, simulated and measured, and the
+error of each: (simulated - measured) / the measured epoch time. The errors summarised: each
+pair's whole-run epoch time, and every epoch of every pair.
 """
 
 import argparse
@@ -20,19 +23,35 @@ PHASES = (("compute", "compute_s"), ("comm", "comm_s"), ("idle", "idle_s"))
 TARGET_MEDIAN, TARGET_WORST = 0.05, 0.15  # the issue's targets for the epoch time
 
 
+def key_of(pair):
+    return (pair["a"].get("strategy", ""), pair["a"].get("workers", 0))
+
+
 def read_pairs(compare_dir):
-    """[(compare.json dict)] sorted by strategy and worker count."""
-    pairs = []
+    """[(compare.json dict)] sorted by strategy and worker count, one per pair: the median of
+    its repeated measured runs, with "measured_runs" (every run's measured seconds per epoch)."""
+    groups = {}
     for name in sorted(os.listdir(compare_dir)):
         path = os.path.join(compare_dir, name, "compare.json")
         if os.path.isfile(path):
             with open(path) as f:
-                pairs.append(json.load(f))
-    return sorted(pairs, key=lambda p: (p["a"].get("strategy", ""), p["a"].get("workers", 0)))
+                pair = json.load(f)
+            groups.setdefault(key_of(pair), []).append(pair)
+    pairs = []
+    for key in sorted(groups):
+        runs = sorted(groups[key], key=lambda p: whole_run(p)["b"]["total_s"])
+        pair = runs[(len(runs) - 1) // 2]
+        pair["measured_runs"] = [seconds_per_epoch(p, "b") for p in runs]
+        pairs.append(pair)
+    return pairs
 
 
 def whole_run(pair):
     return next(r for r in pair["rows"] if r["epoch"] is None and r["worker"] is None)
+
+
+def seconds_per_epoch(pair, side):
+    return whole_run(pair)[side]["total_s"] / max(1, len(epoch_means(pair)))
 
 
 def epoch_means(pair):
@@ -54,9 +73,12 @@ def stats_line(label, errors):
 def pair_row(pair):
     whole = whole_run(pair)
     n = max(1, len(epoch_means(pair)))
+    measured = f"{whole['b']['total_s'] / n:.4g}"
+    runs = pair.get("measured_runs", [])
+    if len(runs) > 1:
+        measured += f" ({min(runs):.4g} - {max(runs):.4g}, {len(runs)} runs)"
     cells = [pair["a"].get("strategy", "?"), str(pair["a"].get("workers", "?")), str(n),
-             f"{whole['a']['total_s'] / n:.4g}", f"{whole['b']['total_s'] / n:.4g}",
-             pct(whole["error"]["total_s"])]
+             f"{whole['a']['total_s'] / n:.4g}", measured, pct(whole["error"]["total_s"])]
     for _, key in PHASES:
         cells.append(f"{whole['a'][key] / n:.3g} / {whole['b'][key] / n:.3g} "
                      f"({pct(whole['error'][key])})")

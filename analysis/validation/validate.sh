@@ -4,13 +4,17 @@
 # compared with `syncopate compare`; writes analysis/validation/validation.md.
 #
 #   analysis/validation/validate.sh [--epochs N] [--workers "1 2 4"] [--strategies "ddp ..."]
-#                                   [--platform NAME|FILE] [--out DIR] [--bin PATH]
-#                                   [--set key=value]...
+#                                   [--measured-runs 3] [--platform NAME|FILE] [--out DIR]
+#                                   [--bin PATH] [--set key=value]...
 #
 # The simulated runs use a platform that `syncopate calibrate` measures first, under the same
 # settings (DIR/platform/loopback.toml; this machine's speed changes from minute to minute: see
 # collectives.sh); --platform uses a committed one instead (e.g. loopback).
-# Runs go to DIR (default runs/validation): DIR/sim/<strategy>-w<W>, DIR/mpi/..., DIR/compare/...;
+# Each pair's measured side runs --measured-runs times (one run on this machine varies by more
+# than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with the simulated
+# run; validation.md takes the comparison whose measured run is the median (summarize.py).
+# Runs go to DIR (default runs/validation): DIR/sim/<strategy>-w<W>, DIR/mpi/<strategy>-w<W>-m<k>,
+# DIR/compare/<strategy>-w<W>-m<k>;
 # a run already there is kept, and so is the calibrated platform (re-running finishes an
 # interrupted validation; remove DIR to start over). --set overrides apply to both runs of every
 # pair. Exit 0 when every pair was compared (whatever the errors: validation.md says them), 1
@@ -25,6 +29,7 @@ workers="1 2 4"
 strategies="serial ddp epoch_sync epoch_async local_sgd hierarchical"
 sets=()
 platform=
+measured_runs=3
 args="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -33,11 +38,15 @@ while [ $# -gt 0 ]; do
     --strategies) strategies=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --platform) platform=$2; shift 2 ;;
+    --measured-runs) measured_runs=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     *) echo "validate.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+case $measured_runs in
+  '' | *[!0-9]* | 0) echo "validate.sh: --measured-runs '$measured_runs'; allowed: an integer >= 1" >&2; exit 2 ;;
+esac
 [ -n "$epochs" ] && sets+=(--epochs "$epochs")
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
@@ -71,19 +80,22 @@ for strategy in $strategies; do
         --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim/$name" \
         >"$out/sim/$name.log" 2>&1 || { echo "   failed: $out/sim/$name.log"; failed=1; continue; }
     fi
-    if [ ! -f "$out/mpi/$name/summary.json" ]; then
-      echo "== $name: measured (mpirun -np $w)"
-      "${mpirun[@]}" -np "$w" "$bin" run "${common[@]}" --backend mpi --out "$out/mpi/$name" \
-        >"$out/mpi/$name.log" 2>&1 || { echo "   failed: $out/mpi/$name.log"; failed=1; continue; }
-    fi
-    rc=0
-    "$bin" compare "$out/sim/$name" "$out/mpi/$name" --tolerance 15% --out "$out/compare/$name" \
-      >"$out/compare/$name.txt" 2>&1 || rc=$?
-    if [ "$rc" -gt 1 ]; then
-      echo "   compare failed: $out/compare/$name.txt"
-      failed=1
-    fi
-    tail -n 2 "$out/compare/$name.txt" | head -n 1
+    for k in $(seq "$measured_runs"); do
+      run=$name-m$k
+      if [ ! -f "$out/mpi/$run/summary.json" ]; then
+        echo "== $name: measured (mpirun -np $w), run $k of $measured_runs"
+        "${mpirun[@]}" -np "$w" "$bin" run "${common[@]}" --backend mpi --out "$out/mpi/$run" \
+          >"$out/mpi/$run.log" 2>&1 || { echo "   failed: $out/mpi/$run.log"; failed=1; continue; }
+      fi
+      rc=0
+      "$bin" compare "$out/sim/$name" "$out/mpi/$run" --tolerance 15% --out "$out/compare/$run" \
+        >"$out/compare/$run.txt" 2>&1 || rc=$?
+      if [ "$rc" -gt 1 ]; then
+        echo "   compare failed: $out/compare/$run.txt"
+        failed=1
+      fi
+      tail -n 2 "$out/compare/$run.txt" | head -n 1
+    done
   done
 done
 
@@ -93,7 +105,7 @@ platform_note=${platform#"$root"/}
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platform $platform_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1"
+       --note "simulated: sim backend, platform $platform_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}; local_sgd strategy.every=8")
 /usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$here/validation.md" "${notes[@]}"
 exit $failed

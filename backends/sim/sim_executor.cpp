@@ -49,7 +49,8 @@ SimExecutor::SimExecutor(SimWorld& world, int worker)
 void SimExecutor::compute(const Cost& cost, FunctionRef<void()> math) {
   if (!world_.options().cost_only) math();
   ++me_.events;
-  spend(compute_seconds(world_.platform().profile, cost));
+  const HostProfile& profile = world_.platform().profile;
+  spend(compute_seconds(profile, cost) * profile.compute_skew);
   if (cost.kind == OpKind::kOptimizer) {  // the step's compute ends: the next draws anew
     ++step_;
     factor_ = -1;

@@ -86,12 +86,16 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
 }
 
 // With every fallback speed made enormous, a simulated run's compute is the measured layer
-// passes alone: steps x (sum of forward_s and backward_s) per worker. The step overhead (set to
+// passes alone, scaled by compute_skew: steps x (sum of forward_s and backward_s) x compute_skew
+// per worker. The step overhead (set to
 // 1 ms) is idle time, as in a measured run: steps x 1 ms per worker.
 TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
   const fs::path platform = calibrated();
   std::string profile = syncopate::read_text(scratch() / "profiles" / "bench-cpu.toml");
-  const double per_step = sum_of(profile, "forward_s") + sum_of(profile, "backward_s");
+  const double skew = sum_of(profile, "compute_skew");
+  EXPECT_GE(skew, 0.5);
+  EXPECT_LE(skew, 2.0);
+  const double per_step = (sum_of(profile, "forward_s") + sum_of(profile, "backward_s")) * skew;
   ASSERT_GT(per_step, 0);
   profile = std::regex_replace(profile,
                                std::regex("\n(gemm|conv|pool|elementwise|loss|optimizer"

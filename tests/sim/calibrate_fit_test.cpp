@@ -121,5 +121,13 @@ TEST(CalibrateFit, LocalPassSpeedsReproduceEachSizesMedian) {
   EXPECT_EQ(fit_speeds(std::vector<PingPongPoint>{{1024, 0}})[0].factor, 1e15);
 }
 
+TEST(CalibrateFit, ComputeSkewIsTheStepsMedianOverTheSumOfMediansWithinTheProfilesRange) {
+  EXPECT_DOUBLE_EQ(compute_skew(0.5, 0.4), 1.25);
+  EXPECT_DOUBLE_EQ(compute_skew(0.4, 0.4), 1.0);
+  EXPECT_DOUBLE_EQ(compute_skew(10, 1), 2.0);
+  EXPECT_DOUBLE_EQ(compute_skew(0.1, 1), 0.5);
+  EXPECT_DOUBLE_EQ(compute_skew(0.1, 0), 1.0);
+}
+
 }  // namespace
 }  // namespace syncopate::app

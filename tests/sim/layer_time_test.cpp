@@ -123,5 +123,14 @@ TEST(LayerTime, BadEntriesNameTheirLineAndField) {
   expect_error("", ":1: layer: expected [[layer]] tables", "layer = 3\n");
 }
 
+TEST(LayerTime, ComputeSkewIsReadWithinItsRange) {
+  EXPECT_EQ(load_host_profile(write_profile("plain", kHead)).compute_skew, 1.0);
+  EXPECT_EQ(
+      load_host_profile(write_profile("skewed", "compute_skew = 1.04\n" + kHead)).compute_skew,
+      1.04);
+  expect_error("", ":1: compute_skew", "compute_skew = 3\n");
+  expect_error("", ":1: compute_skew", "compute_skew = \"high\"\n");
+}
+
 }  // namespace
 }  // namespace syncopate::sim

@@ -144,6 +144,33 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
   EXPECT_NEAR(v[5], v[3] + 2.5, 1e-12);
 }
 
+// The profile's compute_skew multiplies every compute pass (a step's median over its passes'
+// medians, from calibrate), not the step overhead.
+TEST(SimExecutorTest, ComputeSkewScalesComputeButNotTheStepOverhead) {
+  const testing::ChildResult result = run_in_child([] {
+    testing::TestPlatformSpec spec = single_node(1);
+    spec.gemm_flops = 2e12;
+    spec.step_overhead = 1e-4;
+    Platform platform = testing::make_test_platform(spec);
+    platform.profile.compute_skew = 1.25;
+    SimOptions options;
+    options.workers = 1;
+    std::vector<double> out(2);
+    run_on_platform(platform, options, [&](Communicator&, Executor& exec) {
+      exec.compute({.flops = 4e9, .bytes = 0, .kind = OpKind::kGemm}, [] {});
+      out[0] = exec.now();  // 2 ms x 1.25
+      exec.begin_step();
+      out[1] = exec.now();  // + 0.1 ms
+    });
+    return encode(out);
+  });
+  ASSERT_EQ(result.status, 0) << result.output;
+  const std::vector<double> v = decode(result.output);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_NEAR(v[0], 2.5e-3, 1e-12);
+  EXPECT_NEAR(v[1], 2.5e-3 + 1e-4, 1e-12);
+}
+
 // A CPU platform whose workers time-share their node's cores (Platform::cores_per_node): two
 // workers on a node of one core compute at half speed each, a worker alone on its node at full
 // speed, and a straggler's factor multiplies its node's. Without cores_per_node nothing changes.

@@ -32,7 +32,11 @@ struct HostProfile {  // effective compute speeds of one GPU (or CPU) for the co
   // memory traffic is not modelled (an XML platform without a profile).
   double memory_bandwidth = 0;
   double step_overhead_s = 0;  // fixed cost per training step (launches, framework)
-  double memory_bytes = 0;     // the GPU's memory (memory_bytes); 0: not given, not checked
+  // Every compute pass of a training step takes this many times its figure (compute_skew): a
+  // step's measured median over the sum of its passes' medians (timings skewed to the right sum
+  // to more than their medians). 1 where not measured.
+  double compute_skew = 1;
+  double memory_bytes = 0;  // the GPU's memory (memory_bytes); 0: not given, not checked
   // Measured layers ([[layer]] tables): a layer pass with a matching key takes the measured
   // time; every other cost the op kind's speed. Empty for profiles that were not calibrated.
   std::vector<LayerTime> layers;
