@@ -258,8 +258,10 @@ int main(int argc, char** argv) {
   auto comm = MpiCommunicator::world();
   const int p = comm->size();
   if (comm->rank() == 0) {
-    std::printf("allreduce, float sum, %d ranks, %s threads, median of %d\n", p,
-                runtime.thread_multiple() ? "MPI_THREAD_MULTIPLE" : "funneled", options.reps);
+    std::printf(
+        "allreduce, float sum, %d ranks, %s threads, shared-memory single copy %s, median of %d\n",
+        p, runtime.thread_multiple() ? "MPI_THREAD_MULTIPLE" : "funneled",
+        runtime.shared_memory_single_copy() ? "on" : "off", options.reps);
     std::printf("%10s  %-24s %12s %12s %12s %10s\n", "bytes", "algorithm", "time_us", "algbw_GB/s",
                 "busbw_GB/s", "vs_MPI");
   }

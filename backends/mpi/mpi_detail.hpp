@@ -68,6 +68,9 @@ void reset_failed_for_tests();
 // True when MPI is initialised and not finalised (handles may be freed).
 bool mpi_active();
 bool thread_multiple();
+// Whether Open MPI's shared-memory transport sends large messages by a single copy (read once
+// after MPI_Init; see runtime.cpp).
+bool shared_memory_single_copy();
 // This process's rank in MPI_COMM_WORLD, readable from any thread (-1 before MPI_Init).
 int world_rank();
 

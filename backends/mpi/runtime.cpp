@@ -26,6 +26,7 @@ std::atomic<double> g_watchdog_seconds{600.0};
 int g_helper_poll_us = 50;
 std::atomic<int> g_world_rank{-1};  // for messages from threads that may not call MPI
 bool g_thread_multiple = false;
+bool g_single_copy = false;
 
 double parse_watchdog(const char* text) {
   char* end = nullptr;
@@ -54,6 +55,45 @@ void check_mpi_is_not_smpi() {
                         " (SimGrid's SMPI), not Open MPI: link libmpi before libsimgrid");
 }
 
+// Whether Open MPI's shared-memory transport (btl/vader) moves the bulk of a rendezvous message
+// with a single copy (CMA, XPMEM or KNEM: its default wherever the kernel allows), read through
+// the MPI tool interface after MPI_Init, so however it was set (--mca, environment, file) and
+// whatever vader fell back to. False where there is no such variable (another MPI, no vader).
+bool read_single_copy() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
+  bool single_copy = false;
+  int index = -1;
+  MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+  int count = 0, value = 0;
+  MPI_T_enum enumtype = MPI_T_ENUM_NULL;
+  char name[256];
+  int name_length = sizeof name;
+  int verbosity = 0, bind = 0, scope = 0;
+  MPI_Datatype datatype = MPI_DATATYPE_NULL;
+  if (MPI_T_cvar_get_index("btl_vader_single_copy_mechanism", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, name, &name_length, &verbosity, &datatype, &enumtype, nullptr,
+                          nullptr, &bind, &scope) == MPI_SUCCESS &&
+      datatype == MPI_INT && enumtype != MPI_T_ENUM_NULL &&
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+    if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) {
+      int items = 0;
+      name_length = sizeof name;
+      if (MPI_T_enum_get_info(enumtype, &items, name, &name_length) != MPI_SUCCESS) items = 0;
+      for (int i = 0; i < items; ++i) {
+        int item = 0;
+        name_length = sizeof name;
+        if (MPI_T_enum_get_item(enumtype, i, &item, name, &name_length) == MPI_SUCCESS &&
+            item == value)
+          single_copy = std::string_view(name) != "none" && std::string_view(name) != "emulated";
+      }
+    }
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return single_copy;
+}
+
 }  // namespace
 
 namespace detail {
@@ -72,6 +112,7 @@ void mark_failed() { g_failed.store(true); }
 void reset_failed_for_tests() { g_failed.store(false); }
 bool failed() { return g_failed.load(); }
 bool thread_multiple() { return g_thread_multiple; }
+bool shared_memory_single_copy() { return g_single_copy; }
 int world_rank() { return g_world_rank.load(); }
 
 bool mpi_active() {
@@ -192,6 +233,7 @@ Runtime::Runtime(int* argc, char*** argv) {
   SYNC_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
   SYNC_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI provides thread level " << provided);
   g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
+  g_single_copy = read_single_copy();
   SYNC_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   SYNC_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
   g_world_rank = world_rank_;
@@ -211,6 +253,7 @@ Runtime::~Runtime() {
 }
 
 bool Runtime::thread_multiple() const { return g_thread_multiple; }
+bool Runtime::shared_memory_single_copy() const { return g_single_copy; }
 void Runtime::set_watchdog_seconds(double seconds) { g_watchdog_seconds.store(seconds); }
 double Runtime::watchdog_seconds() { return g_watchdog_seconds.load(); }
 

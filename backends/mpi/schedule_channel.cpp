@@ -15,26 +15,31 @@ namespace {
 // the copy just brought into cache, while later chunks are still in transfer. The arithmetic is
 // element-wise, so chunking changes no bit of the result.
 constexpr size_t kChunkFloats = size_t{1} << 16;  // 256 KiB
-// Mid-sized segments travel as messages that fit an eager send, which needs no rendezvous: a
-// rendezvous (a handshake before the data moves) costs more than the copy of such a segment.
-// Open MPI's shared-memory transport sends up to 4 KiB, its header included, eagerly (vader's
-// btl_vader_eager_limit); its network transports' limits are larger. Measured with 2 ranks here:
+// Mid-sized segments travel as messages that fit an eager send, which needs no rendezvous, where
+// a rendezvous (a handshake, then a single copy by the receiver) costs more than the copy of such
+// a segment. Open MPI's shared-memory transport sends up to 4 KiB, its header included, eagerly
+// (vader's btl_vader_eager_limit), and larger messages by rendezvous: by a single copy (CMA,
+// process_vm_readv, by default) or, with single copy off, in 32 KiB fragments through shared
+// memory, the first of which goes with the handshake. Measured with 2 ranks here, single copy on:
 // a 64 KiB ring allreduce (two 32 KiB steps) 24.8 us in 4,000-byte messages against 28.1 us
-// whole, 16 KiB 11.1 against 19.0; a 256 KiB one 82 against 65 us (two copies per eager
-// message outweigh the handshake), hence the bound.
+// whole, 16 KiB 11.1 against 19.0; a 256 KiB one 82 against 65 us (two copies per eager message
+// outweigh the handshake), hence the bound. With single copy off, the split is a loss (64 KiB:
+// 19 us against 11), so it is made only where the transport does single copies.
 constexpr size_t kEagerFloats = 1000;                    // 4,000 bytes
 constexpr size_t kEagerSegmentFloats = size_t{8} << 10;  // up to 32 KiB per step
 
-// The chunk size of a segment of `count` floats; sender and receiver see the same count.
-size_t chunk_floats(size_t count) {
-  return count > kEagerFloats && count <= kEagerSegmentFloats ? kEagerFloats : kChunkFloats;
+// The chunk size of a segment of `count` floats; sender and receiver see the same count and, in
+// one job, the same transport.
+size_t chunk_floats(size_t count, bool eager) {
+  return eager && count > kEagerFloats && count <= kEagerSegmentFloats ? kEagerFloats
+                                                                       : kChunkFloats;
 }
-size_t chunks_of(size_t count) {
-  const size_t per = chunk_floats(count);
+size_t chunks_of(size_t count, bool eager) {
+  const size_t per = chunk_floats(count, eager);
   return count == 0 ? 1 : (count + per - 1) / per;
 }
-Segment chunk(Segment segment, size_t i) {
-  const size_t per = chunk_floats(segment.count), offset = i * per;
+Segment chunk(Segment segment, size_t i, bool eager) {
+  const size_t per = chunk_floats(segment.count, eager), offset = i * per;
   return {segment.offset + offset, std::min(per, segment.count - offset)};
 }
 bool overlaps(Segment a, Segment b) {
@@ -71,7 +76,8 @@ ScheduleChannel::ScheduleChannel(CommHandle comm, std::vector<int> node_of_rank,
       size_(static_cast<int>(node_of_rank.size())),
       cache_(std::move(node_of_rank), CacheScope::kOneRank, rank_),
       bytes_sent_(bytes_sent),
-      bytes_recv_(bytes_recv) {
+      bytes_recv_(bytes_recv),
+      eager_(detail::shared_memory_single_copy()) {
   int size = 0;
   SYNC_MPI(MPI_Comm_size(comm_.get(), &size));
   SYNC_CHECK(size == size_, "communicator of " << size << " ranks, " << size_ << " nodes given");
@@ -136,22 +142,22 @@ void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float>
   MPI_Comm comm = comm_.get();
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& step = steps[k];
-    const size_t n_recv = step.recv_from >= 0 ? chunks_of(step.recv.count) : 0;
-    const size_t n_send = step.send_to >= 0 ? chunks_of(step.send.count) : 0;
+    const size_t n_recv = step.recv_from >= 0 ? chunks_of(step.recv.count, eager_) : 0;
+    const size_t n_send = step.send_to >= 0 ? chunks_of(step.send.count, eager_) : 0;
     const bool overlap = n_recv > 0 && n_send > 0 && overlaps(step.send, step.recv);
     // A copy whose floats this step does not send lands in place, without scratch.
     const bool direct = step.action == RecvAction::kCopy && !overlap;
     requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);  // keeps its capacity
     statuses_.resize(n_recv);
     for (size_t i = 0; i < n_recv; ++i) {
-      const Segment c = chunk(step.recv, i);
+      const Segment c = chunk(step.recv, i, eager_);
       float* target =
           direct ? data.data() + c.offset : scratch_.data() + (c.offset - step.recv.offset);
       SYNC_MPI(MPI_Irecv(target, to_count(c.count), MPI_FLOAT, step.recv_from,
                          detail::kCollectiveTag, comm, &requests_[i]));
     }
     for (size_t i = 0; i < n_send; ++i) {
-      const Segment c = chunk(step.send, i);
+      const Segment c = chunk(step.send, i, eager_);
       SYNC_MPI(MPI_Isend(data.data() + c.offset, to_count(c.count), MPI_FLOAT, step.send_to,
                          detail::kCollectiveTag, comm, &requests_[n_recv + i]));
     }
@@ -159,7 +165,7 @@ void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float>
                                       step.recv_from};
     const std::span<MPI_Request> sends = std::span(requests_).subspan(n_recv);
     for (size_t i = 0; i < n_recv; ++i) {
-      const Segment c = chunk(step.recv, i);
+      const Segment c = chunk(step.recv, i, eager_);
       detail::wait_all(comm, std::span(&requests_[i], 1), context, poll, &statuses_[i]);
       try {
         check_received(statuses_[i], c.count, rank_, step.recv_from, k, kind);
@@ -173,7 +179,7 @@ void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float>
         const size_t lo = std::max(c.offset, step.send.offset) - step.send.offset;
         const size_t hi =
             std::min(c.offset + c.count, step.send.offset + step.send.count) - step.send.offset;
-        const size_t per = chunk_floats(step.send.count);
+        const size_t per = chunk_floats(step.send.count, eager_);
         detail::wait_all(comm, sends.subspan(lo / per, (hi - 1) / per - lo / per + 1), context,
                          poll);
       }

@@ -15,8 +15,9 @@ namespace syncopate::mpi {
 
 // A communicator plus what one thread needs to run schedules on it: the core's schedule cache
 // (this rank's steps only), scratch and requests (no allocation per call in steady state). A
-// step's large segments travel in 256 KiB chunks, each applied as soon as it arrived, and its
-// segments of 1,001 to 8,192 floats in messages of 4,000 bytes, sent eagerly (see the .cpp).
+// step's large segments travel in 256 KiB chunks, each applied as soon as it arrived, and, where
+// Open MPI's shared memory sends large messages by single copy, its segments of 1,001 to 8,192
+// floats in messages of 4,000 bytes, sent eagerly (see the .cpp).
 // A received chunk whose size is not the schedule's (the members issued different collectives)
 // is a UserError; the channel is unusable afterwards. Used by one thread at a time.
 class ScheduleChannel {
@@ -47,6 +48,7 @@ class ScheduleChannel {
   std::vector<MPI_Request> requests_;
   std::atomic<uint64_t>* bytes_sent_;
   std::atomic<uint64_t>* bytes_recv_;
+  bool eager_;  // mid-sized segments in eager messages (detail::shared_memory_single_copy())
 };
 
 }  // namespace syncopate::mpi

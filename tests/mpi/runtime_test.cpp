@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -19,6 +21,18 @@ namespace {
 int partner_of(int rank, int size) {
   const int partner = rank ^ 1;
   return partner < size ? partner : -1;
+}
+
+// The schedules' mid-sized messages follow Open MPI's shared-memory setting, read through the MPI
+// tool interface after MPI_Init. Single copy (CMA) is this machine's default; ctest also runs
+// this binary with it off (mpi.np2.single_copy_off). A single rank has no shared-memory peer, and
+// Open MPI then closes the transport.
+TEST(MpiRuntime, ReadsWhetherSharedMemorySendsBySingleCopy) {
+  const char* setting = std::getenv("OMPI_MCA_btl_vader_single_copy_mechanism");
+  const bool expected =
+      world().size() > 1 && (setting == nullptr || (std::string_view(setting) != "none" &&
+                                                    std::string_view(setting) != "emulated"));
+  EXPECT_EQ(detail::shared_memory_single_copy(), expected) << (setting ? setting : "(default)");
 }
 
 TEST(MpiPointToPoint, MessagesDoNotMatchCollectivesInBetween) {
