@@ -56,6 +56,16 @@ std::string build_type() {
   return build + ", " + __VERSION__;
 }
 
+// The MPI library's own first line of its version, e.g. "Open MPI v4.1.4, package: ...".
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string version(text, static_cast<size_t>(length));
+  version = version.substr(0, version.find_first_of(",\n"));
+  return version.empty() ? "unknown" : version;
+}
+
 Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch,
                       const std::string& load) {
   char host[256] = {};
@@ -69,6 +79,10 @@ Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch,
            "load average at the start (1, 5, 15 min): " + load,
            "ranks: " + std::to_string(ranks) + " (one node; every rank measured at once)",
            "build: " + build_type() + "; GEMM kernel " + std::string(gemm_kernel()),
+           "MPI: " + mpi_library() + "; shared-memory single copy " +
+               (mpi::Runtime::shared_memory_single_copy() ? "on" : "off") +
+               " (btl_vader_single_copy_mechanism),",
+           "which changes the time of messages over 4 KiB: a platform predicts runs under it",
            "command: " + o.command_line + " (under mpirun, " + std::to_string(ranks) + " ranks)",
            "samples: " + std::to_string(o.repeats) + " per rank per figure at batch " +
                std::to_string(batch) + ", pooled over the ranks; figures are medians, with p10",

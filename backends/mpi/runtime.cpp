@@ -253,7 +253,7 @@ Runtime::~Runtime() {
 }
 
 bool Runtime::thread_multiple() const { return g_thread_multiple; }
-bool Runtime::shared_memory_single_copy() const { return g_single_copy; }
+bool Runtime::shared_memory_single_copy() { return g_single_copy; }
 void Runtime::set_watchdog_seconds(double seconds) { g_watchdog_seconds.store(seconds); }
 double Runtime::watchdog_seconds() { return g_watchdog_seconds.load(); }
 

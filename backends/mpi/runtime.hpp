@@ -57,7 +57,7 @@ class Runtime {
   bool thread_multiple() const;
   // Whether Open MPI's shared-memory transport sends large messages by a single copy (CMA, XPMEM
   // or KNEM), as it was after MPI_Init; the schedules' mid-sized messages depend on it.
-  bool shared_memory_single_copy() const;
+  static bool shared_memory_single_copy();
 
   // Seconds a blocking wait may last before it throws PeerTimeout; 0 disables the watchdog.
   static void set_watchdog_seconds(double seconds);

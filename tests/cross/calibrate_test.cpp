@@ -54,7 +54,9 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
   const std::string recipe = syncopate::read_text(platform);
   for (const std::string& text : {profile, recipe}) {
     for (const char* field :
-         {"# date: ", "# host: ", "# cpu: ", "# ranks: 2", "# build: ", "# command: ", "calibrate"})
+         {"# date: ", "# host: ", "# cpu: ", "# ranks: 2", "# build: ", "# command: ", "calibrate",
+          // the machine's default transport (mpi.np2.single_copy_off tests the reading off)
+          "# MPI: Open MPI v", "; shared-memory single copy on (btl_vader_single_copy_mechanism)"})
       EXPECT_NE(text.find(field), std::string::npos) << field << " in\n" << text;
   }
   EXPECT_NE(profile.find("[[layer]]\nkind = \"dense\"\ninput = [16, 784]\noutput = [16, 256]\n"),
