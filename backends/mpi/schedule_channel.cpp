@@ -14,7 +14,7 @@ namespace {
 // of this step's send that read the same floats) completed: the reduction then works on data
 // the copy just brought into cache, while later chunks are still in transfer. The arithmetic is
 // element-wise, so chunking changes no bit of the result.
-constexpr size_t kChunkFloats = size_t{1} << 16;  // 256 KiB
+constexpr size_t kChunkBytes = size_t{256} << 10;
 // Mid-sized segments travel as messages that fit an eager send, which needs no rendezvous, where
 // a rendezvous (a handshake, then a single copy by the receiver) costs more than the copy of such
 // a segment. Open MPI's shared-memory transport sends up to 4 KiB, its header included, eagerly
@@ -25,23 +25,30 @@ constexpr size_t kChunkFloats = size_t{1} << 16;  // 256 KiB
 // whole, 16 KiB 11.1 against 19.0; a 256 KiB one 82 against 65 us (two copies per eager message
 // outweigh the handshake), hence the bound. With single copy off, the split is a loss (64 KiB:
 // 19 us against 11), so it is made only where the transport does single copies.
-constexpr size_t kEagerFloats = 1000;                    // 4,000 bytes
-constexpr size_t kEagerSegmentFloats = size_t{8} << 10;  // up to 32 KiB per step
+constexpr size_t kEagerBytes = 4000;
+constexpr size_t kEagerSegmentBytes = size_t{32} << 10;
 
-// The chunk size of a segment of `count` floats; sender and receiver see the same count and, in
-// one job, the same transport.
-size_t chunk_floats(size_t count, bool eager) {
-  return eager && count > kEagerFloats && count <= kEagerSegmentFloats ? kEagerFloats
-                                                                       : kChunkFloats;
-}
-size_t chunks_of(size_t count, bool eager) {
-  const size_t per = chunk_floats(count, eager);
-  return count == 0 ? 1 : (count + per - 1) / per;
-}
-Segment chunk(Segment segment, size_t i, bool eager) {
-  const size_t per = chunk_floats(segment.count, eager), offset = i * per;
-  return {segment.offset + offset, std::min(per, segment.count - offset)};
-}
+// How a step's segment of `element`-byte elements is cut into messages; sender and receiver see
+// the same segment and, in one job, the same transport.
+struct Chunking {
+  size_t element;  // bytes: 4 (fp32) or 2 (a 16-bit wire format)
+  bool eager;      // mid-sized segments in eager messages
+
+  size_t per(size_t count) const {
+    const size_t bytes = count * element;
+    return (eager && bytes > kEagerBytes && bytes <= kEagerSegmentBytes ? kEagerBytes
+                                                                        : kChunkBytes) /
+           element;
+  }
+  size_t count_of(size_t count) const {
+    return count == 0 ? 1 : (count + per(count) - 1) / per(count);
+  }
+  Segment chunk(Segment segment, size_t i) const {
+    const size_t n = per(segment.count), offset = i * n;
+    return {segment.offset + offset, std::min(n, segment.count - offset)};
+  }
+};
+
 bool overlaps(Segment a, Segment b) {
   return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
 }
@@ -99,34 +106,44 @@ void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<f
                                      WireFormat wire) {
   MPI_Comm comm = comm_.get();
   const uint64_t element = element_bytes(wire);
+  const Chunking chunks{element, eager_};
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& step = steps[k];
-    requests_.assign(2, MPI_REQUEST_NULL);
-    if (step.recv_from >= 0) {
-      wire_in_.resize(step.recv.count);
-      SYNC_MPI(MPI_Irecv(wire_in_.data(), to_count(step.recv.count), MPI_UINT16_T, step.recv_from,
-                         detail::kCollectiveTag, comm, &requests_[0]));
+    const size_t n_recv = step.recv_from >= 0 ? chunks.count_of(step.recv.count) : 0;
+    const size_t n_send = step.send_to >= 0 ? chunks.count_of(step.send.count) : 0;
+    requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);
+    statuses_.resize(n_recv);
+    if (n_recv > 0) wire_in_.resize(step.recv.count);
+    for (size_t i = 0; i < n_recv; ++i) {
+      const Segment c = chunks.chunk(step.recv, i);
+      SYNC_MPI(MPI_Irecv(wire_in_.data() + (c.offset - step.recv.offset), to_count(c.count),
+                         MPI_UINT16_T, step.recv_from, detail::kCollectiveTag, comm,
+                         &requests_[i]));
     }
-    if (step.send_to >= 0) {  // encoded before this round's action: sends read the old buffer
+    if (n_send > 0) {  // encoded before this round's action: sends read the old buffer
       wire_out_.resize(step.send.count);
       encode_wire(data.subspan(step.send.offset, step.send.count), wire, wire_out_);
-      SYNC_MPI(MPI_Isend(wire_out_.data(), to_count(step.send.count), MPI_UINT16_T, step.send_to,
-                         detail::kCollectiveTag, comm, &requests_[1]));
+    }
+    for (size_t i = 0; i < n_send; ++i) {
+      const Segment c = chunks.chunk(step.send, i);
+      SYNC_MPI(MPI_Isend(wire_out_.data() + (c.offset - step.send.offset), to_count(c.count),
+                         MPI_UINT16_T, step.send_to, detail::kCollectiveTag, comm,
+                         &requests_[n_recv + i]));
     }
     const detail::WaitContext context{to_string(kind).data(), static_cast<int>(k), step.send_to,
                                       step.recv_from};
-    statuses_.resize(1);
-    detail::wait_all(comm, std::span(requests_).first(1), context, poll, &statuses_[0]);
-    if (step.recv_from >= 0) {
+    detail::wait_all(comm, std::span(requests_).first(n_recv), context, poll, statuses_.data());
+    for (size_t i = 0; i < n_recv; ++i) {
       try {
-        check_received(statuses_[0], step.recv.count, rank_, step.recv_from, k, kind, MPI_UINT16_T);
+        check_received(statuses_[i], chunks.chunk(step.recv, i).count, rank_, step.recv_from, k,
+                       kind, MPI_UINT16_T);
       } catch (const UserError&) {
         detail::withdraw(requests_);
         throw;
       }
     }
-    detail::wait_all(comm, std::span(requests_).subspan(1), context, poll);
-    if (step.recv_from >= 0) {
+    detail::wait_all(comm, std::span(requests_).subspan(n_recv), context, poll);
+    if (n_recv > 0) {
       const std::span<float> received(scratch_.data(), step.recv.count);
       decode_wire(wire_in_, wire, received);
       apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), received,
@@ -140,24 +157,25 @@ void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<f
 void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
                                 const PollPolicy& poll, CollectiveKind kind) {
   MPI_Comm comm = comm_.get();
+  const Chunking chunks{sizeof(float), eager_};
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& step = steps[k];
-    const size_t n_recv = step.recv_from >= 0 ? chunks_of(step.recv.count, eager_) : 0;
-    const size_t n_send = step.send_to >= 0 ? chunks_of(step.send.count, eager_) : 0;
+    const size_t n_recv = step.recv_from >= 0 ? chunks.count_of(step.recv.count) : 0;
+    const size_t n_send = step.send_to >= 0 ? chunks.count_of(step.send.count) : 0;
     const bool overlap = n_recv > 0 && n_send > 0 && overlaps(step.send, step.recv);
     // A copy whose floats this step does not send lands in place, without scratch.
     const bool direct = step.action == RecvAction::kCopy && !overlap;
     requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);  // keeps its capacity
     statuses_.resize(n_recv);
     for (size_t i = 0; i < n_recv; ++i) {
-      const Segment c = chunk(step.recv, i, eager_);
+      const Segment c = chunks.chunk(step.recv, i);
       float* target =
           direct ? data.data() + c.offset : scratch_.data() + (c.offset - step.recv.offset);
       SYNC_MPI(MPI_Irecv(target, to_count(c.count), MPI_FLOAT, step.recv_from,
                          detail::kCollectiveTag, comm, &requests_[i]));
     }
     for (size_t i = 0; i < n_send; ++i) {
-      const Segment c = chunk(step.send, i, eager_);
+      const Segment c = chunks.chunk(step.send, i);
       SYNC_MPI(MPI_Isend(data.data() + c.offset, to_count(c.count), MPI_FLOAT, step.send_to,
                          detail::kCollectiveTag, comm, &requests_[n_recv + i]));
     }
@@ -165,7 +183,7 @@ void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float>
                                       step.recv_from};
     const std::span<MPI_Request> sends = std::span(requests_).subspan(n_recv);
     for (size_t i = 0; i < n_recv; ++i) {
-      const Segment c = chunk(step.recv, i, eager_);
+      const Segment c = chunks.chunk(step.recv, i);
       detail::wait_all(comm, std::span(&requests_[i], 1), context, poll, &statuses_[i]);
       try {
         check_received(statuses_[i], c.count, rank_, step.recv_from, k, kind);
@@ -179,7 +197,7 @@ void ScheduleChannel::run_steps(const std::vector<Step>& steps, std::span<float>
         const size_t lo = std::max(c.offset, step.send.offset) - step.send.offset;
         const size_t hi =
             std::min(c.offset + c.count, step.send.offset + step.send.count) - step.send.offset;
-        const size_t per = chunk_floats(step.send.count, eager_);
+        const size_t per = chunks.per(step.send.count);
         detail::wait_all(comm, sends.subspan(lo / per, (hi - 1) / per - lo / per + 1), context,
                          poll);
       }

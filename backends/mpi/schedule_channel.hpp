@@ -16,8 +16,8 @@ namespace syncopate::mpi {
 // A communicator plus what one thread needs to run schedules on it: the core's schedule cache
 // (this rank's steps only), scratch and requests (no allocation per call in steady state). A
 // step's large segments travel in 256 KiB chunks, each applied as soon as it arrived, and, where
-// Open MPI's shared memory sends large messages by single copy, its segments of 1,001 to 8,192
-// floats in messages of 4,000 bytes, sent eagerly (see the .cpp).
+// Open MPI's shared memory sends large messages by single copy, its segments of 4,001 bytes to
+// 32 KiB in messages of 4,000 bytes, sent eagerly (see the .cpp).
 // A received chunk whose size is not the schedule's (the members issued different collectives)
 // is a UserError; the channel is unusable afterwards. Used by one thread at a time.
 class ScheduleChannel {
@@ -35,7 +35,8 @@ class ScheduleChannel {
  private:
   void run_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
                  const PollPolicy& poll, CollectiveKind kind);
-  // The 16-bit wire formats: each step's segments travel whole, encoded.
+  // The 16-bit wire formats: each step's segments encoded whole, then sent in messages cut as
+  // fp32's are by their bytes (without applying a chunk before the whole segment arrived).
   void run_wire_steps(const std::vector<Step>& steps, std::span<float> data, ReduceOp op,
                       const PollPolicy& poll, CollectiveKind kind, WireFormat wire);
 

@@ -87,6 +87,34 @@ TEST(MpiAllreduce, BitIdenticalToInMemoryScheduleForEveryAlgorithmAndOp) {
       }
 }
 
+// A 16-bit wire format sends each step's encoded segment in messages cut by their bytes, as fp32
+// is: 7001 and 12345 elements make steps of 4,001 bytes to 32 KiB (eager-sized messages where
+// shared memory sends by single copy), 600011 steps over 256 KiB (several chunks). The result
+// has the bits of the in-memory schedule in that format.
+TEST(MpiAllreduce, WireFormatsAreBitIdenticalToInMemorySchedule) {
+  MpiCommunicator& comm = world();
+  const int p = comm.size();
+  uint32_t salt = 500;
+  for (const WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16})
+    for (const Algorithm algorithm : {Algorithm::kRing, Algorithm::kRecursiveDoubling})
+      for (const size_t n : {size_t{5}, size_t{7001}, size_t{12345}, size_t{600011}}) {
+        SCOPED_TRACE(std::string(to_string(wire)) + " " + std::string(to_string(algorithm)) +
+                     " n=" + std::to_string(n));
+        ++salt;
+        std::vector<float> data = input_of(comm.rank(), n, salt);
+        comm.allreduce(data, {.op = ReduceOp::kAvg, .algorithm = algorithm, .wire = wire});
+
+        std::vector<std::vector<float>> expected = all_inputs(p, n, salt);
+        for (auto& buffer : expected) prepare(ReduceOp::kAvg, p, buffer, wire);
+        std::vector<std::span<float>> spans(expected.begin(), expected.end());
+        execute_in_memory(make_allreduce_schedule(algorithm, p, n, comm.node_of_rank()), spans,
+                          ReduceOp::kAvg, wire);
+        for (auto& buffer : expected) finish(ReduceOp::kAvg, p, buffer, wire);
+        EXPECT_TRUE(bit_identical(data, expected[static_cast<size_t>(comm.rank())]));
+        EXPECT_TRUE(bit_identical(data, expected[0])) << "ranks disagree";
+      }
+}
+
 TEST(MpiAllreduce, HierarchicalOverPretendNodesMatchesInMemorySchedule) {
   // Two ranks per node: node_of_rank = {0, 0, 1, 1, ...}.
   ::setenv("SYNCOPATE_MPI_RANKS_PER_NODE", "2", 1);
