@@ -5,7 +5,7 @@
 #
 #   analysis/validation/validate.sh [--epochs N] [--workers "1 2 4"] [--strategies "ddp ..."]
 #                                   [--measured-runs 3] [--platform NAME|FILE] [--out DIR]
-#                                   [--bin PATH] [--set key=value]...
+#                                   [--md FILE] [--bin PATH] [--set key=value]...
 #
 # The simulated runs use a platform that `syncopate calibrate` measures first, under the same
 # settings (DIR/platform/loopback.toml; this machine's speed changes from minute to minute: see
@@ -17,13 +17,15 @@
 # DIR/compare/<strategy>-w<W>-m<k>;
 # a run already there is kept, and so is the calibrated platform (re-running finishes an
 # interrupted validation; remove DIR to start over). --set overrides apply to both runs of every
-# pair. Exit 0 when every pair was compared (whatever the errors: validation.md says them), 1
-# when a run or a comparison failed.
+# pair. The table goes to --md (default: validation.md beside this script). Exit 0 when every
+# pair was compared (whatever the errors: validation.md says them), 1 when a run or a comparison
+# failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=$root/build/bin/syncopate
 out=$root/runs/validation
+md=$here/validation.md
 epochs=""
 workers="1 2 4"
 strategies="serial ddp epoch_sync epoch_async local_sgd hierarchical"
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2 ;;
     --strategies) strategies=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --md) md=$2; shift 2 ;;
     --platform) platform=$2; shift 2 ;;
     --measured-runs) measured_runs=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
@@ -107,5 +110,5 @@ notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
        --note "simulated: sim backend, platform $platform_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}; local_sgd strategy.every=8")
-/usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$here/validation.md" "${notes[@]}"
+/usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$md" "${notes[@]}"
 exit $failed
