@@ -104,9 +104,12 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
   }
   result.info.wall_seconds = MPI_Wtime() - start;
   result.info.partitions_csv = data.partitions_csv;
-  result.info.extra = {{"ranks", static_cast<double>(comm->size())},
-                       {"nodes", static_cast<double>(comm->num_nodes())},
-                       {"nccl", nccl ? 1.0 : 0.0}};
+  result.info.extra = {
+      {"ranks", static_cast<double>(comm->size())},
+      {"nodes", static_cast<double>(comm->num_nodes())},
+      {"nccl", nccl ? 1.0 : 0.0},
+      // how Open MPI's shared memory moved large messages (see calibrate)
+      {"shared_memory_single_copy", mpi::Runtime::shared_memory_single_copy() ? 1.0 : 0.0}};
   result.writes_output = comm->rank() == 0;
   return result;
 }

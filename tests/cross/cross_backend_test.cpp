@@ -181,7 +181,12 @@ TEST_P(EveryStrategyUnderMpi, RunsAndRecordsEveryRank) {
   const RunFiles r = read_run(out);
   EXPECT_EQ(r.loss.size(), static_cast<size_t>(2 * ranks));
   for (const auto& [key, loss] : r.loss) EXPECT_TRUE(std::isfinite(loss) && loss > 0);
-  EXPECT_TRUE(fs::exists(out / "summary.json"));
+  ASSERT_TRUE(fs::exists(out / "summary.json"));
+  // This machine's shared memory sends by single copy (CMA), used from 2 ranks on.
+  const std::string summary = syncopate::read_text(out / "summary.json");
+  EXPECT_NE(summary.find(std::string("\"shared_memory_single_copy\": ") + (ranks > 1 ? "1" : "0")),
+            std::string::npos)
+      << summary;
 }
 
 // Time counts training only: every rank's first epoch starts at a common time 0 taken after MPI
