@@ -174,7 +174,9 @@ Scenario resolve(const CollectivesOptions& o, std::optional<int> workers) {
              : load_scenario(find_scenario(o.scenario_path), sets);
 }
 
-int finish(const std::vector<CollectiveTiming>& timings, const Context& c, const std::string& out) {
+// Unused in a build with neither the simulator nor MPI.
+[[maybe_unused]] int finish(const std::vector<CollectiveTiming>& timings, const Context& c,
+                            const std::string& out) {
   print_table(timings, c);
   write_csv(out, csv_text(timings, c));
   std::printf("wrote %s\n", out.c_str());
@@ -258,7 +260,8 @@ std::vector<CollectiveTiming> time_collectives(Communicator& comm, Executor& exe
   return timings;
 }
 
-int run_collectives(const CollectivesOptions& o, int* argc, char*** argv) {
+int run_collectives(const CollectivesOptions& o, [[maybe_unused]] int* argc,
+                    [[maybe_unused]] char*** argv) {
   const std::vector<CollectivePoint> points = collective_points(o.sizes, o.ops);
   check_out(o.out);
   // Under mpirun the rank count decides the workers; otherwise the scenario (or --workers).

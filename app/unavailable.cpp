@@ -27,14 +27,14 @@ namespace {
 #endif
 
 #if !defined(SYNCOPATE_HAVE_SIM)
-RunResult run_sim(const Scenario& scenario, const ProgressFn& /*progress*/) {
+RunResult run_sim(const Scenario& scenario, const ProgressFn& /*progress*/, RunTarget& /*target*/) {
   not_built(scenario, "sim", "SYNCOPATE_WITH_SIM");
 }
 #endif
 
 #if !defined(SYNCOPATE_HAVE_MPI)
 RunResult run_mpi(const Scenario& scenario, int* /*argc*/, char*** /*argv*/,
-                  const ProgressFn& /*progress*/) {
+                  const ProgressFn& /*progress*/, RunTarget& /*target*/) {
   not_built(scenario, "mpi", "SYNCOPATE_WITH_MPI");
 }
 #endif

@@ -30,8 +30,13 @@ macro(syncopate_vendored_dependencies)
   endif()
   message(STATUS "syncopate: third-party code from ${_vendor}")
   syncopate_vendored_target(Eigen3::Eigen ${_vendor}/eigen3)
-  # toml++ header-only (the system build links Debian's shared library).
-  syncopate_vendored_target(tomlplusplus::tomlplusplus ${_vendor}/include DEFINITIONS TOML_HEADER_ONLY=1)
+  # toml++ compiled once, as the system build links Debian's library. Header-only, GCC 12 warns
+  # (-Warray-bounds, an error here) in its printer where app/check.cpp inlines it.
+  add_library(syncopate_vendored_toml STATIC ${PROJECT_SOURCE_DIR}/cmake/vendored_toml.cpp)
+  target_include_directories(syncopate_vendored_toml SYSTEM PUBLIC ${_vendor}/include)
+  target_compile_definitions(syncopate_vendored_toml PUBLIC TOML_HEADER_ONLY=0)
+  set_target_properties(syncopate_vendored_toml PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  add_library(tomlplusplus::tomlplusplus ALIAS syncopate_vendored_toml)
   syncopate_vendored_target(CLI11::CLI11 ${_vendor}/include)
   syncopate_vendored_target(nlohmann_json::nlohmann_json ${_vendor}/include)
   # zlib: the machine's library if it has one (its headers may be missing), else the copy.

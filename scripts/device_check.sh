@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA backend's check on a machine with an NVIDIA GPU: nvidia-smi, a release build of
-# test_cuda and bench_cuda only, the CUDA tests, and a short benchmark; well under 8 minutes.
+# test_cuda, bench_cuda and the CLI only, the CUDA tests, a short benchmark and two-epoch
+# training runs on the GPU and the CPU; well under 8 minutes.
 # Logs and results go to $OUT (default: build-device/out).
 #
 #   scripts/device_check.sh vendor   # HERE, once, before: copies the third-party code the GPU
-#                                    # machine lacks into build-vendor/ (about 15 MB)
+#                                    # machine lacks, and Fashion-MNIST, into build-vendor/ (about 46 MB)
 #   OUT=... scripts/device_check.sh  # THERE (carry build-vendor along)
 #
 # The GPU machine's image has CUDA, CMake and ninja but not the Debian packages the full
@@ -33,6 +34,8 @@ if [ "${1:-}" = vendor ]; then
   cp -L "$lib/libz.so.1" "$VENDOR/lib/libz.so.1"
   # This machine's C++ runtime, used there only if libbenchmark needs a newer one than it has.
   cp -L "$lib/libstdc++.so.6" "$lib/libgcc_s.so.1" "$VENDOR/fallback/"
+  # Fashion-MNIST (Debian's dataset-fashion-mnist, 30 MB) for the training runs on the GPU.
+  [ -d /usr/share/datasets/fashion-mnist ] && cp -r /usr/share/datasets/fashion-mnist "$VENDOR/"
   du -sh "$VENDOR"
   exit 0
 fi
@@ -58,12 +61,21 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 common=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}"
         -DSYNCOPATE_WITH_CUDA=ON)
+# NCCL: the toolkit's, else the one in Python's nvidia-nccl wheel (which ships libnccl.so.2 only,
+# so find_library would not see it).
+if [ ! -e /usr/local/cuda/include/nccl.h ]; then
+  wheel=$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+  library=$(ls "$wheel"/lib/libnccl.so* 2>/dev/null | head -n 1)
+  if [ -f "$wheel/include/nccl.h" ] && [ -n "$library" ]; then
+    common+=(-DSYNCOPATE_NCCL_INCLUDE="$wheel/include" -DSYNCOPATE_NCCL_LIBRARY="$library")
+  fi
+fi
 configured=$OUT/configure.txt
 step "configure the full project"
 if timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" "${common[@]}" \
      >"$OUT/configure.txt" 2>&1; then
   # The NCCL communicator over MPI and the NCCL allreduce benchmark need the full project.
-  targets=(test_cuda bench_cuda test_mpi bench_allreduce_mpi)
+  targets=(test_cuda bench_cuda syncopate test_mpi bench_allreduce_mpi)
 else
   tail -n 5 "$OUT/configure.txt"
   step "configure without the simulator and MPI, with the vendored third-party code"
@@ -73,7 +85,7 @@ else
   timeout 120 cmake -S . -B "$BUILD" "${generator[@]}" "${common[@]}" \
     -DSYNCOPATE_WITH_SIM=OFF -DSYNCOPATE_WITH_MPI=OFF -DSYNCOPATE_VENDOR_DIR="$PWD/$VENDOR" \
     >"$configured" 2>&1 || { tail -n 30 "$configured"; exit 1; }
-  targets=(test_cuda bench_cuda)
+  targets=(test_cuda bench_cuda syncopate)
 fi
 grep -q "syncopate: CUDA backend ON" "$configured" ||
   { echo "the CUDA backend is not configured (see $configured)"; exit 1; }
@@ -89,7 +101,7 @@ fi
 
 step "test_cuda"
 timeout 150 "$BUILD/bin/test_cuda" --gtest_filter='-CudaNccl.*' \
-  --gtest_output="xml:$OUT/test_cuda.xml" 2>&1 | tee "$OUT/test_cuda.txt"
+  2>&1 | tee "$OUT/test_cuda.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 # NCCL on its own timeout: its bootstrap needs a network interface; a hang must not cost more.
@@ -121,6 +133,26 @@ if [ -x "$BUILD/bin/bench_cuda" ]; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 else
   echo "bench_cuda was not built (see $OUT/build.txt)"
+  status=1
+fi
+
+# Training on the GPU against this machine's CPU: the local backend, one worker, two epochs.
+step "training: fmnist-mlp and fmnist-cnn, cuda and cpu"
+if [ -x "$BUILD/bin/syncopate" ]; then
+  data=()
+  [ -d /usr/share/datasets/fashion-mnist ] || data=(--set "data.dir=$PWD/$VENDOR/fashion-mnist")
+  for model in mlp cnn; do
+    for device in cuda cpu; do
+      echo "--- fmnist-$model on $device"
+      rm -rf "$BUILD/runs/$model-$device"
+      timeout 150 "$BUILD/bin/syncopate" run "scenarios/fmnist-$model.toml" --epochs 2 --quiet \
+        --set "model.device=$device" "${data[@]}" --out "$BUILD/runs/$model-$device" 2>&1 |
+        tee -a "$OUT/training.txt"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
+  done
+else
+  echo "syncopate was not built (see $OUT/build.txt)"
   status=1
 fi
 
