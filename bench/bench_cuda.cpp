@@ -1,18 +1,25 @@
 // CUDA backend throughput: cuBLAS SGEMM at the training shapes of the zoo models (FP32 and
-// TF32), and whole mlp/cnn training steps (forward, loss, backward, SGD) in samples/s.
+// TF32), whole mlp/cnn training steps (forward, loss, backward, SGD) in samples/s, and the
+// trainer's device pass (parameters and gradients copied each step) split into its copies.
 // Each benchmark checks its result before timing. Without a CUDA device it prints a message
 // and exits 0.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_accelerator.hpp"
 #include "backends/cuda/cuda_model.hpp"
 #include "backends/cuda/device.hpp"
 #include "backends/cuda/kernels.hpp"
 #include "core/base/rng.hpp"
+#include "core/nn/accelerator.hpp"
+#include "core/nn/model.hpp"
 
 namespace syncopate::cuda {
 namespace {
@@ -118,24 +125,34 @@ std::vector<float> he_uniform(const ModelSpec& spec) {
   return params;
 }
 
+// A learnable batch of `batch` 28x28 samples: each is its class's prototype plus noise. Labels
+// are the classes as floats, as the trainer passes them.
+struct PrototypeBatch {
+  std::vector<float> x, labels;
+};
+
+PrototypeBatch prototype_batch(int64_t batch) {
+  const int64_t dim = 784;
+  const auto prototypes = random_floats(size_t(10 * dim), 4);
+  PrototypeBatch out{random_floats(size_t(batch * dim), 5), std::vector<float>(size_t(batch))};
+  for (int64_t b = 0; b < batch; ++b) {
+    out.labels[size_t(b)] = float(b % 10);
+    for (int64_t j = 0; j < dim; ++j) {
+      float& x = out.x[size_t(b * dim + j)];
+      x = prototypes[size_t((b % 10) * dim + j)] + 0.5f * x;
+    }
+  }
+  return out;
+}
+
 // args: model (0 mlp, 1 cnn), batch. One step = input upload, forward, loss, backward, SGD.
 void BM_TrainStep(benchmark::State& state) {
   const std::string name = state.range(0) == 0 ? "mlp" : "cnn";
-  const int64_t batch = state.range(1), dim = 784;
+  const int64_t batch = state.range(1);
   CudaModel model(zoo_spec(name));
   model.set_params(he_uniform(model.spec()));
   model.set_batch(batch);
-  // A learnable batch: each sample is its class's prototype plus noise.
-  const auto prototypes = random_floats(size_t(10 * dim), 4);
-  auto x = random_floats(size_t(batch * dim), 5);
-  std::vector<float> labels(static_cast<size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b) {
-    labels[size_t(b)] = float(b % 10);
-    for (int64_t j = 0; j < dim; ++j) {
-      x[size_t(b * dim + j)] =
-          prototypes[size_t((b % 10) * dim + j)] + 0.5f * x[size_t(b * dim + j)];
-    }
-  }
+  const auto [x, labels] = prototype_batch(batch);
   CudaOptimizer optimizer(OptimizerConfig{.kind = OptimizerKind::kSgd, .momentum = 0.9},
                           model.num_params());
   const float lr = 0.01f;
@@ -167,6 +184,67 @@ BENCHMARK(BM_TrainStep)
     ->Args({0, 1024})
     ->Args({1, 64})
     ->Args({1, 1024})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The trainer's device pass at batch 64 (model.device = "cuda"), which keeps parameters,
+// gradients and the optimizer on the host. args: model (0 mlp, 1 cnn), part:
+//   0  Accelerator::forward_backward: parameters in, input, forward, loss, backward, gradients
+//      out, as TrainStep calls it (no optimizer);
+//   1  only its two copies of the parameters' size (CudaModel::set_params and get_grads, from
+//      and to pageable host vectors);
+//   2  the same bytes staged through a page-locked buffer (a host memcpy each way around an
+//      asynchronous copy), for comparison;
+//   3  the asynchronous copies alone, from and to page-locked memory (what registering the
+//      trainer's buffers with cudaHostRegister would leave).
+void BM_AcceleratorStep(benchmark::State& state) {
+  const std::string name = state.range(0) == 0 ? "mlp" : "cnn";
+  const int64_t part = state.range(1), batch = 64;
+  const std::unique_ptr<Model> cpu = make_model(name);
+  const std::vector<float> params(cpu->params().begin(), cpu->params().end());
+  std::vector<float> grads(params.size());
+  const auto [xs, labels] = prototype_batch(batch);
+  const Tensor x({batch, 1, 28, 28}, xs), y({batch}, labels);
+  const std::unique_ptr<Accelerator> accelerator = make_cuda_accelerator(*cpu);
+  CudaModel model(zoo_spec(name));
+  const LossResult first = accelerator->forward_backward(params, x, y, true, 1.0f, {}, grads);
+  if (!std::isfinite(first.loss) ||
+      std::all_of(grads.begin(), grads.end(), [](float g) { return g == 0.0f; })) {
+    state.SkipWithError("the pass gives no loss or no gradient");
+    return;
+  }
+  Stream stream;
+  DeviceBuffer<float> device(params.size());
+  const size_t bytes = params.size() * sizeof(float);
+  void* page_locked = nullptr;
+  SYNC_CUDA_CHECK(cudaMallocHost(&page_locked, bytes));
+  auto* pinned = static_cast<float*>(page_locked);
+  for (auto _ : state) {
+    if (part == 0) {
+      benchmark::DoNotOptimize(accelerator->forward_backward(params, x, y, true, 1.0f, {}, grads));
+    } else if (part == 1) {
+      model.set_params(params);
+      model.get_grads(grads);
+    } else {
+      if (part == 2) std::memcpy(pinned, params.data(), bytes);
+      SYNC_CUDA_CHECK(
+          cudaMemcpyAsync(device.data(), pinned, bytes, cudaMemcpyHostToDevice, stream.get()));
+      SYNC_CUDA_CHECK(
+          cudaMemcpyAsync(pinned, device.data(), bytes, cudaMemcpyDeviceToHost, stream.get()));
+      stream.synchronize();
+      if (part == 2) std::memcpy(grads.data(), pinned, bytes);
+    }
+    benchmark::ClobberMemory();
+  }
+  static_cast<void>(cudaFreeHost(pinned));
+  state.counters["param_MB"] = double(bytes) / 1e6;
+  const char* parts[] = {" forward_backward", " copies", " copies staged pinned", " copies pinned"};
+  state.SetLabel(name + parts[part]);
+}
+
+BENCHMARK(BM_AcceleratorStep)
+    ->ArgNames({"cnn", "part"})
+    ->ArgsProduct({{0, 1}, {0, 1, 2, 3}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
