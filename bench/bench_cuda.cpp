@@ -190,7 +190,7 @@ BENCHMARK(BM_TrainStep)
 // The trainer's device pass at batch 64 (model.device = "cuda"), which keeps parameters,
 // gradients and the optimizer on the host. args: model (0 mlp, 1 cnn), part:
 //   0  Accelerator::forward_backward: parameters in, input, forward, loss, backward, gradients
-//      out, as TrainStep calls it (no optimizer);
+//      out, as TrainStep calls it, on the CPU model's own (page-locked) storage (no optimizer);
 //   1  only its two copies of the parameters' size (CudaModel::set_params and get_grads, from
 //      and to pageable host vectors);
 //   2  the same bytes staged through a page-locked buffer (a host memcpy each way around an
@@ -207,9 +207,11 @@ void BM_AcceleratorStep(benchmark::State& state) {
   const Tensor x({batch, 1, 28, 28}, xs), y({batch}, labels);
   const std::unique_ptr<Accelerator> accelerator = make_cuda_accelerator(*cpu);
   CudaModel model(zoo_spec(name));
-  const LossResult first = accelerator->forward_backward(params, x, y, true, 1.0f, {}, grads);
+  // As the trainer calls it: on the CPU model's own parameters and gradients.
+  const LossResult first =
+      accelerator->forward_backward(cpu->params(), x, y, true, 1.0f, {}, cpu->grads());
   if (!std::isfinite(first.loss) ||
-      std::all_of(grads.begin(), grads.end(), [](float g) { return g == 0.0f; })) {
+      std::all_of(cpu->grads().begin(), cpu->grads().end(), [](float g) { return g == 0.0f; })) {
     state.SkipWithError("the pass gives no loss or no gradient");
     return;
   }
@@ -221,7 +223,8 @@ void BM_AcceleratorStep(benchmark::State& state) {
   auto* pinned = static_cast<float*>(page_locked);
   for (auto _ : state) {
     if (part == 0) {
-      benchmark::DoNotOptimize(accelerator->forward_backward(params, x, y, true, 1.0f, {}, grads));
+      benchmark::DoNotOptimize(
+          accelerator->forward_backward(cpu->params(), x, y, true, 1.0f, {}, cpu->grads()));
     } else if (part == 1) {
       model.set_params(params);
       model.get_grads(grads);

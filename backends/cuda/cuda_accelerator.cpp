@@ -11,9 +11,13 @@ namespace {
 
 class CudaAccelerator final : public Accelerator {
  public:
-  // Built from the description the CPU model was built from.
+  // Built from the description the CPU model was built from. The trainer passes the CPU model's
+  // own parameters and gradients every step: page-locked, their copies take a quarter of the
+  // time. The CPU model outlives its accelerator (the trainer's worker owns both).
   explicit CudaAccelerator(const Model& model)
-      : model_(CudaModel::from_cpu(model, *model.spec())) {}
+      : model_(CudaModel::from_cpu(model, *model.spec())),
+        params_lock_(model.params().data(), model.params().size_bytes()),
+        grads_lock_(model.grads().data(), model.grads().size_bytes()) {}
 
   LossResult forward_backward(std::span<const float> params, const Tensor& x, const Tensor& y,
                               bool classify, float grad_scale, const StepContext& ctx,
@@ -34,6 +38,7 @@ class CudaAccelerator final : public Accelerator {
 
  private:
   std::unique_ptr<CudaModel> model_;
+  PageLock params_lock_, grads_lock_;
 };
 
 }  // namespace

@@ -65,6 +65,20 @@ void copy_to_host(const float* device, std::span<float> host, cudaStream_t strea
   detail::copy_bytes(host.data(), device, host.size_bytes(), cudaMemcpyDeviceToHost, stream);
 }
 
+PageLock::PageLock(const void* host, size_t bytes) {
+  if (host == nullptr || bytes == 0) return;
+  void* region = const_cast<void*>(host);  // registering reads nothing and writes nothing
+  if (cudaHostRegister(region, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+    host_ = region;
+  } else {
+    static_cast<void>(cudaGetLastError());  // not sticky: clear it for the next call's check
+  }
+}
+
+PageLock::~PageLock() {
+  if (host_ != nullptr) static_cast<void>(cudaHostUnregister(host_));
+}
+
 void copy_device_to_device(const float* src, float* dst, size_t count, cudaStream_t stream) {
   detail::copy_bytes(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice, stream);
 }

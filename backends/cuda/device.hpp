@@ -149,6 +149,22 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+// Page-locks host memory that outlives it (cudaHostRegister), so that copies from and to it run
+// at the link's speed instead of through the driver's staging buffer: on an H200, 0.94 MB each
+// way took 191 us pageable and 48 us page-locked (README, "CUDA"). A region the driver refuses
+// (already registered, or no memory to lock) stays pageable: copies still work, only slower.
+class PageLock {
+ public:
+  PageLock(const void* host, size_t bytes);
+  PageLock(const PageLock&) = delete;
+  PageLock& operator=(const PageLock&) = delete;
+  ~PageLock();
+  bool locked() const { return host_ != nullptr; }
+
+ private:
+  void* host_ = nullptr;
+};
+
 // Whether cuBLAS may use TF32 tensor cores for SGEMM (faster, ~1e-3 relative error).
 enum class MathMode { kFp32, kTf32 };
 
