@@ -36,6 +36,17 @@ class CudaAccelerator final : public Accelerator {
     return r;
   }
 
+  void forward(std::span<const float> params, const Tensor& x, const StepContext& ctx,
+               Tensor& out) override {
+    model_->set_params(params);
+    model_->set_batch(x.dim(0));
+    model_->set_input(x.span());
+    model_->forward(ctx);
+    const Shape shape = model_->output_shape();
+    if (out.shape() != shape) out = Tensor(shape);
+    model_->get_output(out.span());
+  }
+
  private:
   std::unique_ptr<CudaModel> model_;
   PageLock params_lock_, grads_lock_;

@@ -50,7 +50,8 @@ class RegressionTally {
 
 }  // namespace
 
-Evaluation evaluate(Model& model, const Dataset& test, const LossChoice& loss) {
+Evaluation evaluate(Model& model, const Dataset& test, const LossChoice& loss,
+                    Accelerator* accelerator) {
   constexpr int64_t kBatch = 250;
   Evaluation result;
   const bool classify = loss.classify();
@@ -58,7 +59,7 @@ Evaluation evaluate(Model& model, const Dataset& test, const LossChoice& loss) {
   RegressionTally tally(static_cast<size_t>(std::max<int64_t>(1, columns)));
   int64_t correct = 0;
   double loss_sum = 0;
-  Tensor x, y;
+  Tensor x, y, device_out;
   std::vector<int64_t> indices;
   std::vector<float> pred, target;
   StepContext ctx;
@@ -68,7 +69,8 @@ Evaluation evaluate(Model& model, const Dataset& test, const LossChoice& loss) {
     indices.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) indices[static_cast<size_t>(i)] = start + i;
     gather_batch(test, indices, x, y);
-    const Tensor& out = model.forward(x, ctx);
+    if (accelerator != nullptr) accelerator->forward(model.params(), x, ctx, device_out);
+    const Tensor& out = accelerator != nullptr ? device_out : model.forward(x, ctx);
     const LossResult r = compute_loss(loss, out, y, nullptr);
     loss_sum += r.loss * static_cast<double>(n);
     correct += r.correct;

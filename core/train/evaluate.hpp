@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/data/data.hpp"
+#include "core/nn/accelerator.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
 #include "core/scenario/choices.hpp"
@@ -16,7 +17,9 @@ struct Evaluation {
   RegressionMetrics errors;  // regression only: predictions and targets unscaled first
 };
 
-// Cross-entropy is classification (accuracy and loss), any other loss regression.
-Evaluation evaluate(Model& model, const Dataset& test, const LossChoice& loss);
+// Cross-entropy is classification (accuracy and loss), any other loss regression. With an
+// accelerator the forward passes run on its device, from the model's parameters.
+Evaluation evaluate(Model& model, const Dataset& test, const LossChoice& loss,
+                    Accelerator* accelerator = nullptr);
 
 }  // namespace syncopate

@@ -42,6 +42,8 @@ class TrainStep {
   // Runs `step` at learning rate `lr`. Throws UserError when the loss is NaN or Inf (naming
   // worker, epoch and step).
   StepOutcome run(const PlannedStep& step, const StepPosition& at, double lr);
+  // The device the passes run on; nullptr: the host.
+  Accelerator* accelerator() const { return accelerator_.get(); }
 
  private:
   // Runs `math` as compute of `cost`, traced as `name`.

@@ -70,10 +70,10 @@ WorkerModel make_worker_model(const Scenario& s, bool cost_only,
 // The final model: every worker's parameters, and rank 0's evaluation of them. Rank 0 is worker
 // 0, or, once an elastic run lost worker 0, the lowest-ranked survivor: its model is the run's.
 void record_final_model(WorkerReport& report, int rank, Model& model, std::span<const float> params,
-                        const TrainData& data, const Scenario& s) {
+                        const TrainData& data, const Scenario& s, Accelerator* accelerator) {
   report.run_model = rank == 0;
   if (report.run_model && data.test) {
-    const Evaluation final_eval = evaluate(model, *data.test, {s.loss, s.huber_delta});
+    const Evaluation final_eval = evaluate(model, *data.test, {s.loss, s.huber_delta}, accelerator);
     report.final_test_accuracy = final_eval.accuracy;
     report.final_test_loss = final_eval.loss;
     report.final_test_errors = final_eval.errors;
@@ -453,7 +453,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     report.epochs.push_back(meter.finish(end, rank, epoch, tally, classify));
     if (cost_only) report.epochs.back().train_loss = report.epochs.back().train_accuracy = -1;
     if (!cost_only && s.eval_every_epoch && data.test) {
-      const Evaluation eval = evaluate(model, *data.test, {s.loss, s.huber_delta});
+      const Evaluation eval =
+          evaluate(model, *data.test, {s.loss, s.huber_delta}, train_step.accelerator());
       report.epochs.back().test_accuracy = eval.accuracy;
       report.epochs.back().test_errors = eval.errors;
     }
@@ -461,7 +462,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
     if (!plan.dir.empty() && after_epoch(plan, s, epoch, state)) return report;
   }
   report.steps = static_cast<uint64_t>(global_step);
-  if (!cost_only) record_final_model(report, comm.rank(), model, ctx.params, data, s);
+  if (!cost_only)
+    record_final_model(report, comm.rank(), model, ctx.params, data, s, train_step.accelerator());
   return report;
 }
 
