@@ -11,7 +11,9 @@
 # the regression datasets (RegressionBadInput.*, Trainer.RegressionWithMse), a SIGTERM's stop at a
 # step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*,
 # StopSignal.MpiRanksStopAt*: the process signals itself, so the handler and the ranks' stop latch
-# run sanitised too).
+# run sanitised too). Also the validation scripts end to end (Validation.*,
+# Collectives.Validation*): 165 s under ASan, mostly measured runs and calibration; their
+# commands run sanitised in the tests of calibrate, compare and collectives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 training_volume=(
@@ -21,6 +23,8 @@ training_volume=(
   Scale.FourThousandGpuDdpEpochCompletesWithRingVolumes
   PowerSgd.FullRankIsUncompressedDdpUpToRounding
   PaperRegression.TrainingLossFallsAndTestR2Rises
+  Validation.ScriptComparesEveryPairAndWritesTheTable
+  Collectives.ValidationScriptWritesTheTable
 )
 exclude="^($(IFS='|'; echo "${training_volume[*]}"))\$"
 scripts/setup.sh
