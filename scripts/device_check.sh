@@ -5,7 +5,8 @@
 # Logs and results go to $OUT (default: build-device/out).
 #
 #   scripts/device_check.sh vendor   # HERE, once, before: copies the third-party code the GPU
-#                                    # machine lacks, and Fashion-MNIST, into build-vendor/ (about 46 MB)
+#                                    # machine lacks, and Fashion-MNIST, into build-vendor/
+#                                    # (about 46 MB)
 #   OUT=... scripts/device_check.sh  # THERE (carry build-vendor along)
 #
 # The GPU machine's image has CUDA, CMake and ninja but not the Debian packages the full
