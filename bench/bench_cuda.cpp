@@ -195,8 +195,8 @@ BENCHMARK(BM_TrainStep)
 //      and to pageable host vectors);
 //   2  the same bytes staged through a page-locked buffer (a host memcpy each way around an
 //      asynchronous copy), for comparison;
-//   3  the asynchronous copies alone, from and to page-locked memory (what registering the
-//      trainer's buffers with cudaHostRegister would leave).
+//   3  the asynchronous copies alone, from and to page-locked memory (what part 0's copies
+//      cost, the accelerator having page-locked the model's storage).
 void BM_AcceleratorStep(benchmark::State& state) {
   const std::string name = state.range(0) == 0 ? "mlp" : "cnn";
   const int64_t part = state.range(1), batch = 64;
