@@ -39,6 +39,9 @@ struct WorkerContext {
   int64_t optimizer_steps = 0;
   // Cost-only runs have no parameter storage: collectives then use this scratch buffer.
   std::span<float> params, grads;
+  // The passes run on an accelerator, which reads params whole after the before_forward_layer
+  // hooks and keeps them page-locked: no page of them may be given back (release_pages).
+  bool passes_on_accelerator = false;
 };
 
 // What the optimizer step updates: by default the worker's optimizer over all its parameters;
@@ -63,6 +66,10 @@ class Strategy {
   // before_forward_layer for every layer before it, before_backward_layer (last to first) after.
   virtual void before_forward_layer(WorkerContext&, int /*layer*/) {}
   virtual void before_backward_layer(WorkerContext&, int /*layer*/) {}
+  // Whether those two hooks change which pages of ctx.params are in memory (zero stage 3 gives
+  // back the pages of the units it has done with): the passes then measure the resident bytes
+  // after each of them (WorkerReport::resident_param_bytes).
+  virtual bool gathers_parameters() const { return false; }
   // The factor applied to this worker's mean-loss gradient before backward.
   virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }
   // Between backward and the optimizer step: gradients must be final when this returns.

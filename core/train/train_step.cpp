@@ -2,10 +2,12 @@
 // strategy's hooks, then the optimizer step.
 #include "core/train/train_step.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "core/base/check.hpp"
+#include "core/base/resident_pages.hpp"
 
 namespace syncopate {
 namespace {
@@ -65,6 +67,12 @@ void TrainStep::compute(std::string_view name, const Cost& cost, FunctionRef<voi
   if (ctx_.tracer.detail_on()) ctx_.tracer.span(name, "compute", start, end);
 }
 
+void TrainStep::measure_resident_params() {
+  if (cost_only_) return;
+  resident_param_bytes_ =
+      std::max(resident_param_bytes_, resident_bytes(ctx_.params.data(), ctx_.params.size_bytes()));
+}
+
 // Layer i's name in the trace ("" when the step is not traced: no string is built).
 std::string TrainStep::layer_name(int i) const {
   if (!ctx_.tracer.detail_on()) return {};
@@ -84,8 +92,10 @@ LossResult TrainStep::forward_backward(const PlannedStep& step) {
 LossResult TrainStep::host_pass(float scale) {
   Model& model = ctx_.model;
   const double forward_start = ctx_.exec.now();
+  const bool gathers = strategy_.gathers_parameters();
   for (int i = 0; i < model.num_layers(); ++i) {
     strategy_.before_forward_layer(ctx_, i);
+    if (gathers) measure_resident_params();
     compute(layer_name(i), model.forward_cost(i), [&] { model.forward_layer(i, step_ctx_); });
   }
   ctx_.tracer.span("forward", "compute", forward_start, ctx_.exec.now());
@@ -100,6 +110,7 @@ LossResult TrainStep::host_pass(float scale) {
   const double backward_start = ctx_.exec.now();
   for (int i = model.num_layers() - 1; i >= 0; --i) {
     strategy_.before_backward_layer(ctx_, i);
+    if (gathers) measure_resident_params();
     compute(layer_name(i), model.backward_cost(i), [&] { model.backward_layer(i); });
     strategy_.after_backward_layer(ctx_, i);
   }
@@ -116,6 +127,7 @@ LossResult TrainStep::device_pass(int64_t batch, float scale) {
     pass.bytes += model.forward_cost(i).bytes + model.backward_cost(i).bytes;
   }
   for (int i = 0; i < model.num_layers(); ++i) strategy_.before_forward_layer(ctx_, i);
+  if (strategy_.gathers_parameters()) measure_resident_params();
   LossResult r{};
   compute("forward+backward", pass, [&] {
     r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, loss_.classify(), scale,

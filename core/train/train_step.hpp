@@ -44,6 +44,11 @@ class TrainStep {
   StepOutcome run(const PlannedStep& step, const StepPosition& at, double lr);
   // The device the passes run on; nullptr: the host.
   Accelerator* accelerator() const { return accelerator_.get(); }
+  // The most bytes of the model's parameters found in memory at once (resident_bytes): measured
+  // after every layer's hook of the passes of a strategy that gathers parameters, and at each
+  // call of measure_resident_params. 0 in cost-only runs.
+  size_t resident_param_bytes() const { return resident_param_bytes_; }
+  void measure_resident_params();
 
  private:
   // Runs `math` as compute of `cost`, traced as `name`.
@@ -65,6 +70,7 @@ class TrainStep {
   std::unique_ptr<Accelerator> accelerator_;
   const Cost zero_cost_;  // zeroing the gradients
   Tensor labels_;
+  size_t resident_param_bytes_ = 0;
 };
 
 }  // namespace syncopate

@@ -2,6 +2,7 @@
 // run them (skipping the steady state of cost-only runs), meter the epoch and evaluate.
 #include "core/train/trainer.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -394,7 +395,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
                     .exec = exec,
                     .tracer = tracer,
                     .params = cost_only ? cost_only_scratch(n_params) : model.params(),
-                    .grads = cost_only ? cost_only_scratch(n_params) : model.grads()};
+                    .grads = cost_only ? cost_only_scratch(n_params) : model.grads(),
+                    .passes_on_accelerator = worker.accelerator != nullptr};
   auto strategy = make_strategy(s);
   LoopState loop;
   const Resumable state{
@@ -429,6 +431,11 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
           s.schedule, epoch + static_cast<double>(k) / static_cast<double>(steps.size()));
       tracer.begin_step(k);
       const StepOutcome outcome = train_step.run(steps[k], {epoch, k, global_step}, lr);
+      // The passes measure a strategy that gathers parameters; the others hold the whole model
+      // at every step, measured at an epoch's first.
+      if (k == first && !strategy->gathers_parameters()) train_step.measure_resident_params();
+      report.resident_param_bytes =
+          std::max<uint64_t>(report.resident_param_bytes, train_step.resident_param_bytes());
       if (tracer.detail_on())
         tracer.span("step " + std::to_string(k), "step", before.time, exec.now());
       tally.add(outcome.loss, outcome.samples, lr);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/base/check.hpp"
+#include "core/base/resident_pages.hpp"
 
 namespace syncopate {
 namespace {
@@ -104,6 +105,8 @@ class Zero final : public Strategy {
     // Cost-only runs hold no optimizer state, as the worker's own optimizer (trainer.cpp).
     optimizer_ = make_optimizer(optimizer_config_, ctx.exec.cost_only() ? 0 : shard);
     if (stage_ == 3) {
+      release_ = !ctx.exec.cost_only() && !ctx.passes_on_accelerator;
+      whole_ = true;
       piece_of_layer_ = piece_of_layers(ctx.model, pieces_);
       forward_next_ = next_pieces(piece_of_layer_, +1);
       backward_next_ = next_pieces(piece_of_layer_, -1);
@@ -122,7 +125,13 @@ class Zero final : public Strategy {
   // Stage 3: the unit of this layer gathered, the next one (in forward order) prefetched.
   void before_forward_layer(WorkerContext& ctx, int layer) override {
     if (stage_ != 3) return;
-    if (layer == 0) active_ = -1;  // a new pass: every unit is gathered again
+    if (layer == 0) {  // a new pass: every unit is gathered again
+      active_ = -1;
+      if (whole_)
+        for (size_t k = 0; k < pieces_.size(); ++k) give_back(ctx, static_cast<int>(k));
+      whole_ = false;
+      resident_ = -1;
+    }
     const int k = piece_of_layer_[static_cast<size_t>(layer)];
     if (k < 0 || k == active_) return;
     use_unit(ctx, k, forward_next_[static_cast<size_t>(layer)]);
@@ -161,6 +170,7 @@ class Zero final : public Strategy {
   void on_epoch_end(WorkerContext& ctx) override {
     if (stage_ == 3) gather_all(ctx);
   }
+  bool gathers_parameters() const override { return stage_ == 3; }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
   // The optimizer state of this worker's shard, and the master shard when the checkpointed model
   // does not hold it: in a 16-bit wire format the gathered model is rounded, and in stage 3 a
@@ -193,6 +203,7 @@ class Zero final : public Strategy {
     for (const Piece& piece : pieces_)
       ctx.comm.allgather(shard_of(params_, piece), ctx.params.subspan(piece.offset, piece.count),
                          gather_);
+    whole_ = true;
   }
   void copy_shard_from_model(WorkerContext& ctx) {
     for (const Piece& piece : pieces_) {
@@ -202,15 +213,25 @@ class Zero final : public Strategy {
                 shard_of(params_, piece).begin());
     }
   }
-  // Stage 3: unit k's allgather started unless it is in flight (prefetched), then unit `next`'s
-  // (when there is one) so that it overlaps this unit's compute, then unit k's completed.
+  // Stage 3: the pages of the unit done with given back, unit k's allgather started unless it is
+  // in flight (prefetched), then unit `next`'s (when there is one) so that it overlaps this
+  // unit's compute, then unit k's completed.
   void use_unit(WorkerContext& ctx, int k, int next) {
+    if (resident_ >= 0 && resident_ != k) give_back(ctx, resident_);
+    resident_ = k;
     start_gather(ctx, k);
     if (next >= 0 && next < static_cast<int>(pieces_.size())) start_gather(ctx, next);
     WorkPtr& work = gathers_[static_cast<size_t>(k)];
     work->wait();
     work.reset();
     active_ = k;
+  }
+  // Stage 3 on the host: unit k's whole pages of the model go back to the kernel (its edges may
+  // share a page with a neighbour). Its allgather writes them again when it is next used.
+  void give_back(WorkerContext& ctx, int k) {
+    if (!release_) return;
+    const Piece& piece = pieces_[static_cast<size_t>(k)];
+    release_pages(ctx.params.data() + piece.offset, piece.count * sizeof(float));
   }
   void start_gather(WorkerContext& ctx, int k) {
     WorkPtr& work = gathers_[static_cast<size_t>(k)];
@@ -234,6 +255,12 @@ class Zero final : public Strategy {
   std::vector<int> piece_of_layer_, forward_next_, backward_next_;
   std::vector<WorkPtr> gathers_;
   int active_ = -1;
+  // Stage 3: whether units are given back once done with (not in cost-only runs, which hold no
+  // parameters, nor for an accelerator's passes), whether the model is whole (after
+  // on_train_begin and each gather_all: given back at the next pass's start), and the unit
+  // whose pages are in memory (-1: none, or the whole model).
+  bool release_ = false, whole_ = false;
+  int resident_ = -1;
 };
 
 }  // namespace

@@ -17,7 +17,13 @@ namespace syncopate {
 // layer's forward and again before its backward, the next unit's allgather started first so
 // that it overlaps this unit's compute; its gradients are reduce-scattered as in stage 2; the
 // optimizer steps the block; at each epoch's end the whole model is gathered (evaluation,
-// checkpoints, the final model).
+// checkpoints, the final model). On the host, the pages of a unit's parameters go back to the
+// kernel once the pass moves on to another unit, and those of the whole model at the first
+// pass after it was gathered: during the steps a worker's model holds in memory only the unit
+// it computes with and the one prefetched (and the pages that units share at their edges), as
+// memory_per_gpu counts. A checkpoint taken inside an epoch then holds zeros for the units given
+// back; the shard that it resumes from is in the strategy's state. An accelerator's passes read
+// the model whole, so no page is given back there.
 std::unique_ptr<Strategy> make_zero(const Scenario& scenario);
 
 }  // namespace syncopate

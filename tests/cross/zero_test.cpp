@@ -1,7 +1,8 @@
 // Strategy zero through the binary: one local worker equals serial, stage 3 equal to ddp ring on
-// the simulator and under mpirun, summary.json's memory per GPU, and the refusal of a run that
-// does not fit the GPU (the figures named).
+// the simulator and under mpirun, summary.json's memory per GPU (counted, and stage 3's measured
+// in memory), and the refusal of a run that does not fit the GPU (the figures named).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -193,6 +194,55 @@ TEST(ZeroRun, StagesTwoAndThreeOverlapCommunicationWithCompute) {
   const nlohmann::json flat = summary_of(ring);
   EXPECT_EQ(flat["bytes_sent"].get<uint64_t>(), runs[1]["bytes_sent"].get<uint64_t>());
   EXPECT_GT(flat["comm_total_time_s"].get<double>(), 1.5 * total(1));
+}
+
+// Stage 3 on the host gives back the pages of the units it has done with: a worker's model holds
+// in memory at most the unit computing and the one prefetched (and the pages that units share
+// at their edges), measured by mincore into summary.json, where stage 1 holds it whole. The
+// model: one unit per layer, the largest four times the first (784 x 64), so that two units
+// are far from the whole. The same weights as stage 1's ring (they are ddp's arithmetic).
+TEST(ZeroRun, StageThreeHoldsOnlyTheUnitsItComputesWithInMemory) {
+  std::string text = syncopate::read_text(kSmall) + "\n";
+  text.replace(text.find("name = \"mlp\""), 13, "input = [1, 28, 28]");
+  text += "[[model.layers]]\nkind = \"flatten\"\n";
+  for (int units : {64, 512, 512, 512, 512, 10}) {
+    text += "[[model.layers]]\nkind = \"dense\"\nunits = " + std::to_string(units) + "\n";
+    if (units != 10) text += "[[model.layers]]\nkind = \"relu\"\n";
+  }
+  const fs::path scenario = scratch() / "deep-mlp.toml";
+  std::ofstream(scenario) << text;
+  const uint64_t dense512 = 512 * 512 + 512;
+  const uint64_t params = (784 * 64 + 64) + (64 * 512 + 512) + 3 * dense512 + (512 * 10 + 10);
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t units = 6;
+  // Stage 1 on the simulator, stage 3 on the simulator and under mpirun.
+  std::map<std::string, nlohmann::json> runs;
+  for (const std::string run : {"1-sim", "3-sim", "3-mpi"}) {
+    SCOPED_TRACE(run);
+    const bool stage3 = run[0] == '3', mpi = run.ends_with("mpi");
+    std::string log;
+    ASSERT_EQ(syncopate::run_command(
+                  (mpi ? syncopate::mpirun(2) + " " : std::string()) + bin() + " run " +
+                      scenario.string() + (mpi ? " --backend mpi" : " --backend sim") +
+                      " --workers 2 --quiet --strategy zero --set strategy.algorithm=ring "
+                      "--set strategy.stage=" +
+                      (stage3 ? "3 --set strategy.bucket_mb=0.000001" : "1") + " --out " +
+                      (scratch() / ("resident-" + run)).string(),
+                  &log),
+              0)
+        << log;
+    runs[run] = summary_of(scratch() / ("resident-" + run));
+    ASSERT_EQ(runs[run]["parameters"].get<uint64_t>(), params);
+  }
+  EXPECT_EQ(runs["1-sim"]["resident_parameters_bytes"].get<uint64_t>(), 4 * params);
+  for (const std::string run : {"3-sim", "3-mpi"}) {
+    SCOPED_TRACE(run);
+    const uint64_t resident = runs[run]["resident_parameters_bytes"].get<uint64_t>();
+    EXPECT_LE(resident, 2 * 4 * dense512 + (units + 1) * page);
+    EXPECT_GE(resident, 4 * dense512 - 2 * page);  // the largest unit, computing
+    EXPECT_TRUE(model_of(scratch() / ("resident-" + run)) ==
+                model_of(scratch() / "resident-1-sim"));
+  }
 }
 
 // GPT-2 XL at batch 64 on 8 GPUs: ddp needs 79.2 GB per GPU, more than the H100's 64 GiB, and is
