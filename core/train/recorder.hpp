@@ -53,8 +53,8 @@ struct WorkerReport {
   double final_test_loss = 0;
   RegressionMetrics final_test_errors;  // regression: of the final model
   uint64_t steps = 0;
-  // Measured: the most bytes of the worker's model parameters in memory at once during the
-  // steps (TrainStep::resident_param_bytes); 0 in cost-only runs.
+  // Measured: the most bytes of the worker's model parameters in memory at once during a step
+  // (TrainStep::resident_param_bytes, in each epoch's first); 0 in cost-only runs.
   uint64_t resident_param_bytes = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
   // The run's final model is this worker's (it evaluated it, model.bin holds it): rank 0 at the

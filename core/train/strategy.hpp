@@ -67,8 +67,8 @@ class Strategy {
   virtual void before_forward_layer(WorkerContext&, int /*layer*/) {}
   virtual void before_backward_layer(WorkerContext&, int /*layer*/) {}
   // Whether those two hooks change which pages of ctx.params are in memory (zero stage 3 gives
-  // back the pages of the units it has done with): the passes then measure the resident bytes
-  // after each of them (WorkerReport::resident_param_bytes).
+  // back the pages of the units it has done with): a measured step then reads the resident
+  // bytes after each of them (TrainStep::resident_param_bytes).
   virtual bool gathers_parameters() const { return false; }
   // The factor applied to this worker's mean-loss gradient before backward.
   virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }

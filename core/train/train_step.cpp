@@ -42,6 +42,7 @@ StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, doub
   if (step.block_begin) strategy_.on_block_begin(ctx_);
   step_ctx_.epoch = static_cast<uint32_t>(at.epoch);
   step_ctx_.step = static_cast<uint32_t>(at.global);
+  measuring_ = at.measure_memory;
   StepOutcome outcome;
   if (step.size > 0) {
     outcome = {forward_backward(step), step.size};
@@ -56,6 +57,7 @@ StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, doub
                           ++ctx_.optimizer_steps);
   });
   strategy_.after_step(ctx_, at.global + 1);
+  if (measuring_ && !strategy_.gathers_parameters()) measure_resident_params();
   return outcome;
 }
 
@@ -65,6 +67,10 @@ void TrainStep::compute(std::string_view name, const Cost& cost, FunctionRef<voi
   const double end = ctx_.exec.now();
   phases_.compute_s += end - start;
   if (ctx_.tracer.detail_on()) ctx_.tracer.span(name, "compute", start, end);
+}
+
+void TrainStep::after_gather_hook() {
+  if (measuring_ && strategy_.gathers_parameters()) measure_resident_params();
 }
 
 void TrainStep::measure_resident_params() {
@@ -92,10 +98,9 @@ LossResult TrainStep::forward_backward(const PlannedStep& step) {
 LossResult TrainStep::host_pass(float scale) {
   Model& model = ctx_.model;
   const double forward_start = ctx_.exec.now();
-  const bool gathers = strategy_.gathers_parameters();
   for (int i = 0; i < model.num_layers(); ++i) {
     strategy_.before_forward_layer(ctx_, i);
-    if (gathers) measure_resident_params();
+    after_gather_hook();
     compute(layer_name(i), model.forward_cost(i), [&] { model.forward_layer(i, step_ctx_); });
   }
   ctx_.tracer.span("forward", "compute", forward_start, ctx_.exec.now());
@@ -110,7 +115,7 @@ LossResult TrainStep::host_pass(float scale) {
   const double backward_start = ctx_.exec.now();
   for (int i = model.num_layers() - 1; i >= 0; --i) {
     strategy_.before_backward_layer(ctx_, i);
-    if (gathers) measure_resident_params();
+    after_gather_hook();
     compute(layer_name(i), model.backward_cost(i), [&] { model.backward_layer(i); });
     strategy_.after_backward_layer(ctx_, i);
   }
@@ -127,7 +132,7 @@ LossResult TrainStep::device_pass(int64_t batch, float scale) {
     pass.bytes += model.forward_cost(i).bytes + model.backward_cost(i).bytes;
   }
   for (int i = 0; i < model.num_layers(); ++i) strategy_.before_forward_layer(ctx_, i);
-  if (strategy_.gathers_parameters()) measure_resident_params();
+  after_gather_hook();
   LossResult r{};
   compute("forward+backward", pass, [&] {
     r = accelerator_->forward_backward(ctx_.params, model.input(), labels_, loss_.classify(), scale,

@@ -23,6 +23,9 @@ struct StepPosition {
   int epoch = 0;
   size_t index = 0;    // in the epoch
   int64_t global = 0;  // this worker's steps before it, over the whole run
+  // Measure which of the model's parameters are in memory (resident_param_bytes) during this
+  // step: every step holds them alike, so the trainer asks it of each epoch's first.
+  bool measure_memory = false;
 };
 
 // What a step adds to the epoch's tally.
@@ -44,11 +47,10 @@ class TrainStep {
   StepOutcome run(const PlannedStep& step, const StepPosition& at, double lr);
   // The device the passes run on; nullptr: the host.
   Accelerator* accelerator() const { return accelerator_.get(); }
-  // The most bytes of the model's parameters found in memory at once (resident_bytes): measured
-  // after every layer's hook of the passes of a strategy that gathers parameters, and at each
-  // call of measure_resident_params. 0 in cost-only runs.
+  // The most bytes of the model's parameters found in memory at once (resident_bytes), over the
+  // steps run with StepPosition::measure_memory: after every layer's hook of the passes of a
+  // strategy that gathers parameters, otherwise after the step. 0 in cost-only runs.
   size_t resident_param_bytes() const { return resident_param_bytes_; }
-  void measure_resident_params();
 
  private:
   // Runs `math` as compute of `cost`, traced as `name`.
@@ -59,6 +61,9 @@ class TrainStep {
   LossResult device_pass(int64_t batch, float scale);
   void empty_pass();
   void backward_hooks();
+  // After a hook that may have gathered parameters or given them back, in a measured step.
+  void after_gather_hook();
+  void measure_resident_params();
 
   WorkerContext& ctx_;
   Strategy& strategy_;
@@ -70,6 +75,7 @@ class TrainStep {
   std::unique_ptr<Accelerator> accelerator_;
   const Cost zero_cost_;  // zeroing the gradients
   Tensor labels_;
+  bool measuring_ = false;  // this step's StepPosition::measure_memory
   size_t resident_param_bytes_ = 0;
 };
 

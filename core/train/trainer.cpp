@@ -430,10 +430,9 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
       const double lr = learning_rate(
           s.schedule, epoch + static_cast<double>(k) / static_cast<double>(steps.size()));
       tracer.begin_step(k);
-      const StepOutcome outcome = train_step.run(steps[k], {epoch, k, global_step}, lr);
-      // The passes measure a strategy that gathers parameters; the others hold the whole model
-      // at every step, measured at an epoch's first.
-      if (k == first && !strategy->gathers_parameters()) train_step.measure_resident_params();
+      const StepOutcome outcome = train_step.run(
+          steps[k],
+          {.epoch = epoch, .index = k, .global = global_step, .measure_memory = k == first}, lr);
       report.resident_param_bytes =
           std::max<uint64_t>(report.resident_param_bytes, train_step.resident_param_bytes());
       if (tracer.detail_on())
