@@ -127,10 +127,11 @@ class Zero final : public Strategy {
     if (stage_ != 3) return;
     if (layer == 0) {  // a new pass: every unit is gathered again
       active_ = -1;
-      if (whole_)
+      if (whole_) {
         for (size_t k = 0; k < pieces_.size(); ++k) give_back(ctx, static_cast<int>(k));
-      whole_ = false;
-      resident_ = -1;
+        whole_ = false;
+        resident_ = -1;
+      }
     }
     const int k = piece_of_layer_[static_cast<size_t>(layer)];
     if (k < 0 || k == active_) return;
