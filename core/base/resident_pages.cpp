@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/base/check.hpp"
@@ -35,6 +36,21 @@ size_t release_pages(void* data, size_t bytes) {
   (void)bytes;
   return 0;
 #endif
+}
+
+void clear_pages(void* data, size_t bytes) {
+  if (data == nullptr || bytes == 0) return;
+  auto* begin = static_cast<unsigned char*>(data);
+  const uintptr_t page = page_size();
+  const uintptr_t address = reinterpret_cast<uintptr_t>(data);
+  const size_t head = std::min<size_t>(bytes, (page - address % page) % page);
+  const size_t released = release_pages(data, bytes);
+  if (released == 0) {
+    std::memset(begin, 0, bytes);
+    return;
+  }
+  std::memset(begin, 0, head);
+  std::memset(begin + head + released, 0, bytes - head - released);
 }
 
 size_t resident_bytes(const void* data, size_t bytes) {

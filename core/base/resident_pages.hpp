@@ -1,6 +1,7 @@
 #pragma once
-// Which pages of a buffer hold memory, and giving pages back: zero stage 3 keeps only the units
-// of parameters it computes with in memory (core/train/zero.cpp), and its runs measure it.
+// Which pages of a buffer hold memory, and giving pages back: zero keeps in memory only the units
+// of parameters it computes with (stage 3) and the gradients not yet reduce-scattered (stages 2
+// and 3; core/train/zero.cpp), and its runs measure it.
 #include <cstddef>
 
 namespace syncopate {
@@ -12,6 +13,11 @@ namespace syncopate {
 // memory would keep its old pages for the device). Returns the bytes given back; 0 where Linux's
 // madvise is not available.
 size_t release_pages(void* data, size_t bytes);
+
+// Sets [data, data + bytes) to zeros, giving its whole pages back (release_pages, with the same
+// conditions) and writing zeros on the partial pages at either end (everywhere where madvise is
+// not available).
+void clear_pages(void* data, size_t bytes);
 
 // The bytes of [data, data + bytes) that lie on pages present in memory (mincore). A page given
 // back and not touched since is not; one read since is (the kernel's page of zeros).

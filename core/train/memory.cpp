@@ -49,7 +49,10 @@ GpuMemory memory_per_gpu(const Scenario& s) {
   // Stage 3: the shard, the unit in use and the one prefetched.
   if (zero && s.strategy.stage >= 3)
     m.parameters = 4 * (shard + 2 * largest_unit(summary, s.strategy.bucket_mb));
-  m.gradients = 4 * (zero && s.strategy.stage >= 2 ? shard : n);
+  // Stages 2 and 3: the shard, the bucket being reduce-scattered and the one backward fills.
+  m.gradients = 4 * n;
+  if (zero && s.strategy.stage >= 2)
+    m.gradients = 4 * (shard + 2 * largest_unit(summary, s.strategy.bucket_mb));
   // ddp with PowerSGD: its error feedback and factors, with the gradients.
   if (s.strategy.compression == Compression::kPowerSgd) {
     const std::unique_ptr<Model> model = make_model(s.model.spec(), Storage::kShapeOnly);

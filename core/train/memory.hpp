@@ -3,11 +3,13 @@
 // al. 2020, section 3) for float32 training: parameters 4 bytes each, gradients 4, optimizer
 // state 8 (Adam/AdamW: m and v) or 4 (SGD with momentum) or 0 (plain SGD), each divided by the
 // workers where the strategy shards it (zero: stage 1 the optimizer state, stage 2 and the
-// gradients, stage 3 and the parameters, of which it also holds two whole units gathered: the
-// one computing and the one prefetched), plus the activations kept for backward at the per-worker
-// batch. diloco's outer optimizer state (the global model, 4 bytes per parameter, and its momentum
-// buffer, 4 more unless outer_momentum is 0) counts as optimizer state; PowerSGD's error feedback
-// (4 bytes per parameter) and factors (its P, Q and packed vectors) count with the gradients.
+// gradients, of which it also holds two whole buckets: the one being reduce-scattered and the
+// one that backward fills; stage 3 and the parameters, of which it also holds two whole units
+// gathered: the one computing and the one prefetched), plus the activations kept for backward at
+// the per-worker batch. diloco's outer optimizer state (the global model, 4 bytes per parameter,
+// and its momentum buffer, 4 more unless outer_momentum is 0) counts as optimizer state; PowerSGD's
+// error feedback (4 bytes per parameter) and factors (its P, Q and packed vectors) count with the
+// gradients.
 #include <cstdint>
 #include <string>
 
@@ -25,8 +27,8 @@ struct GpuMemory {
 // A sharded part counts the largest shard (the first block of block_of).
 GpuMemory memory_per_gpu(const Scenario& scenario);
 
-// Parameters of zero stage 3's largest unit: the gradient buckets of strategy.bucket_mb
-// (gradient_buckets in core/train/strategy.hpp), from the model's summary.
+// Parameters of zero's largest unit (stage 3) or gradient bucket (stages 2 and 3): the buckets of
+// strategy.bucket_mb (gradient_buckets in core/train/strategy.hpp), from the model's summary.
 uint64_t largest_unit(const ModelSummary& summary, double bucket_mb);
 
 // "70.3 GB (parameters 6.23 GB, gradients 6.23 GB, optimizer state 12.5 GB, activations 45.3 GB

@@ -100,6 +100,7 @@ RunSummary summarize(const Scenario& scenario, const std::vector<WorkerReport>& 
   for (const auto& report : reports) {
     if (report.worker == 0) s.resizes = report.resizes;
     s.resident_param_bytes = std::max(s.resident_param_bytes, report.resident_param_bytes);
+    s.resident_grad_bytes = std::max(s.resident_grad_bytes, report.resident_grad_bytes);
     for (const auto& e : report.epochs) {
       s.total_time_s = std::max(s.total_time_s, e.end_s);
       s.compute_time_s += e.compute_s;
@@ -218,6 +219,8 @@ std::string summary_json(const Scenario& scenario, const RunSummary& s, const Ru
   // Measured (the accounting above is not): null where no parameters were held (cost-only).
   j["resident_parameters_bytes"] =
       s.resident_param_bytes > 0 ? Json(s.resident_param_bytes) : Json(nullptr);
+  j["resident_gradients_bytes"] =
+      s.resident_grad_bytes > 0 ? Json(s.resident_grad_bytes) : Json(nullptr);
   j["time_to_accuracy"] = Json::object();
   for (const auto& [target, when] : s.time_to_accuracy)
     j["time_to_accuracy"][num(target)] = figure(when, true);

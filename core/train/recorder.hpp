@@ -53,9 +53,11 @@ struct WorkerReport {
   double final_test_loss = 0;
   RegressionMetrics final_test_errors;  // regression: of the final model
   uint64_t steps = 0;
-  // Measured: the most bytes of the worker's model parameters in memory at once during a step
-  // (TrainStep::resident_param_bytes, in each epoch's first); 0 in cost-only runs.
+  // Measured: the most bytes of the worker's model parameters, and of its gradients, in memory at
+  // once during a step (TrainStep::resident_param_bytes and resident_grad_bytes, in each epoch's
+  // first); 0 in cost-only runs.
   uint64_t resident_param_bytes = 0;
+  uint64_t resident_grad_bytes = 0;
   std::vector<float> final_params;  // the worker's model at the end (empty in cost-only runs)
   // The run's final model is this worker's (it evaluated it, model.bin holds it): rank 0 at the
   // end, worker 0 or, when an elastic run lost it, the lowest-ranked survivor. Not in
@@ -118,6 +120,7 @@ struct RunSummary {
   uint64_t bytes_sent = 0;
   uint64_t bytes_recv = 0;
   uint64_t resident_param_bytes = 0;  // the workers' largest (WorkerReport)
+  uint64_t resident_grad_bytes = 0;   // the same
   std::vector<std::pair<double, double>>
       time_to_accuracy;         // (accuracy target, seconds); -1 if never
   std::vector<Resize> resizes;  // worker 0's: summary.json's "resized" when not empty

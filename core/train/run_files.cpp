@@ -141,6 +141,7 @@ std::string serialize_report(const WorkerReport& r) {
       << r.steps << '\n';
   out << "F " << errors_text(r.final_test_errors) << '\n';
   out << "M " << r.resident_param_bytes << '\n';
+  out << "G " << r.resident_grad_bytes << '\n';
   for (const auto& e : r.epochs)
     out << "E " << e.worker << ' ' << e.epoch << ' ' << e.start_s << ' ' << e.end_s << ' '
         << e.compute_s << ' ' << e.comm_s << ' ' << e.idle_s << ' ' << e.bytes_sent << ' '
@@ -171,6 +172,8 @@ WorkerReport deserialize_report(std::string_view text) {
       read_errors(in, r.final_test_errors);
     } else if (tag == "M") {  // absent from the checkpoints of earlier versions
       in >> r.resident_param_bytes;
+    } else if (tag == "G") {  // the same
+      in >> r.resident_grad_bytes;
     } else if (tag == "T") {
       TraceEvent t;
       int kind = 0;

@@ -70,6 +70,13 @@ class Strategy {
   // back the pages of the units it has done with): a measured step then reads the resident
   // bytes after each of them (TrainStep::resident_param_bytes).
   virtual bool gathers_parameters() const { return false; }
+  // Whether after_backward_layer and before_step give back the pages of gradients that are done
+  // with (zero stages 2 and 3: those of the buckets reduce-scattered): a measured step then reads
+  // the gradients' resident bytes after each layer's backward (TrainStep::resident_grad_bytes).
+  virtual bool gives_back_gradients() const { return false; }
+  // Whether ctx.grads holds zeros only, as given back by before_step: the next pass then need not
+  // zero them (which would bring every page back into memory at once).
+  virtual bool gradients_zeroed() const { return false; }
   // The factor applied to this worker's mean-loss gradient before backward.
   virtual float gradient_scale(const WorkerContext&, const GlobalBatch&) const { return 1.0f; }
   // Between backward and the optimizer step: gradients must be final when this returns.

@@ -58,6 +58,7 @@ StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, doub
   });
   strategy_.after_step(ctx_, at.global + 1);
   if (measuring_ && !strategy_.gathers_parameters()) measure_resident_params();
+  if (measuring_ && !strategy_.gives_back_gradients()) measure_resident_grads();
   return outcome;
 }
 
@@ -77,6 +78,26 @@ void TrainStep::measure_resident_params() {
   if (cost_only_) return;
   resident_param_bytes_ =
       std::max(resident_param_bytes_, resident_bytes(ctx_.params.data(), ctx_.params.size_bytes()));
+}
+
+// Right after a layer's backward, before its hook: the bucket it filled is still in memory.
+void TrainStep::after_backward_layer_math() {
+  if (measuring_ && strategy_.gives_back_gradients()) measure_resident_grads();
+}
+
+void TrainStep::measure_resident_grads() {
+  if (cost_only_) return;
+  resident_grad_bytes_ =
+      std::max(resident_grad_bytes_, resident_bytes(ctx_.grads.data(), ctx_.grads.size_bytes()));
+}
+
+// Zeroing the gradients before backward, unless the strategy left them zeroed (giving their pages
+// back): the cost is accounted alike, as the kernel zeroes each page given back when backward
+// writes it again.
+void TrainStep::zero_grads() {
+  compute("zero_grad", zero_cost_, [&] {
+    if (!strategy_.gradients_zeroed()) ctx_.model.zero_grads();
+  });
 }
 
 // Layer i's name in the trace ("" when the step is not traced: no string is built).
@@ -111,12 +132,13 @@ LossResult TrainStep::host_pass(float scale) {
     if (scale != 1.0f)
       for (float& g : dout.span()) g *= scale;
   });
-  compute("zero_grad", zero_cost_, [&] { model.zero_grads(); });
+  zero_grads();
   const double backward_start = ctx_.exec.now();
   for (int i = model.num_layers() - 1; i >= 0; --i) {
     strategy_.before_backward_layer(ctx_, i);
     after_gather_hook();
     compute(layer_name(i), model.backward_cost(i), [&] { model.backward_layer(i); });
+    after_backward_layer_math();
     strategy_.after_backward_layer(ctx_, i);
   }
   ctx_.tracer.span("backward", "compute", backward_start, ctx_.exec.now());
@@ -153,7 +175,7 @@ void TrainStep::backward_hooks() {
 // A step without samples: zero gradients, so that the collectives still match.
 void TrainStep::empty_pass() {
   for (int i = 0; i < ctx_.model.num_layers(); ++i) strategy_.before_forward_layer(ctx_, i);
-  compute("zero_grad", zero_cost_, [&] { ctx_.model.zero_grads(); });
+  zero_grads();
   backward_hooks();
 }
 

@@ -23,8 +23,9 @@ struct StepPosition {
   int epoch = 0;
   size_t index = 0;    // in the epoch
   int64_t global = 0;  // this worker's steps before it, over the whole run
-  // Measure which of the model's parameters are in memory (resident_param_bytes) during this
-  // step: every step holds them alike, so the trainer asks it of each epoch's first.
+  // Measure which of the model's parameters and gradients are in memory (resident_param_bytes,
+  // resident_grad_bytes) during this step: every step holds them alike, so the trainer asks it
+  // of each epoch's first.
   bool measure_memory = false;
 };
 
@@ -51,6 +52,9 @@ class TrainStep {
   // steps run with StepPosition::measure_memory: after every layer's hook of the passes of a
   // strategy that gathers parameters, otherwise after the step. 0 in cost-only runs.
   size_t resident_param_bytes() const { return resident_param_bytes_; }
+  // The same for the model's gradients: after every layer's backward for a strategy that gives
+  // back gradients, otherwise after the step.
+  size_t resident_grad_bytes() const { return resident_grad_bytes_; }
 
  private:
   // Runs `math` as compute of `cost`, traced as `name`.
@@ -64,6 +68,9 @@ class TrainStep {
   // After a hook that may have gathered parameters or given them back, in a measured step.
   void after_gather_hook();
   void measure_resident_params();
+  void after_backward_layer_math();
+  void measure_resident_grads();
+  void zero_grads();
 
   WorkerContext& ctx_;
   Strategy& strategy_;
@@ -76,7 +83,7 @@ class TrainStep {
   const Cost zero_cost_;  // zeroing the gradients
   Tensor labels_;
   bool measuring_ = false;  // this step's StepPosition::measure_memory
-  size_t resident_param_bytes_ = 0;
+  size_t resident_param_bytes_ = 0, resident_grad_bytes_ = 0;
 };
 
 }  // namespace syncopate

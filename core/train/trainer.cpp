@@ -435,6 +435,8 @@ WorkerReport train_worker(const Scenario& s, const TrainData& data, Communicator
           {.epoch = epoch, .index = k, .global = global_step, .measure_memory = k == first}, lr);
       report.resident_param_bytes =
           std::max<uint64_t>(report.resident_param_bytes, train_step.resident_param_bytes());
+      report.resident_grad_bytes =
+          std::max<uint64_t>(report.resident_grad_bytes, train_step.resident_grad_bytes());
       if (tracer.detail_on())
         tracer.span("step " + std::to_string(k), "step", before.time, exec.now());
       tally.add(outcome.loss, outcome.samples, lr);

@@ -4,6 +4,7 @@
 #include "core/train/zero.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <vector>
 
 #include "core/base/check.hpp"
@@ -11,6 +12,12 @@
 
 namespace syncopate {
 namespace {
+
+// Stages 2 and 3: the reduce-scatters that backward may have in flight. Starting another one
+// first waits for the oldest, and the pages of its gradients go back: a worker's gradient buffer
+// then holds in memory the bucket being reduced and the one that backward fills, as DeepSpeed's
+// stage 2 double-buffers its reduction buckets (overlap_comm).
+constexpr size_t kScattersInFlight = 1;
 
 // A piece of the flat parameter vector that is reduce-scattered and allgathered as one: the
 // whole vector (stage 1) or one gradient bucket (stages 2 and 3; in stage 3 the unit whose
@@ -104,8 +111,13 @@ class Zero final : public Strategy {
     }
     // Cost-only runs hold no optimizer state, as the worker's own optimizer (trainer.cpp).
     optimizer_ = make_optimizer(optimizer_config_, ctx.exec.cost_only() ? 0 : shard);
+    const bool host_pages = !ctx.exec.cost_only() && !ctx.passes_on_accelerator;
+    // The first pass then finds the gradients zeroed too, with no page in memory.
+    release_grads_ = stage_ >= 2 && host_pages;
+    if (release_grads_) clear_pages(ctx.grads.data(), ctx.grads.size_bytes());
+    grads_zeroed_ = release_grads_;
     if (stage_ == 3) {
-      release_ = !ctx.exec.cost_only() && !ctx.passes_on_accelerator;
+      release_ = host_pages;
       whole_ = true;
       piece_of_layer_ = piece_of_layers(ctx.model, pieces_);
       forward_next_ = next_pieces(piece_of_layer_, +1);
@@ -145,19 +157,25 @@ class Zero final : public Strategy {
     if (k < 0 || k == active_) return;
     use_unit(ctx, k, backward_next_[static_cast<size_t>(layer)]);
   }
-  // Stages 2 and 3: each bucket reduce-scattered as soon as backward has filled it.
+  // Stages 2 and 3: each bucket reduce-scattered as soon as backward has filled it, at most
+  // kScattersInFlight at once.
   void after_backward_layer(WorkerContext& ctx, int layer) override {
     if (stage_ == 1) return;
-    for (const Piece& piece : pieces_)
-      if (piece.first_layer == layer)
-        scatters_.push_back(
-            ctx.comm.reduce_scatter_async(ctx.grads.subspan(piece.offset, piece.count),
-                                          shard_of(grads_, piece), ReduceOp::kSum, gather_));
+    grads_zeroed_ = false;
+    for (size_t k = 0; k < pieces_.size(); ++k) {
+      const Piece& piece = pieces_[k];
+      if (piece.first_layer != layer) continue;
+      if (scatters_.size() == kScattersInFlight) finish_scatter(ctx);
+      scatters_.push_back(
+          {ctx.comm.reduce_scatter_async(ctx.grads.subspan(piece.offset, piece.count),
+                                         shard_of(grads_, piece), ReduceOp::kSum, gather_),
+           k});
+    }
   }
   void before_step(WorkerContext& ctx) override {
     if (stage_ == 1) reduce_scatter(ctx, pieces_.front());
-    for (WorkPtr& work : scatters_) work->wait();
-    scatters_.clear();
+    while (!scatters_.empty()) finish_scatter(ctx);
+    grads_zeroed_ = release_grads_;
     if (keeps_master_shard() || ctx.exec.cost_only()) return;
     copy_shard_from_model(ctx);  // the allgather of the last step left the model whole
   }
@@ -172,6 +190,8 @@ class Zero final : public Strategy {
     if (stage_ == 3) gather_all(ctx);
   }
   bool gathers_parameters() const override { return stage_ == 3; }
+  bool gives_back_gradients() const override { return release_grads_; }
+  bool gradients_zeroed() const override { return grads_zeroed_; }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
   // The optimizer state of this worker's shard, and the master shard when the checkpointed model
   // does not hold it: in a 16-bit wire format the gathered model is rounded, and in stage 3 a
@@ -195,6 +215,15 @@ class Zero final : public Strategy {
   bool keeps_master_shard() const { return stage_ == 3 || gather_.wire != WireFormat::kFp32; }
   static std::span<float> shard_of(std::span<float> buffer, const Piece& piece) {
     return buffer.subspan(piece.shard_offset, piece.block.count);
+  }
+  // Stages 2 and 3: the oldest reduce-scatter in flight completed; on the host the pages of its
+  // bucket's gradients then go back to the kernel, and the bucket reads as zeros (as the next
+  // backward expects it: the pass does not zero gradients that before_step left zeroed).
+  void finish_scatter(WorkerContext& ctx) {
+    scatters_.front().work->wait();
+    const Piece& piece = pieces_[scatters_.front().piece];
+    scatters_.pop_front();
+    if (release_grads_) clear_pages(ctx.grads.data() + piece.offset, piece.count * sizeof(float));
   }
   void reduce_scatter(WorkerContext& ctx, const Piece& piece) {
     ctx.comm.reduce_scatter(ctx.grads.subspan(piece.offset, piece.count), shard_of(grads_, piece),
@@ -250,7 +279,15 @@ class Zero final : public Strategy {
   std::vector<float> storage_;
   std::span<float> params_, grads_;  // this worker's shard: its parameters and summed gradients
   std::unique_ptr<Optimizer> optimizer_;
-  std::vector<WorkPtr> scatters_;  // stages 2 and 3: reduce-scatters in flight
+  // Stages 2 and 3: the reduce-scatters in flight (oldest first) and their pieces; whether the
+  // gradients' pages are given back once reduce-scattered (on the host, not in cost-only runs),
+  // and whether ctx.grads holds zeros only (every bucket given back since the last backward).
+  struct Scatter {
+    WorkPtr work;
+    size_t piece = 0;
+  };
+  std::deque<Scatter> scatters_;
+  bool release_grads_ = false, grads_zeroed_ = false;
   // Stage 3: each layer's unit and the unit that each pass uses after it (prefetched), each
   // unit's allgather in flight, the unit in use (-1: none).
   std::vector<int> piece_of_layer_, forward_next_, backward_next_;

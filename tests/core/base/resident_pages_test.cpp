@@ -1,5 +1,6 @@
-// release_pages and resident_bytes against the kernel: pages given back leave the resident
-// bytes, read as zeros and come back when written; the partial pages at the ends are kept.
+// release_pages, clear_pages and resident_bytes against the kernel: pages given back leave the
+// resident bytes, read as zeros and come back when written; the partial pages at the ends are
+// kept (release_pages) or written with zeros (clear_pages).
 #include "core/base/resident_pages.hpp"
 
 #include <gtest/gtest.h>
@@ -52,6 +53,25 @@ TEST(ResidentPages, RangesWithoutAWholePageReleaseNothing) {
   EXPECT_EQ(resident_bytes(data.data(), 0), 0u);
   // A part of a resident page counts for the bytes in range only.
   EXPECT_EQ(resident_bytes(data.data() + 3, 40), 40u);
+}
+
+// clear_pages zeroes exactly its range: the whole pages inside go back, the partial ones at the
+// ends are written; the values around the range are kept. A range inside one page is written.
+TEST(ResidentPages, ClearedRangesReadAsZerosAndKeepOnlyTheirPartialPages) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t n = 16 * page / sizeof(float);
+  std::vector<float> data(n, 2.5f);
+  const size_t all = n * sizeof(float);
+  const size_t from = (2 * page + 12) / sizeof(float), to = (10 * page + 40) / sizeof(float);
+  clear_pages(data.data() + from, (to - from) * sizeof(float));
+  // At most the two partial pages of the range stay in memory, and at least 7 of its pages go.
+  EXPECT_LE(resident_bytes(data.data(), all), all - 7 * page);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(data[i], i >= from && i < to ? 0.0f : 2.5f) << i;
+
+  std::vector<float> small(8, 4.0f);
+  clear_pages(small.data() + 2, 3 * sizeof(float));
+  EXPECT_EQ(small, (std::vector<float>{4, 4, 0, 0, 0, 4, 4, 4}));
+  clear_pages(nullptr, 64);  // nothing to do
 }
 
 }  // namespace

@@ -118,6 +118,7 @@ TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
   r.final_test_loss = std::numeric_limits<double>::min();
   r.steps = 938;
   r.resident_param_bytes = 940'584;
+  r.resident_grad_bytes = 524'288;
   r.final_test_errors = {2.5, 1.0 / 7.0, std::numeric_limits<double>::quiet_NaN(), 0.75};
   r.trace.push_back({"epoch 0", "epoch", 1, 0.0, 1.0 / 7.0, TraceEvent::Kind::kSpan, 0, ""});
   r.trace.push_back({"merge into global", "sync", 1, 2.5, 1e-9, TraceEvent::Kind::kSpan, 0, ""});
@@ -130,6 +131,7 @@ TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
   EXPECT_EQ(back.final_test_loss, r.final_test_loss);
   EXPECT_EQ(back.steps, r.steps);
   EXPECT_EQ(back.resident_param_bytes, 940'584u);
+  EXPECT_EQ(back.resident_grad_bytes, 524'288u);
   EXPECT_EQ(back.final_test_errors.mse, 2.5);
   EXPECT_EQ(back.final_test_errors.mae, 1.0 / 7.0);
   EXPECT_TRUE(std::isnan(back.final_test_errors.r2));
@@ -151,7 +153,9 @@ TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
   // A checkpoint's report of before the measured residency: none measured.
   std::string earlier = serialize_report(r);
   earlier.erase(earlier.find("M 940584\n"), 9);
+  earlier.erase(earlier.find("G 524288\n"), 9);
   EXPECT_EQ(deserialize_report(earlier).resident_param_bytes, 0u);
+  EXPECT_EQ(deserialize_report(earlier).resident_grad_bytes, 0u);
   EXPECT_EQ(deserialize_report(earlier).steps, 938u);
   EXPECT_THROW(deserialize_report("X 1 2 3\n"), InternalError);
   EXPECT_THROW(deserialize_report("E 0 zero\n"), InternalError);
