@@ -57,8 +57,8 @@ StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, doub
                           ++ctx_.optimizer_steps);
   });
   strategy_.after_step(ctx_, at.global + 1);
-  if (measuring_ && !strategy_.gathers_parameters()) measure_resident_params();
-  if (measuring_ && !strategy_.gives_back_gradients()) measure_resident_grads();
+  if (measuring_ && !strategy_.gathers_parameters()) measure(ctx_.params, resident_param_bytes_);
+  if (measuring_ && !strategy_.gives_back_gradients()) measure(ctx_.grads, resident_grad_bytes_);
   return outcome;
 }
 
@@ -71,24 +71,16 @@ void TrainStep::compute(std::string_view name, const Cost& cost, FunctionRef<voi
 }
 
 void TrainStep::after_gather_hook() {
-  if (measuring_ && strategy_.gathers_parameters()) measure_resident_params();
-}
-
-void TrainStep::measure_resident_params() {
-  if (cost_only_) return;
-  resident_param_bytes_ =
-      std::max(resident_param_bytes_, resident_bytes(ctx_.params.data(), ctx_.params.size_bytes()));
+  if (measuring_ && strategy_.gathers_parameters()) measure(ctx_.params, resident_param_bytes_);
 }
 
 // Right after a layer's backward, before its hook: the bucket it filled is still in memory.
-void TrainStep::after_backward_layer_math() {
-  if (measuring_ && strategy_.gives_back_gradients()) measure_resident_grads();
+void TrainStep::after_backward_math() {
+  if (measuring_ && strategy_.gives_back_gradients()) measure(ctx_.grads, resident_grad_bytes_);
 }
 
-void TrainStep::measure_resident_grads() {
-  if (cost_only_) return;
-  resident_grad_bytes_ =
-      std::max(resident_grad_bytes_, resident_bytes(ctx_.grads.data(), ctx_.grads.size_bytes()));
+void TrainStep::measure(std::span<const float> buffer, size_t& most) const {
+  if (!cost_only_) most = std::max(most, resident_bytes(buffer.data(), buffer.size_bytes()));
 }
 
 // Zeroing the gradients before backward, unless the strategy left them zeroed (giving their pages
@@ -138,7 +130,7 @@ LossResult TrainStep::host_pass(float scale) {
     strategy_.before_backward_layer(ctx_, i);
     after_gather_hook();
     compute(layer_name(i), model.backward_cost(i), [&] { model.backward_layer(i); });
-    after_backward_layer_math();
+    after_backward_math();
     strategy_.after_backward_layer(ctx_, i);
   }
   ctx_.tracer.span("backward", "compute", backward_start, ctx_.exec.now());

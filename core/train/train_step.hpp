@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -67,9 +68,10 @@ class TrainStep {
   void backward_hooks();
   // After a hook that may have gathered parameters or given them back, in a measured step.
   void after_gather_hook();
-  void measure_resident_params();
-  void after_backward_layer_math();
-  void measure_resident_grads();
+  // After a layer's backward, in a measured step.
+  void after_backward_math();
+  // Raises `most` to the bytes of `buffer` in memory now (not in cost-only runs).
+  void measure(std::span<const float> buffer, size_t& most) const;
   void zero_grads();
 
   WorkerContext& ctx_;

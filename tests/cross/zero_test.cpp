@@ -1,14 +1,17 @@
 // Strategy zero through the binary: one local worker equals serial, stage 3 equal to ddp ring on
-// the simulator and under mpirun, summary.json's memory per GPU (counted, and stage 3's measured
-// in memory), and the refusal of a run that does not fit the GPU (the figures named).
+// the simulator and under mpirun, summary.json's memory per GPU (counted, and measured in memory
+// for stages 2 and 3), and the refusal of a run that does not fit the GPU (the figures named).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/common/run_command.hpp"
 
@@ -150,7 +153,9 @@ TEST(ZeroRun, StageThreeAcrossNodesEqualsDdpWithTheSameAlgorithmOnSimAndMpi) {
 // backward and allgathers after the step: none of its communication overlaps compute. Stage 2's
 // reduce-scatters run during backward, stage 3's allgathers during forward and backward (each
 // unit's prefetched while the one before computes): part of theirs hides. Stage 3 sends two
-// allgathers and a reduce-scatter per step, plus the whole model once at the epoch's end.
+// allgathers and a reduce-scatter per step, plus the whole model once at the epoch's end. Stages
+// 2 and 3 have one reduce-scatter in flight at a time (the traced ones, from launch to completion,
+// never overlap): backward waits for a bucket's before it starts the next one's.
 TEST(ZeroRun, StagesTwoAndThreeOverlapCommunicationWithCompute) {
   const std::string base = bin() + " run " + kGpt2 +
                            " --workers 8 --set sim.platform_params.nodes=2 "
@@ -165,6 +170,27 @@ TEST(ZeroRun, StagesTwoAndThreeOverlapCommunicationWithCompute) {
               0)
         << log;
     runs[stage] = summary_of(dir);
+  }
+  for (int stage : {2, 3}) {
+    SCOPED_TRACE(stage);
+    const nlohmann::json trace = nlohmann::json::parse(
+        syncopate::read_text(scratch() / ("gpt2-overlap-" + std::to_string(stage)) / "trace.json"));
+    // Per worker, each reduce-scatter's (launch, completion), by the async slice's id.
+    std::map<int, std::map<int, std::pair<double, double>>> flights;
+    for (const nlohmann::json& e : trace["traceEvents"]) {
+      if (e.value("name", "") != "reduce_scatter" || !e.contains("id")) continue;
+      auto& [launch, completion] = flights[e["pid"].get<int>()][e["id"].get<int>()];
+      (e["ph"] == "b" ? launch : completion) = e["ts"].get<double>();
+    }
+    ASSERT_EQ(flights.size(), 8u);
+    for (const auto& [worker, by_id] : flights) {
+      std::vector<std::pair<double, double>> slices;
+      for (const auto& [id, slice] : by_id) slices.push_back(slice);
+      std::sort(slices.begin(), slices.end());
+      ASSERT_GT(slices.size(), 100u);
+      for (size_t k = 1; k < slices.size(); ++k)
+        ASSERT_GE(slices[k].first, slices[k - 1].second) << "worker " << worker << ", " << k;
+    }
   }
   const auto exposed = [&](int stage) { return runs[stage]["comm_time_s"].get<double>(); };
   const auto total = [&](int stage) { return runs[stage]["comm_total_time_s"].get<double>(); };
