@@ -1,5 +1,6 @@
-// CPU kernel benchmarks: the GEMMs of the mlp/cnn training steps, the cnn's convolutions, and
-// whole training steps (forward, softmax cross-entropy, backward, SGD with momentum) at batch 64.
+// CPU kernel benchmarks: the GEMMs of the mlp/cnn training steps, the cnn's convolutions, whole
+// training steps (forward, softmax cross-entropy, backward, SGD with momentum) at batch 64, and
+// a gradient buffer zeroed or given back to the kernel before it is written.
 // Every kernel is checked against a naive reference before anything is timed.
 //
 //   OMP_NUM_THREADS=1 build/bin/bench_kernels
@@ -7,12 +8,14 @@
 // bench/peer/fmnist_torch.py.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/base/resident_pages.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
@@ -204,6 +207,29 @@ void BM_TrainStep_mlp(benchmark::State& state) { train_step(state, "mlp"); }
 void BM_TrainStep_cnn(benchmark::State& state) { train_step(state, "cnn"); }
 BENCHMARK(BM_TrainStep_mlp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TrainStep_cnn)->Unit(benchmark::kMillisecond);
+
+// ---- gradient buffers ----
+
+// A gradient buffer made ready for backward, then written whole as backward writes it: zeroed
+// in place (range(1) = 0, what every strategy but zero stages 2 and 3 does), or its pages given
+// back to the kernel (1, clear_pages: zero stages 2 and 3 after each reduce-scatter), which the
+// writes then fault back in. range(0): the buffer's MiB.
+void BM_GradientBuffer(benchmark::State& state) {
+  const auto n = static_cast<size_t>(state.range(0)) * (1 << 20) / sizeof(float);
+  const bool give_back = state.range(1) != 0;
+  std::vector<float> grads(n, 1.0f);
+  for (auto _ : state) {
+    if (give_back)
+      clear_pages(grads.data(), n * sizeof(float));
+    else
+      std::fill(grads.begin(), grads.end(), 0.0f);
+    for (float& g : grads) g += 0.5f;
+    benchmark::DoNotOptimize(grads.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(float)));
+}
+BENCHMARK(BM_GradientBuffer)->Name("BM_GradientBuffer/zeroed")->Args({4, 0})->Args({64, 0});
+BENCHMARK(BM_GradientBuffer)->Name("BM_GradientBuffer/given_back")->Args({4, 1})->Args({64, 1});
 
 }  // namespace
 }  // namespace syncopate

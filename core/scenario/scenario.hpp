@@ -68,6 +68,9 @@ struct StrategySection {
   bool outer_nesterov = true;
   int fragments = 1;  // diloco: streaming fragments, staggered by every / fragments steps
   int stage = 1;      // zero: 1 optimizer state, 2 and gradients, 3 and parameters
+  // zero stages 2 and 3 in emulation on the host: give the pages of the gradients (stage 3: and
+  // of the parameters) that are done with back to the kernel.
+  bool give_back_memory = false;
   GlobalModelPlacement global_model = GlobalModelPlacement::kMaster;  // epoch_async
   // ddp, hierarchical: the gradient allreduces; epoch_sync, local_sgd, diloco: the weight
   // averages (fp16 / bf16); powersgd: ddp's gradients only, at rank powersgd_rank.

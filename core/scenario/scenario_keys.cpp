@@ -493,6 +493,21 @@ std::string diloco_only(const Scenario& s) {
   return unless_strategy(s, {StrategyKind::kDiloco}, "diloco");
 }
 
+// zero's pages given back: only where it holds pages of its own to give back.
+std::string give_back_unused(const Scenario& s) {
+  if (s.strategy.kind != StrategyKind::kZero)
+    return unless_strategy(s, {StrategyKind::kZero}, "zero (stages 2 and 3)");
+  if (s.strategy.stage == 1)
+    return "zero stage 1 keeps its gradients and parameters whole; read from strategy.stage = 2 "
+           "(the gradients; 3: and the parameters)";
+  if (s.backend == BackendKind::kSim && s.sim.mode == SimMode::kCostOnly)
+    return "a cost-only run holds no gradients or parameters; sim.mode is \"cost_only\"";
+  if (s.backend != BackendKind::kSim && s.model.device == Device::kCuda)
+    return "the device pass reads the model and writes the gradients whole, in page-locked "
+           "memory; model.device is \"cuda\"";
+  return "";
+}
+
 std::string compression_unused(const Scenario& s) {
   using enum StrategyKind;
   return unless_strategy(s, {kDdp, kHierarchical, kEpochSync, kLocalSgd, kDiloco, kZero},
@@ -525,6 +540,7 @@ std::vector<ScenarioKey> strategy_keys() {
       integer("strategy.fragments", FIELD(strategy.fragments), 1, 1 << 20, diloco_only),
       integer("strategy.stage", FIELD(strategy.stage), 1, 3,
               [](const Scenario& s) { return unless_strategy(s, {kZero}, "zero"); }),
+      boolean("strategy.give_back_memory", FIELD(strategy.give_back_memory), give_back_unused),
       choice("strategy.global_model", FIELD(strategy.global_model), kGlobalModelNames,
              [](const Scenario& s) { return unless_strategy(s, {kEpochAsync}, "epoch_async"); }),
       choice("strategy.compression", FIELD(strategy.compression), kCompressionNames,

@@ -82,8 +82,13 @@ std::vector<int> next_pieces(const std::vector<int>& piece_of, int step) {
 
 class Zero final : public Strategy {
  public:
-  Zero(int stage, double bucket_mb, const OptimizerConfig& optimizer, GatherOptions gather)
-      : stage_(stage), bucket_mb_(bucket_mb), optimizer_config_(optimizer), gather_(gather) {}
+  Zero(int stage, double bucket_mb, const OptimizerConfig& optimizer, GatherOptions gather,
+       bool give_back_memory)
+      : stage_(stage),
+        bucket_mb_(bucket_mb),
+        optimizer_config_(optimizer),
+        gather_(gather),
+        give_back_memory_(give_back_memory) {}
 
   void on_train_begin(WorkerContext& ctx) override {
     const auto n = static_cast<size_t>(ctx.model.num_params());
@@ -111,7 +116,8 @@ class Zero final : public Strategy {
     }
     // Cost-only runs hold no optimizer state, as the worker's own optimizer (trainer.cpp).
     optimizer_ = make_optimizer(optimizer_config_, ctx.exec.cost_only() ? 0 : shard);
-    const bool host_pages = !ctx.exec.cost_only() && !ctx.passes_on_accelerator;
+    const bool host_pages =
+        give_back_memory_ && !ctx.exec.cost_only() && !ctx.passes_on_accelerator;
     // The first pass then finds the gradients zeroed too, with no page in memory.
     release_grads_ = stage_ >= 2 && host_pages;
     if (release_grads_) clear_pages(ctx.grads.data(), ctx.grads.size_bytes());
@@ -274,13 +280,14 @@ class Zero final : public Strategy {
   int stage_;
   double bucket_mb_;
   OptimizerConfig optimizer_config_;
-  GatherOptions gather_;  // the wire format and the algorithm (ring or hierarchical)
+  GatherOptions gather_;   // the wire format and the algorithm (ring or hierarchical)
+  bool give_back_memory_;  // strategy.give_back_memory
   std::vector<Piece> pieces_;
   std::vector<float> storage_;
   std::span<float> params_, grads_;  // this worker's shard: its parameters and summed gradients
   std::unique_ptr<Optimizer> optimizer_;
   // Stages 2 and 3: the reduce-scatters in flight (oldest first) and their pieces; whether the
-  // gradients' pages are given back once reduce-scattered (on the host, not in cost-only runs),
+  // gradients' pages are given back once reduce-scattered (as for stage 3's units, below),
   // and whether ctx.grads holds zeros only (every bucket given back since the last backward).
   struct Scatter {
     WorkPtr work;
@@ -293,10 +300,10 @@ class Zero final : public Strategy {
   std::vector<int> piece_of_layer_, forward_next_, backward_next_;
   std::vector<WorkPtr> gathers_;
   int active_ = -1;
-  // Stage 3: whether units are given back once done with (not in cost-only runs, which hold no
-  // parameters, nor for an accelerator's passes), whether the model is whole (after
-  // on_train_begin and each gather_all: given back at the next pass's start), and the unit
-  // whose pages are in memory (-1: none, or the whole model).
+  // Stage 3: whether units are given back once done with (with strategy.give_back_memory, not in
+  // cost-only runs, which hold no parameters, nor for an accelerator's passes), whether the model
+  // is whole (after on_train_begin and each gather_all: given back at the next pass's start), and
+  // the unit whose pages are in memory (-1: none, or the whole model).
   bool release_ = false, whole_ = false;
   int resident_ = -1;
 };
@@ -307,7 +314,8 @@ std::unique_ptr<Strategy> make_zero(const Scenario& scenario) {
   const StrategySection& s = scenario.strategy;
   SYNC_CHECK(s.stage >= 1 && s.stage <= 3, "zero stage " << s.stage << " (refused at parsing)");
   return std::make_unique<Zero>(s.stage, s.bucket_mb, scenario.optimizer,
-                                GatherOptions(wire_format(s.compression), s.algorithm));
+                                GatherOptions(wire_format(s.compression), s.algorithm),
+                                s.give_back_memory);
 }
 
 }  // namespace syncopate

@@ -222,7 +222,8 @@ TEST(ZeroRun, StagesTwoAndThreeOverlapCommunicationWithCompute) {
   EXPECT_GT(flat["comm_total_time_s"].get<double>(), 1.5 * total(1));
 }
 
-// On the host zero gives back the pages it has done with, measured by mincore into summary.json:
+// With strategy.give_back_memory, on the host, zero gives back the pages it has done with,
+// measured by mincore into summary.json:
 // stage 3's model holds in memory at most the unit computing and the one prefetched, and stages
 // 2 and 3 hold of the gradients the bucket being reduce-scattered and the one that backward
 // fills (plus, for both, the pages that units share at their edges), where stage 1 holds both
@@ -245,9 +246,11 @@ TEST(ZeroRun, StagesTwoAndThreeHoldOnlyTheUnitsTheyComputeWithInMemory) {
   const uint64_t units = 6;
   // Stage 1 on the simulator; stages 2 and 3 on the simulator and under mpirun.
   std::map<std::string, nlohmann::json> runs;
-  for (const std::string run : {"1-sim", "2-sim", "2-mpi", "3-sim", "3-mpi"}) {
+  // "2-kept": stage 2 without strategy.give_back_memory, which keeps both buffers whole.
+  for (const std::string run : {"1-sim", "2-kept", "2-sim", "2-mpi", "3-sim", "3-mpi"}) {
     SCOPED_TRACE(run);
     const bool mpi = run.ends_with("mpi");
+    const bool give_back = run[0] != '1' && run != "2-kept";
     std::string log;
     ASSERT_EQ(
         syncopate::run_command(
@@ -256,7 +259,8 @@ TEST(ZeroRun, StagesTwoAndThreeHoldOnlyTheUnitsTheyComputeWithInMemory) {
                 " --workers 2 --quiet --strategy zero --set strategy.algorithm=ring "
                 "--set strategy.stage=" +
                 run.substr(0, 1) + (run[0] == '1' ? "" : " --set strategy.bucket_mb=0.000001") +
-                " --out " + (scratch() / ("resident-" + run)).string(),
+                (give_back ? " --set strategy.give_back_memory=true" : "") + " --out " +
+                (scratch() / ("resident-" + run)).string(),
             &log),
         0)
         << log;
@@ -270,6 +274,8 @@ TEST(ZeroRun, StagesTwoAndThreeHoldOnlyTheUnitsTheyComputeWithInMemory) {
   const uint64_t two_units = 2 * 4 * dense512 + (units + 1) * page;
   EXPECT_EQ(bytes("1-sim", "resident_parameters_bytes"), 4 * params);
   EXPECT_EQ(bytes("1-sim", "resident_gradients_bytes"), 4 * params);
+  EXPECT_EQ(bytes("2-kept", "resident_parameters_bytes"), 4 * params);
+  EXPECT_EQ(bytes("2-kept", "resident_gradients_bytes"), 4 * params);
   for (const std::string run : {"2-sim", "2-mpi", "3-sim", "3-mpi"}) {
     SCOPED_TRACE(run);
     if (run[0] == '2') {

@@ -445,6 +445,27 @@ TEST(ScenarioKnobs, ZeroStage) {
                  "data.order", "needs data.order = \"global\"");
 }
 
+// strategy.give_back_memory: read by zero stages 2 and 3 where they hold pages of their own.
+TEST(ScenarioKnobs, ZeroGivesBackMemoryOnlyWhereItHoldsPages) {
+  EXPECT_FALSE(parse_scenario(strategy_file("zero", "stage = 2\n"), "e").strategy.give_back_memory);
+  EXPECT_TRUE(parse_scenario(strategy_file("zero", "stage = 3\ngive_back_memory = true\n"), "e")
+                  .strategy.give_back_memory);
+  expect_refused(strategy_file("ddp", "give_back_memory = true\n"), {}, "exp.toml:4",
+                 "strategy.give_back_memory", "read only by zero (stages 2 and 3)");
+  expect_refused(strategy_file("zero", "give_back_memory = true\n"), {}, "exp.toml:4",
+                 "strategy.give_back_memory", "read from strategy.stage = 2");
+  expect_refused("backend = \"sim\"\n" +
+                     strategy_file("zero", "stage = 2\ngive_back_memory = true\n") +
+                     "[sim]\nmode = \"cost_only\"\n",
+                 {}, "exp.toml:6", "strategy.give_back_memory", "sim.mode is \"cost_only\"");
+  expect_refused("backend = \"mpi\"\n" +
+                     strategy_file("zero", "stage = 3\ngive_back_memory = true\n") +
+                     "[model]\ndevice = \"cuda\"\n",
+                 {}, "exp.toml:6", "strategy.give_back_memory", "model.device is \"cuda\"");
+  expect_refused(strategy_file("zero", "stage = 2\ngive_back_memory = 1\n"), {}, "exp.toml:5",
+                 "strategy.give_back_memory", "");
+}
+
 }  // namespace
 }  // namespace syncopate
 
