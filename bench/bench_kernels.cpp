@@ -211,9 +211,9 @@ BENCHMARK(BM_TrainStep_cnn)->Unit(benchmark::kMillisecond);
 // ---- gradient buffers ----
 
 // A gradient buffer made ready for backward, then written whole as backward writes it: zeroed
-// in place (range(1) = 0, what every strategy but zero stages 2 and 3 does), or its pages given
-// back to the kernel (1, clear_pages: zero stages 2 and 3 after each reduce-scatter), which the
-// writes then fault back in. range(0): the buffer's MiB.
+// in place (range(1) = 0, what every strategy does by default), or its pages given back to the
+// kernel (1, clear_pages: zero stages 2 and 3 after each reduce-scatter with
+// strategy.give_back_memory), which the writes then fault back in. range(0): the buffer's MiB.
 void BM_GradientBuffer(benchmark::State& state) {
   const auto n = static_cast<size_t>(state.range(0)) * (1 << 20) / sizeof(float);
   const bool give_back = state.range(1) != 0;
