@@ -66,10 +66,10 @@ class Strategy {
   // before_forward_layer for every layer before it, before_backward_layer (last to first) after.
   virtual void before_forward_layer(WorkerContext&, int /*layer*/) {}
   virtual void before_backward_layer(WorkerContext&, int /*layer*/) {}
-  // Whether those two hooks change which pages of ctx.params are in memory (zero stage 3 gives
-  // back the pages of the units it has done with): a measured step then reads the resident
-  // bytes after each of them (TrainStep::resident_param_bytes).
-  virtual bool gathers_parameters() const { return false; }
+  // Whether those two hooks change which pages of ctx.params are in memory (zero stage 3 with
+  // strategy.give_back_memory gives back the pages of the units it has done with): a measured
+  // step then reads the resident bytes after each of them (TrainStep::resident_param_bytes).
+  virtual bool gives_back_parameters() const { return false; }
   // Whether after_backward_layer and before_step give back the pages of gradients that are done
   // with (zero stages 2 and 3: those of the buckets reduce-scattered): a measured step then reads
   // the gradients' resident bytes after each layer's backward (TrainStep::resident_grad_bytes).

@@ -57,7 +57,7 @@ StepOutcome TrainStep::run(const PlannedStep& step, const StepPosition& at, doub
                           ++ctx_.optimizer_steps);
   });
   strategy_.after_step(ctx_, at.global + 1);
-  if (measuring_ && !strategy_.gathers_parameters()) measure(ctx_.params, resident_param_bytes_);
+  if (measuring_ && !strategy_.gives_back_parameters()) measure(ctx_.params, resident_param_bytes_);
   if (measuring_ && !strategy_.gives_back_gradients()) measure(ctx_.grads, resident_grad_bytes_);
   return outcome;
 }
@@ -71,7 +71,7 @@ void TrainStep::compute(std::string_view name, const Cost& cost, FunctionRef<voi
 }
 
 void TrainStep::after_gather_hook() {
-  if (measuring_ && strategy_.gathers_parameters()) measure(ctx_.params, resident_param_bytes_);
+  if (measuring_ && strategy_.gives_back_parameters()) measure(ctx_.params, resident_param_bytes_);
 }
 
 // Right after a layer's backward, before its hook: the bucket it filled is still in memory.

@@ -51,7 +51,7 @@ class TrainStep {
   Accelerator* accelerator() const { return accelerator_.get(); }
   // The most bytes of the model's parameters found in memory at once (resident_bytes), over the
   // steps run with StepPosition::measure_memory: after every layer's hook of the passes of a
-  // strategy that gathers parameters, otherwise after the step. 0 in cost-only runs.
+  // strategy that gives back parameters, otherwise after the step. 0 in cost-only runs.
   size_t resident_param_bytes() const { return resident_param_bytes_; }
   // The same for the model's gradients: after every layer's backward for a strategy that gives
   // back gradients, otherwise after the step.

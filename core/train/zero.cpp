@@ -14,9 +14,9 @@ namespace syncopate {
 namespace {
 
 // Stages 2 and 3: the reduce-scatters that backward may have in flight. Starting another one
-// first waits for the oldest, and the pages of its gradients go back: a worker's gradient buffer
-// then holds in memory the bucket being reduced and the one that backward fills, as DeepSpeed's
-// stage 2 double-buffers its reduction buckets (overlap_comm).
+// first waits for the oldest (and, with strategy.give_back_memory, gives back the pages of its
+// gradients): a worker then holds the bucket being reduced and the one that backward fills, as
+// DeepSpeed's stage 2 double-buffers its reduction buckets (overlap_comm).
 constexpr size_t kScattersInFlight = 1;
 
 // A piece of the flat parameter vector that is reduce-scattered and allgathered as one: the
@@ -195,7 +195,7 @@ class Zero final : public Strategy {
   void on_epoch_end(WorkerContext& ctx) override {
     if (stage_ == 3) gather_all(ctx);
   }
-  bool gathers_parameters() const override { return stage_ == 3; }
+  bool gives_back_parameters() const override { return release_; }
   bool gives_back_gradients() const override { return release_grads_; }
   bool gradients_zeroed() const override { return grads_zeroed_; }
   int64_t sync_period(const WorkerContext&) const override { return 1; }
@@ -222,9 +222,9 @@ class Zero final : public Strategy {
   static std::span<float> shard_of(std::span<float> buffer, const Piece& piece) {
     return buffer.subspan(piece.shard_offset, piece.block.count);
   }
-  // Stages 2 and 3: the oldest reduce-scatter in flight completed; on the host the pages of its
-  // bucket's gradients then go back to the kernel, and the bucket reads as zeros (as the next
-  // backward expects it: the pass does not zero gradients that before_step left zeroed).
+  // Stages 2 and 3: the oldest reduce-scatter in flight completed; where gradients are given back
+  // (release_grads_), the pages of its bucket then go back to the kernel and the bucket reads as
+  // zeros (as the next backward expects it: the pass does not zero gradients left zeroed).
   void finish_scatter(WorkerContext& ctx) {
     scatters_.front().work->wait();
     const Piece& piece = pieces_[scatters_.front().piece];
