@@ -6,6 +6,7 @@
 #include "backends/cuda/kernel_launch.cuh"
 #include "backends/cuda/kernels.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/wire_bits.hpp"
 
 namespace syncopate::cuda {
 namespace {
@@ -64,6 +65,32 @@ __global__ void collective_max_kernel(float* dst, const float* src, int64_t n) {
 // __fdiv_rn: IEEE round-to-nearest whatever -prec-div says.
 __global__ void divide_kernel(float* x, float divisor, int64_t n) {
   SYNC_GRID_LOOP(i, n) { x[i] = __fdiv_rn(x[i], divisor); }
+}
+
+__global__ void wire_prepare_kernel(float* x, float divisor, int64_t n, bool bf16) {
+  SYNC_GRID_LOOP(i, n) {
+    const float v = divisor != 1.0f ? __fdiv_rn(x[i], divisor) : x[i];
+    x[i] = wire_bits::decode16(wire_bits::encode16(v, bf16), bf16);
+  }
+}
+
+__global__ void wire_encode_kernel(const float* x, uint16_t* out, int64_t n, bool bf16) {
+  SYNC_GRID_LOOP(i, n) { out[i] = wire_bits::encode16(x[i], bf16); }
+}
+
+// The sum in fp32 (__fadd_rn: never contracted into anything), then rounded to the format.
+__global__ void wire_apply_kernel(float* dst, const uint16_t* src, int64_t n, WireAction action,
+                                  bool bf16) {
+  SYNC_GRID_LOOP(i, n) {
+    const float v = wire_bits::decode16(src[i], bf16);
+    if (action == WireAction::kCopy) {
+      dst[i] = v;
+    } else if (action == WireAction::kAdd) {
+      dst[i] = wire_bits::decode16(wire_bits::encode16(__fadd_rn(dst[i], v), bf16), bf16);
+    } else {
+      dst[i] = math::collective_max(dst[i], v);
+    }
+  }
 }
 
 __global__ void im2col_kernel(const float* x, float* col, ConvGeometry g, int64_t n) {
@@ -333,6 +360,19 @@ void collective_reduce(float* dst, const float* src, int64_t n, bool max, cudaSt
 
 void divide(float* x, float divisor, int64_t n, cudaStream_t stream) {
   SYNC_LAUNCH(divide_kernel, n, stream, x, divisor, n);
+}
+
+void wire_prepare(float* x, float divisor, int64_t n, bool bf16, cudaStream_t stream) {
+  SYNC_LAUNCH(wire_prepare_kernel, n, stream, x, divisor, n, bf16);
+}
+
+void wire_encode(const float* x, uint16_t* out, int64_t n, bool bf16, cudaStream_t stream) {
+  SYNC_LAUNCH(wire_encode_kernel, n, stream, x, out, n, bf16);
+}
+
+void wire_apply(float* dst, const uint16_t* src, int64_t n, WireAction action, bool bf16,
+                cudaStream_t stream) {
+  SYNC_LAUNCH(wire_apply_kernel, n, stream, dst, src, n, action, bf16);
 }
 
 }  // namespace syncopate::cuda

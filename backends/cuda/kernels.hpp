@@ -91,6 +91,19 @@ void collective_reduce(float* dst, const float* src, int64_t n, bool max, cudaSt
 // x (n) /= divisor, correctly rounded (IEEE division, as core's finish()).
 void divide(float* x, float divisor, int64_t n, cudaStream_t stream);
 
+// ---- collectives in a 16-bit wire format (core/comm/compression.hpp) -----------------------
+// Rounded with core's own converters (core/comm/wire_bits.hpp): the host's bits. `bf16`
+// selects bfloat16, else IEEE binary16.
+// x (n) = round(x / divisor) (divisor 1: rounded only), as core's prepare().
+void wire_prepare(float* x, float divisor, int64_t n, bool bf16, cudaStream_t stream);
+// out (n) = x encoded; exact, x being representable (rounded by wire_prepare or a reduction).
+void wire_encode(const float* x, uint16_t* out, int64_t n, bool bf16, cudaStream_t stream);
+enum class WireAction { kCopy, kAdd, kMax };
+// dst (n) = decode(src), round(dst + decode(src)) or the commutative max of the two: core's
+// apply_action in the format.
+void wire_apply(float* dst, const uint16_t* src, int64_t n, WireAction action, bool bf16,
+                cudaStream_t stream);
+
 // ---- losses: per-row / per-element terms; the caller sums them (in double, on the host) ----
 // logits, dlogits (batch, classes); labels (batch) class indices stored as floats (checked
 // by the caller); loss and correct (batch). dlogits is the gradient of the MEAN loss.

@@ -102,6 +102,26 @@ bool overlaps(Segment a, Segment b) {
   return a.offset < b.offset + b.count && b.offset < a.offset + a.count;
 }
 
+bool is_bf16(WireFormat wire) { return wire == WireFormat::kBf16; }
+
+// NCCL's type of an element on the wire (16-bit formats only move bits in send and recv).
+ncclDataType_t nccl_type(WireFormat wire) {
+  switch (wire) {
+    case WireFormat::kFp32:
+      return ncclFloat32;
+    case WireFormat::kFp16:
+      return ncclFloat16;
+    case WireFormat::kBf16:
+      return ncclBfloat16;
+  }
+  throw InternalError("unknown wire format");
+}
+
+WireAction wire_action(RecvAction action, ReduceOp op) {
+  if (action == RecvAction::kCopy) return WireAction::kCopy;
+  return op == ReduceOp::kMax ? WireAction::kMax : WireAction::kAdd;
+}
+
 }  // namespace
 
 // ---- pinned host staging ---------------------------------------------------------------------
@@ -169,11 +189,12 @@ class Lease {
 // reduce-scatter's block) into the caller's span and finishes.
 class NcclWork final : public Work {
  public:
-  NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, double timeout_s,
-           PinnedPool::Buffer buffer, cudaEvent_t event, size_t offset = 0)
+  NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, WireFormat wire,
+           double timeout_s, PinnedPool::Buffer buffer, cudaEvent_t event, size_t offset = 0)
       : comm_(comm),
         data_(data),
         op_(op),
+        wire_(wire),
         timeout_s_(timeout_s),
         buffer_(buffer),
         event_(event),
@@ -201,7 +222,7 @@ class NcclWork final : public Work {
     comm_.set_device();
     comm_.wait_event(event_, "asynchronous collective", timeout_s_);
     std::memcpy(data_.data(), buffer_.data + offset_, data_.size_bytes());
-    finish(op_, comm_.size(), data_);
+    finish(op_, comm_.size(), data_, wire_);
     release();
   }
 
@@ -217,6 +238,7 @@ class NcclWork final : public Work {
   NcclCommunicator& comm_;
   std::span<float> data_;
   ReduceOp op_;
+  WireFormat wire_;
   double timeout_s_;
   PinnedPool::Buffer buffer_;
   cudaEvent_t event_;
@@ -355,10 +377,10 @@ float* NcclCommunicator::staging(size_t count) {
 }
 
 const std::vector<Step>& NcclCommunicator::steps_of(CollectiveKind kind, Algorithm algorithm,
-                                                    size_t count, int root) {
+                                                    size_t count, int root, WireFormat wire) {
   // Steps are read while they are queued (kernel arguments are copied): a cache that starts
   // afresh leaves nothing queued pointing into it.
-  const CachedSchedule& entry = cache_->entry(cache_->key(kind, algorithm, count, root));
+  const CachedSchedule& entry = cache_->entry(cache_->key(kind, algorithm, count, root, wire));
   if (entry.max_recv > scratch_.size()) {
     synchronize("scratch");  // queued steps may still use the old scratch
     scratch_.resize(entry.max_recv);
@@ -386,60 +408,88 @@ void NcclCommunicator::check_block(size_t got, size_t n, const char* operation,
 // One ncclGroup per step, so that its send and receive progress together; the step's reduction
 // follows on the same stream, so it runs after the send read the data (the schedule's rule that
 // sends see the buffer as it was before the round). A copy that does not overlap this step's
-// send lands in place; everything else lands in scratch first. Zero-length messages are skipped
-// on both sides (the schedules are symmetric: a peer's count is zero exactly when ours is).
-void NcclCommunicator::enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op) {
+// send lands in place; everything else lands in scratch first. In a 16-bit format the send is
+// encoded first and the receive lands encoded, then decoded into place (copy) or reduced.
+// Zero-length messages are skipped on both sides (the schedules are symmetric: a peer's count
+// is zero exactly when ours is).
+void NcclCommunicator::enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op,
+                                     WireFormat wire) {
+  const bool half = wire != WireFormat::kFp32;
+  const uint64_t element = element_bytes(wire);
   for (const Step& step : steps) {
     const bool send = step.send_to >= 0 && step.send.count > 0;
     const bool recv = step.recv_from >= 0 && step.recv.count > 0;
     const bool direct =
         step.action == RecvAction::kCopy && !(send && recv && overlaps(step.send, step.recv));
-    float* target = direct ? data + step.recv.offset : scratch_.data();
+    if (half && send)
+      wire_encode(data + step.send.offset, wire_out_.data(), static_cast<int64_t>(step.send.count),
+                  is_bf16(wire), stream());
+    void* from = half ? static_cast<void*>(wire_out_.data()) : data + step.send.offset;
+    void* target = half     ? static_cast<void*>(wire_in_.data())
+                   : direct ? data + step.recv.offset
+                            : scratch_.data();
     SYNC_NCCL_CHECK(ncclGroupStart());
     if (send)
-      SYNC_NCCL_CHECK(ncclSend(data + step.send.offset, step.send.count, ncclFloat32, step.send_to,
-                               comm_, stream()));
+      SYNC_NCCL_CHECK(
+          ncclSend(from, step.send.count, nccl_type(wire), step.send_to, comm_, stream()));
     if (recv)
       SYNC_NCCL_CHECK(
-          ncclRecv(target, step.recv.count, ncclFloat32, step.recv_from, comm_, stream()));
+          ncclRecv(target, step.recv.count, nccl_type(wire), step.recv_from, comm_, stream()));
     SYNC_NCCL_CHECK(ncclGroupEnd());
-    if (recv && !direct) {
+    if (recv && half) {
+      wire_apply(data + step.recv.offset, wire_in_.data(), static_cast<int64_t>(step.recv.count),
+                 wire_action(step.action, op), is_bf16(wire), stream());
+    } else if (recv && !direct) {
       if (step.action == RecvAction::kCopy)
         copy_device_to_device(scratch_.data(), data + step.recv.offset, step.recv.count, stream());
       else
         collective_reduce(data + step.recv.offset, scratch_.data(),
                           static_cast<int64_t>(step.recv.count), op == ReduceOp::kMax, stream());
     }
-    if (send && step.send_to != rank_) bytes_sent_ += step.send.count * sizeof(float);
-    if (recv && step.recv_from != rank_) bytes_recv_ += step.recv.count * sizeof(float);
+    if (send && step.send_to != rank_) bytes_sent_ += step.send.count * element;
+    if (recv && step.recv_from != rank_) bytes_recv_ += step.recv.count * element;
   }
 }
 
-void NcclCommunicator::check_fp32(const char* operation, WireFormat wire) const {
-  if (wire != WireFormat::kFp32)
-    throw UserError("nccl: " + std::string(operation) + " in " + std::string(to_string(wire)) +
-                    " on rank " + std::to_string(rank_) +
-                    ": compressed collectives are not implemented on the NCCL transport; "
-                    "allowed: fp32 (strategy.compression = \"none\", or mpi.transport = \"mpi\")");
+void NcclCommunicator::enqueue_prepare(float* data, size_t count, ReduceOp op, WireFormat wire) {
+  if (wire == WireFormat::kFp32 || size_ == 1 || count == 0) return;
+  wire_prepare(data, op == ReduceOp::kAvg ? static_cast<float>(size_) : 1.0f,
+               static_cast<int64_t>(count), is_bf16(wire), stream());
+}
+
+void NcclCommunicator::wire_room(size_t count) {
+  if (count <= wire_out_.size()) return;
+  synchronize("wire buffers");  // queued steps may still use the old ones
+  wire_out_.resize(count);
+  wire_in_.resize(count);
 }
 
 void NcclCommunicator::enqueue_allreduce(float* data, size_t count,
                                          const CollectiveOptions& options) {
-  check_fp32("allreduce", options.wire);
   if (count == 0) return;
+  const WireFormat wire = size_ > 1 ? options.wire : WireFormat::kFp32;
+  if (wire != WireFormat::kFp32) wire_room(count);
+  enqueue_prepare(data, count, options.op, wire);
   if (options_.native) {
-    SYNC_NCCL_CHECK(
-        ncclAllReduce(data, data, count, ncclFloat32, nccl_op(options.op), comm_, stream()));
+    if (wire == WireFormat::kFp32) {
+      SYNC_NCCL_CHECK(
+          ncclAllReduce(data, data, count, ncclFloat32, nccl_op(options.op), comm_, stream()));
+    } else {
+      const auto n = static_cast<int64_t>(count);
+      wire_encode(data, wire_out_.data(), n, is_bf16(wire), stream());
+      SYNC_NCCL_CHECK(ncclAllReduce(wire_out_.data(), wire_out_.data(), count, nccl_type(wire),
+                                    nccl_op(options.op), comm_, stream()));
+      wire_apply(data, wire_out_.data(), n, WireAction::kCopy, is_bf16(wire), stream());
+    }
     // NCCL picks its algorithm at run time; count what a ring moves (2 (p-1)/p of the data).
-    const uint64_t ring =
-        2 * static_cast<uint64_t>(size_ - 1) * count * sizeof(float) / static_cast<uint64_t>(size_);
+    const uint64_t ring = 2 * static_cast<uint64_t>(size_ - 1) * count * element_bytes(wire) /
+                          static_cast<uint64_t>(size_);
     bytes_sent_ += ring;
     bytes_recv_ += ring;
     return;
   }
-  const Algorithm algorithm =
-      resolve_algorithm(options.algorithm, size_, count * sizeof(float), node_of_rank_);
-  enqueue_steps(steps_of(CollectiveKind::kAllreduce, algorithm, count, 0), data, options.op);
+  enqueue_steps(steps_of(CollectiveKind::kAllreduce, options.algorithm, count, 0, wire), data,
+                options.op, wire);
 }
 
 void NcclCommunicator::staged(std::span<float> host, const char* what, bool upload, bool download,
@@ -463,13 +513,13 @@ void NcclCommunicator::staged(std::span<float> host, const char* what, bool uplo
 }
 
 WorkPtr NcclCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return staged_async(data, data, 0, options.op, timeout_of(options),
+  return staged_async(data, data, 0, options.op, options.wire, timeout_of(options),
                       [&](float* device) { enqueue_allreduce(device, data.size(), options); });
 }
 
 WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<float> out,
-                                       size_t offset, ReduceOp op, double timeout_s,
-                                       FunctionRef<void(float*)> enqueue) {
+                                       size_t offset, ReduceOp op, WireFormat wire,
+                                       double timeout_s, FunctionRef<void(float*)> enqueue) {
   set_device();
   check_open();
   if (host.empty()) return std::make_unique<CompletedWork>();
@@ -490,31 +540,49 @@ WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<fl
     pinned_->give(buffer);
     throw;
   }
-  return std::make_unique<NcclWork>(*this, out, op, timeout_s, buffer, event, offset);
+  return std::make_unique<NcclWork>(*this, out, op, wire, timeout_s, buffer, event, offset);
 }
 
-WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
-                                          const GatherOptions& options) {
-  check_fp32("allgather", options.wire);
+// The contribution is rounded on the device (a 16-bit format delivers every block rounded, this
+// rank's own too), then the ring's copies.
+void NcclCommunicator::enqueue_allgather(float* all, size_t count, WireFormat wire) {
+  if (wire != WireFormat::kFp32) wire_room(count);
+  const BlockRange block = block_of(count, size_, rank_);
+  enqueue_prepare(all + block.offset, block.count, ReduceOp::kSum, wire);
+  enqueue_steps(steps_of(CollectiveKind::kAllgather, Algorithm::kRing, count, 0, wire), all,
+                ReduceOp::kSum, wire);
+}
+
+void NcclCommunicator::enqueue_reduce_scatter(float* in, size_t count, ReduceOp op,
+                                              WireFormat wire) {
+  if (wire != WireFormat::kFp32) wire_room(count);
+  enqueue_prepare(in, count, op, wire);
+  enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, count, 0, wire), in, op,
+                wire);
+}
+
+// This rank's contribution, moved into its block of `all` (where the ring expects it).
+void NcclCommunicator::place_contribution(std::span<const float> mine, std::span<float> all) const {
   check_block(mine.size(), all.size(), "allgather", "contribution");
   const BlockRange block = block_of(all.size(), size_, rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
-  return staged_async(all, all, 0, ReduceOp::kSum, default_timeout(), [&](float* device) {
-    enqueue_steps(steps_of(CollectiveKind::kAllgather, Algorithm::kRing, all.size(), 0), device,
-                  ReduceOp::kSum);
-  });
+}
+
+WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
+                                          const GatherOptions& options) {
+  place_contribution(mine, all);
+  return staged_async(all, all, 0, ReduceOp::kSum, options.wire, default_timeout(),
+                      [&](float* device) { enqueue_allgather(device, all.size(), options.wire); });
 }
 
 WorkPtr NcclCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
                                                ReduceOp op, const GatherOptions& options) {
-  check_fp32("reduce_scatter", options.wire);
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
-  return staged_async(in, out, block.offset, op, default_timeout(), [&](float* device) {
-    enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), device,
-                  op);
-  });
+  return staged_async(
+      in, out, block.offset, op, options.wire, default_timeout(),
+      [&](float* device) { enqueue_reduce_scatter(device, in.size(), op, options.wire); });
 }
 
 void NcclCommunicator::broadcast(std::span<float> data, int root) {
@@ -549,29 +617,20 @@ void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 
 void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all,
                                  const GatherOptions& options) {
-  check_fp32("allgather", options.wire);
-  check_block(mine.size(), all.size(), "allgather", "contribution");
-  const BlockRange block = block_of(all.size(), size_, rank_);
-  if (!mine.empty() && mine.data() != all.data() + block.offset)
-    std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
-  staged(all, "allgather", true, true, [&](float* device) {
-    enqueue_steps(steps_of(CollectiveKind::kAllgather, Algorithm::kRing, all.size(), 0), device,
-                  ReduceOp::kSum);
-  });
+  place_contribution(mine, all);
+  staged(all, "allgather", true, true,
+         [&](float* device) { enqueue_allgather(device, all.size(), options.wire); });
 }
 
 void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
                                       const GatherOptions& options) {
-  check_fp32("reduce_scatter", options.wire);
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const BlockRange block = block_of(in.size(), size_, rank_);
   host_scratch_.assign(in.begin(), in.end());
-  staged(host_scratch_, "reduce_scatter", true, true, [&](float* device) {
-    enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, in.size(), 0), device,
-                  op);
-  });
+  staged(host_scratch_, "reduce_scatter", true, true,
+         [&](float* device) { enqueue_reduce_scatter(device, in.size(), op, options.wire); });
   const std::span<float> reduced(host_scratch_.data() + block.offset, block.count);
-  finish(op, size_, reduced);
+  finish(op, size_, reduced, options.wire);
   std::copy(reduced.begin(), reduced.end(), out.begin());
 }
 
@@ -646,7 +705,8 @@ void NcclCommunicator::allreduce_device(float* data, size_t count,
   set_device();
   check_open();
   enqueue_allreduce(data, count, options);
-  if (options.op == ReduceOp::kAvg && count > 0)
+  // A 16-bit format divided before the schedule (enqueue_prepare), as core's finish() knows.
+  if (options.op == ReduceOp::kAvg && count > 0 && options.wire == WireFormat::kFp32)
     divide(data, static_cast<float>(size_), static_cast<int64_t>(count), stream());
   synchronize("allreduce");
 }

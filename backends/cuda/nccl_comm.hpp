@@ -18,10 +18,14 @@
 // (core/comm/collective_schedule.hpp) as NCCL point-to-point rounds (one ncclGroup of send and recv
 // per step), with the step's reduction done by a device kernel that adds in the same order as
 // the host's apply_action, and finish() (the division of kAvg) on the host. The results are
-// therefore bit-identical to the MPI backend and to the simulator's emulation. With
+// therefore bit-identical to the MPI backend and to the simulator's emulation. In a 16-bit wire
+// format (strategy.compression = "fp16" / "bf16") the device rounds as core's prepare() and
+// apply_action do, with core's own converters (core/comm/wire_bits.hpp), and each step sends its
+// segment encoded, 2 bytes an element: the same bits again. With
 // `native = true` allreduce and reduce use NCCL's own algorithms instead (ncclAllReduce /
-// ncclReduce with ncclSum or ncclMax, then the same finish()): faster at scale, but summed in
-// NCCL's order, so equal to the others only to rounding. Broadcasts always use ncclBroadcast
+// ncclReduce with ncclSum or ncclMax, then the same finish(); an allreduce in a 16-bit format
+// reduces ncclFloat16 / ncclBfloat16 buffers): faster at scale, but summed in NCCL's order, so
+// equal to the others only to rounding. Broadcasts always use ncclBroadcast
 // (a copy: no arithmetic to disagree on).
 //
 // Host spans (the Communicator interface) are staged: copied to a device buffer, communicated,
@@ -94,7 +98,6 @@ class NcclCommunicator final : public Communicator {
   WorkPtr allreduce_async(std::span<float> data, const CollectiveOptions& options) override;
   void broadcast(std::span<float> data, int root) override;
   void reduce(std::span<float> data, int root, ReduceOp op) override;
-  // In fp32 only (a 16-bit `wire` is a UserError, as allreduce's).
   void allgather(std::span<const float> mine, std::span<float> all,
                  const GatherOptions& options) override;
   void reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
@@ -132,15 +135,24 @@ class NcclCommunicator final : public Communicator {
   void check_open() const;
   void check_rank(int rank, const char* operation, const char* what, bool self_allowed) const;
   void check_block(size_t got, size_t n, const char* operation, const char* what) const;
-  // UserError unless wire is fp32.
-  void check_fp32(const char* operation, WireFormat wire) const;
-  // This rank's steps of a schedule (the schedule cache's), with scratch grown to fit them.
+  // This rank's steps of a schedule (the schedule cache's: kAuto resolved as every backend
+  // does, from the bytes in `wire`), with scratch grown to fit them.
   const std::vector<Step>& steps_of(CollectiveKind kind, Algorithm algorithm, size_t count,
-                                    int root);
+                                    int root, WireFormat wire = WireFormat::kFp32);
   // Queue NCCL operations and kernels on stream() (no finish()).
   void enqueue_allreduce(float* data, size_t count, const CollectiveOptions& options);
-  void enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op);
+  void enqueue_steps(const std::vector<Step>& steps, float* data, ReduceOp op,
+                     WireFormat wire = WireFormat::kFp32);
+  // A 16-bit format over several ranks: data (count) divided (kAvg) and rounded on the device,
+  // as core's prepare(); nothing otherwise.
+  void enqueue_prepare(float* data, size_t count, ReduceOp op, WireFormat wire);
+  // The encoded buffers (wire_out_, wire_in_) of at least count elements (grown after a
+  // synchronize).
+  void wire_room(size_t count);
   void broadcast_enqueue(float* data, size_t count, int root);
+  void enqueue_allgather(float* all, size_t count, WireFormat wire);
+  void enqueue_reduce_scatter(float* in, size_t count, ReduceOp op, WireFormat wire);
+  void place_contribution(std::span<const float> mine, std::span<float> all) const;
   // The device staging buffer, at least count floats (grown after a synchronize).
   float* staging(size_t count);
   // Copies host to the device (unless !upload), queues enqueue(device copy), copies the result
@@ -148,9 +160,11 @@ class NcclCommunicator final : public Communicator {
   void staged(std::span<float> host, const char* what, bool upload, bool download,
               FunctionRef<void(float*)> enqueue);
   // Uploads `host` through a pinned buffer, queues enqueue(device copy) and the copy back; the
-  // Work then copies out.size() floats from `offset` of the result into `out` and finishes them.
+  // Work then copies out.size() floats from `offset` of the result into `out` and finishes them
+  // (finish(op, size, out, wire)).
   WorkPtr staged_async(std::span<const float> host, std::span<float> out, size_t offset,
-                       ReduceOp op, double timeout_s, FunctionRef<void(float*)> enqueue);
+                       ReduceOp op, WireFormat wire, double timeout_s,
+                       FunctionRef<void(float*)> enqueue);
   // Throws NcclError if NCCL reported an asynchronous error.
   void check_async(const char* what);
   // Waits until `event` completed: polls with the timeout (kDefaultTimeout: the default) and
@@ -168,6 +182,7 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<PinnedPool> pinned_;
   cudaEvent_t done_ = nullptr;
   DeviceBuffer<float> data_, scratch_;
+  DeviceBuffer<uint16_t> wire_out_, wire_in_;  // a step's segments in a 16-bit format
   DeviceBuffer<uint64_t> header_;
   std::unique_ptr<ScheduleCache> cache_;
   std::vector<float> host_scratch_;

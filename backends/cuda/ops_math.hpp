@@ -297,11 +297,13 @@ SYNC_HD void mse_at(const float* y, const float* target, float grad_scale, int64
 SYNC_HD float collective_add_at(const float* dst, const float* src, int64_t i) {
   return dst[i] + src[i];
 }
-SYNC_HD float collective_max_at(const float* dst, const float* src, int64_t i) {
-  const float a = dst[i], b = src[i];
+SYNC_HD float collective_max(float a, float b) {
   if (a != a || b != b) return NAN;          // either is NaN
   if (a == b) return a == 0.0f ? a + b : a;  // +0 + -0 is +0: the max of the two zeros
   return a > b ? a : b;
+}
+SYNC_HD float collective_max_at(const float* dst, const float* src, int64_t i) {
+  return collective_max(dst[i], src[i]);
 }
 
 // ---- optimizers (PyTorch semantics) ---------------------------------------------------------

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "core/base/enum_names.hpp"
+#include "core/comm/wire_bits.hpp"
 
 namespace syncopate {
 
@@ -32,13 +33,12 @@ inline std::string_view to_string(WireFormat wire) { return name_in(kWireFormatN
 // Bytes one element takes on the wire: 4, 2 or 2.
 constexpr size_t element_bytes(WireFormat wire) { return wire == WireFormat::kFp32 ? 4 : 2; }
 
-// IEEE 754 binary16, round to nearest even: overflow to infinity (|x| >= 65520), subnormals
-// below 2^-14, NaN stays NaN (quiet, sign kept).
-uint16_t float_to_half(float x);
-float half_to_float(uint16_t h);
-// bfloat16 (the top 16 bits of a float), round to nearest even; NaN stays NaN (quiet).
-uint16_t float_to_bf16(float x);
-float bf16_to_float(uint16_t b);
+// The converters, round to nearest even (core/comm/wire_bits.hpp, shared with the device):
+// binary16 overflows to infinity (|x| >= 65520) and has subnormals below 2^-14; NaN stays NaN.
+using wire_bits::bf16_to_float;
+using wire_bits::float_to_bf16;
+using wire_bits::float_to_half;
+using wire_bits::half_to_float;
 
 // x rounded to the wire format (x itself for kFp32).
 float round_to_wire(float x, WireFormat wire);

@@ -70,7 +70,7 @@ void validate_regression(const Scenario& s, const TomlReader& reader) {
   }
 }
 
-// strategy.compression against the strategy, the aggregation and the transport.
+// strategy.compression against the strategy and the aggregation.
 void validate_compression(const Scenario& s, const TomlReader& reader) {
   const Compression c = s.strategy.compression;
   if (c == Compression::kNone) return;
@@ -87,10 +87,6 @@ void validate_compression(const Scenario& s, const TomlReader& reader) {
     reader.fail("strategy.compression", name +
                                             " through the master (aggregation or algorithm "
                                             "\"master\") is not modelled; allowed: none");
-  if (s.backend == BackendKind::kMpi && s.mpi.transport != Transport::kMpi)
-    reader.fail("strategy.compression",
-                name + " is not implemented on the NCCL transport (mpi.transport = \"" +
-                    std::string(to_string(s.mpi.transport)) + "\"); allowed: none");
 }
 
 // Checks across keys; each error names the key it is about (and its file:line or --set).

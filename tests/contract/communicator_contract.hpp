@@ -35,8 +35,6 @@ struct ContractOptions {
   bool check_shared_model = true;
   // Misuse must raise the contract's errors (tests/contract/misuse_contract.hpp).
   bool check_misuse = true;
-  // Allgather and reduce-scatter in fp16 and bf16 (NCCL: not implemented, refused).
-  bool check_wire_formats = true;
 };
 
 namespace detail {
@@ -242,32 +240,31 @@ inline std::vector<std::string> check_communicator_contract(Communicator& comm,
   // In a 16-bit wire format every block of an allgather arrives rounded to it, this rank's own
   // too; a reduce-scatter of small integers stays exact (every partial sum is representable).
   // One rank sends nothing and rounds nothing.
-  if (options.check_wire_formats)
-    for (WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16}) {
-      const size_t n = 2 * up + 3;
-      const int s = ++salt;
-      const BlockRange mine = block_of(n, p, me);
-      const auto sent = [&](int r, size_t i) {
-        const float v = detail::value(r, i, s) + 0.1f;  // 0.1 is not representable in either
-        return p == 1 ? v : round_to_wire(v, wire);
-      };
-      std::vector<float> contribution(mine.count);
-      for (size_t i = 0; i < mine.count; ++i)
-        contribution[i] = detail::value(me, mine.offset + i, s) + 0.1f;
-      std::vector<float> all(n, -99.0f), want(n);
-      comm.allgather(contribution, all, wire);
-      for (int r = 0; r < p; ++r) {
-        const BlockRange b = block_of(n, p, r);
-        for (size_t i = 0; i < b.count; ++i) want[b.offset + i] = sent(r, b.offset + i);
-      }
-      rec.expect_equal("allgather(" + std::string(to_string(wire)) + ")", all, want);
-      const std::vector<float> in = inputs(me, n, ++salt);
-      std::vector<float> out(mine.count, -99.0f);
-      comm.reduce_scatter(in, out, ReduceOp::kSum, wire);
-      const std::vector<float> full = expected(ReduceOp::kSum, p, n, salt);
-      rec.expect_equal("reduce_scatter(sum, " + std::string(to_string(wire)) + ")", out,
-                       std::span<const float>(full).subspan(mine.offset, mine.count));
+  for (WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16}) {
+    const size_t n = 2 * up + 3;
+    const int s = ++salt;
+    const BlockRange mine = block_of(n, p, me);
+    const auto sent = [&](int r, size_t i) {
+      const float v = detail::value(r, i, s) + 0.1f;  // 0.1 is not representable in either
+      return p == 1 ? v : round_to_wire(v, wire);
+    };
+    std::vector<float> contribution(mine.count);
+    for (size_t i = 0; i < mine.count; ++i)
+      contribution[i] = detail::value(me, mine.offset + i, s) + 0.1f;
+    std::vector<float> all(n, -99.0f), want(n);
+    comm.allgather(contribution, all, wire);
+    for (int r = 0; r < p; ++r) {
+      const BlockRange b = block_of(n, p, r);
+      for (size_t i = 0; i < b.count; ++i) want[b.offset + i] = sent(r, b.offset + i);
     }
+    rec.expect_equal("allgather(" + std::string(to_string(wire)) + ")", all, want);
+    const std::vector<float> in = inputs(me, n, ++salt);
+    std::vector<float> out(mine.count, -99.0f);
+    comm.reduce_scatter(in, out, ReduceOp::kSum, wire);
+    const std::vector<float> full = expected(ReduceOp::kSum, p, n, salt);
+    rec.expect_equal("reduce_scatter(sum, " + std::string(to_string(wire)) + ")", out,
+                     std::span<const float>(full).subspan(mine.offset, mine.count));
+  }
 
   detail::check_async_collectives(comm, rec);
   comm.barrier();

@@ -231,9 +231,21 @@ TEST(Compression, RefusesWhatDoesNotCompress) {
   const std::string master = refusal(
       "--strategy epoch_sync --set strategy.aggregation=master --set strategy.compression=fp16");
   EXPECT_NE(master.find("through the master"), std::string::npos) << master;
-  const std::string nccl = refusal(
-      "--backend mpi --set mpi.transport=nccl --strategy ddp --set strategy.compression=fp16");
-  EXPECT_NE(nccl.find("NCCL transport"), std::string::npos) << nccl;
+}
+
+// Both NCCL transports reduce in the 16-bit formats (their bits: tests/mpi/nccl_test.cpp, which
+// needs a GPU per rank), so the scenario takes them.
+TEST(Compression, TheNcclTransportsTakeSixteenBitFormats) {
+  for (const std::string transport : {"nccl", "nccl_native"}) {
+    std::string log;
+    const std::string cmd = std::string(SYNCOPATE_BIN) + " run " + SYNCOPATE_SOURCE_DIR +
+                            "/tests/cross/small.toml --print-scenario --backend mpi --set "
+                            "mpi.transport=" +
+                            transport + " --strategy zero --set strategy.compression=bf16";
+    ASSERT_EQ(syncopate::run_command(cmd, &log), 0) << cmd << "\n" << log;
+    EXPECT_NE(log.find("transport = '" + transport + "'"), std::string::npos) << log;
+    EXPECT_NE(log.find("compression = 'bf16'"), std::string::npos) << log;
+  }
 }
 
 }  // namespace

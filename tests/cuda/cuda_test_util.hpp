@@ -28,10 +28,11 @@ class CudaTest : public ::testing::Test {
     stream_->synchronize();
     return device;
   }
-  std::vector<float> download(const DeviceBuffer<float>& device) const {
+  template <typename T>
+  std::vector<T> download(const DeviceBuffer<T>& device) const {
     stream_->synchronize();
-    std::vector<float> host(device.size());
-    copy_to_host(device, std::span<float>(host), stream());
+    std::vector<T> host(device.size());
+    copy_to_host(device, std::span<T>(host), stream());
     stream_->synchronize();
     return host;
   }

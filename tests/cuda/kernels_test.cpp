@@ -4,8 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstring>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/comm/collective_schedule.hpp"
+#include "core/comm/compression.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"
 
@@ -159,6 +165,61 @@ TEST_F(CudaKernels, ElementwiseOps) {
   bias_add(y.data(), ddy.data(), 1, n, 1, stream());  // one "row" of n channels
   for (int64_t i = 0; i < n; ++i) want_y[i] = 0.25 + dy[i];
   EXPECT_LT(rel_error(download(y), want_y), 1e-6);
+}
+
+// The 16-bit collectives' kernels round with core's converters: the host's bits for every
+// pattern of either format, values between them (ties, subnormals, overflow) and NaN payloads.
+TEST_F(CudaKernels, WireFormatKernelsGiveTheHostsBits) {
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    x.push_back(half_to_float(static_cast<uint16_t>(h)));
+    x.push_back(bf16_to_float(static_cast<uint16_t>(h)));
+  }
+  for (const float f : random_floats(50000, 40)) {
+    x.push_back(f);
+    x.push_back(f * 70000.0f);  // past fp16's largest finite
+    x.push_back(f * 1e-6f);     // fp16's subnormals
+  }
+  for (const uint32_t bits : {0x3f801000u, 0x3f803000u, 0x477fefffu, 0x477ff000u, 0x7fa00001u,
+                              0xff812345u, 0x33000000u, 0x33000001u})
+    x.push_back(std::bit_cast<float>(bits));  // ties, fp16's overflow edge, NaNs, 2^-25
+  const auto n = static_cast<int64_t>(x.size());
+  const auto bytes_equal = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (const WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16}) {
+    SCOPED_TRACE(std::string(to_string(wire)));
+    const bool bf16 = wire == WireFormat::kBf16;
+    // prepare(): divided (kAvg over 3) and rounded, or rounded only.
+    std::vector<float> rounded = x, averaged = x;
+    prepare(ReduceOp::kSum, 2, rounded, wire);
+    prepare(ReduceOp::kAvg, 3, averaged, wire);
+    auto d_rounded = upload(x), d_averaged = upload(x);
+    wire_prepare(d_rounded.data(), 1.0f, n, bf16, stream());
+    wire_prepare(d_averaged.data(), 3.0f, n, bf16, stream());
+    EXPECT_TRUE(bytes_equal(download(d_rounded), rounded));
+    EXPECT_TRUE(bytes_equal(download(d_averaged), averaged));
+    // Encoded for a send.
+    std::vector<uint16_t> codes(x.size());
+    encode_wire(rounded, wire, codes);
+    DeviceBuffer<uint16_t> d_codes(x.size());
+    wire_encode(d_rounded.data(), d_codes.data(), n, bf16, stream());
+    EXPECT_EQ(download(d_codes), codes);
+    // A received segment applied: decoded, reduced in the format, or the max.
+    std::vector<float> partner(averaged.rbegin(), averaged.rend());
+    for (const auto& [action, op, device_action] :
+         {std::tuple{RecvAction::kCopy, ReduceOp::kSum, WireAction::kCopy},
+          std::tuple{RecvAction::kReduce, ReduceOp::kSum, WireAction::kAdd},
+          std::tuple{RecvAction::kReduce, ReduceOp::kMax, WireAction::kMax}}) {
+      std::vector<float> want = partner;
+      std::vector<float> received(x.size());
+      decode_wire(codes, wire, received);
+      apply_action(action, op, want, received, wire);
+      auto dst = upload(partner);
+      wire_apply(dst.data(), d_codes.data(), n, device_action, bf16, stream());
+      EXPECT_TRUE(bytes_equal(download(dst), want)) << static_cast<int>(device_action);
+    }
+  }
 }
 
 TEST_F(CudaKernels, SwapAxes) {

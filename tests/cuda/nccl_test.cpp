@@ -19,9 +19,6 @@ namespace {
 
 using CudaNccl = CudaTest;
 
-// NCCL refuses compressed collectives (strategy.compression is refused on its transport).
-const contract::ContractOptions kNoWire{.check_wire_formats = false};
-
 void expect_no_failures(const std::vector<std::string>& failures) {
   for (const std::string& failure : failures) ADD_FAILURE() << failure;
   EXPECT_TRUE(failures.empty());
@@ -48,13 +45,13 @@ TEST_F(CudaNccl, SingleRankHoldsTheContract) {
   EXPECT_EQ(comm.size(), 1);
   EXPECT_EQ(comm.rank(), 0);
   EXPECT_EQ(comm.device(), 0);
-  expect_no_failures(contract::check_communicator_contract(comm, kNoWire));
+  expect_no_failures(contract::check_communicator_contract(comm));
 }
 
 TEST_F(CudaNccl, SingleRankNativeModeHoldsTheContract) {
   LocalCommunicator control;
   NcclCommunicator comm(control, {.native = true});
-  expect_no_failures(contract::check_communicator_contract(comm, kNoWire));
+  expect_no_failures(contract::check_communicator_contract(comm));
 }
 
 TEST_F(CudaNccl, DeviceResidentCollectivesKeepALoneRanksData) {

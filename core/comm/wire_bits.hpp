@@ -1,0 +1,95 @@
+#pragma once
+// The fp16 and bf16 converters (round to nearest even), as inline functions that compile for
+// the host and, under nvcc, for the device: the CUDA backend's 16-bit collectives round with the
+// very code that core/comm/compression.cpp uses, so a GPU gives the CPU's bits, NaN payloads
+// included. Plain integer arithmetic on the float's bits; no floating-point environment is read.
+#include <cstdint>
+#if !defined(__CUDA_ARCH__)
+#include <bit>
+#endif
+
+#if defined(__CUDACC__)
+#define SYNC_WIRE_FN __host__ __device__ inline
+#else
+#define SYNC_WIRE_FN inline
+#endif
+
+namespace syncopate::wire_bits {
+
+SYNC_WIRE_FN uint32_t bits_of(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  return std::bit_cast<uint32_t>(x);
+#endif
+}
+
+SYNC_WIRE_FN float float_of(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  return std::bit_cast<float>(bits);
+#endif
+}
+
+// Rounds `value >> shift` to nearest, ties to even (shift in 1..31).
+SYNC_WIRE_FN uint32_t shift_round_even(uint32_t value, uint32_t shift) {
+  const uint32_t kept = value >> shift;
+  const uint32_t rest = value & ((uint32_t{1} << shift) - 1);
+  const uint32_t half = uint32_t{1} << (shift - 1);
+  return kept + ((rest > half || (rest == half && (kept & 1) != 0)) ? 1 : 0);
+}
+
+// IEEE 754 binary16: overflow to infinity (|x| >= 65520), subnormals below 2^-14, NaN stays NaN
+// (quiet, sign and the payload's top bits kept).
+SYNC_WIRE_FN uint16_t float_to_half(float x) {
+  const uint32_t bits = bits_of(x);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint32_t magnitude = bits & 0x7fffffff;
+  if (magnitude > 0x7f800000)  // NaN: quiet, the payload's top bits kept
+    return static_cast<uint16_t>(sign | 0x7e00 | ((magnitude >> 13) & 0x3ff));
+  if (magnitude >= 0x477ff000) return static_cast<uint16_t>(sign | 0x7c00);  // >= 65520: inf
+  const uint32_t exponent = magnitude >> 23;
+  if (exponent < 113) {               // below 2^-14: a half subnormal (or zero) m * 2^-24
+    if (exponent < 101) return sign;  // below 2^-26: rounds to zero
+    const uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
+    // value = mantissa * 2^(exponent - 150); m = value * 2^24 = mantissa >> (126 - exponent).
+    return static_cast<uint16_t>(sign | shift_round_even(mantissa, 126 - exponent));
+  }
+  // Normal: rebias the exponent (127 -> 15), round the 23-bit mantissa to 10 bits; a carry
+  // moves into the exponent, which is the right result.
+  const uint32_t rebiased = magnitude - (uint32_t{112} << 23);
+  return static_cast<uint16_t>(sign | shift_round_even(rebiased, 13));
+}
+
+SYNC_WIRE_FN float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f;
+  const uint32_t mantissa = h & 0x3ff;
+  if (exponent == 0x1f) return float_of(sign | 0x7f800000 | (mantissa << 13));
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return float_of(sign | bits_of(magnitude));
+  }
+  return float_of(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+// bfloat16, the top 16 bits of a float; NaN stays NaN (quiet).
+SYNC_WIRE_FN uint16_t float_to_bf16(float x) {
+  const uint32_t bits = bits_of(x);
+  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x0040);
+  // A carry out of the mantissa moves into the exponent (to infinity past the largest float).
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+SYNC_WIRE_FN float bf16_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+
+// The 16-bit encoding in one format or the other (bf16 when `bf16`, else fp16), and back.
+SYNC_WIRE_FN uint16_t encode16(float x, bool bf16) {
+  return bf16 ? float_to_bf16(x) : float_to_half(x);
+}
+SYNC_WIRE_FN float decode16(uint16_t v, bool bf16) {
+  return bf16 ? bf16_to_float(v) : half_to_float(v);
+}
+
+}  // namespace syncopate::wire_bits
