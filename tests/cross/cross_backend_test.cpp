@@ -140,7 +140,7 @@ TEST_P(SimVsNccl, SameLossesAndWeights) {
 
 INSTANTIATE_TEST_SUITE_P(Strategies, SimVsNccl,
                          ::testing::Values("ddp", "epoch_sync", "local_sgd", "hierarchical",
-                                           "diloco"));
+                                           "diloco", "zero"));
 
 TEST(MpiFaults, NcclTransportItCannotServeIsReportedOnEveryRank) {
 #if defined(SYNCOPATE_HAVE_NCCL)
