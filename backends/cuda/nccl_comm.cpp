@@ -186,11 +186,13 @@ class Lease {
 
 // Everything is queued on the communicator's stream; wait() polls the event recorded after the
 // copy back into the pinned buffer, then copies the result (from `offset` of the buffer: a
-// reduce-scatter's block) into the caller's span and finishes.
+// reduce-scatter's block; an allgather's blocks from `layout` to the caller's) into the caller's
+// span and finishes.
 class NcclWork final : public Work {
  public:
   NcclWork(NcclCommunicator& comm, std::span<float> data, ReduceOp op, WireFormat wire,
-           double timeout_s, PinnedPool::Buffer buffer, cudaEvent_t event, size_t offset = 0)
+           double timeout_s, PinnedPool::Buffer buffer, cudaEvent_t event, size_t offset,
+           GatherLayout layout)
       : comm_(comm),
         data_(data),
         op_(op),
@@ -198,7 +200,8 @@ class NcclWork final : public Work {
         timeout_s_(timeout_s),
         buffer_(buffer),
         event_(event),
-        offset_(offset) {}
+        offset_(offset),
+        layout_(layout) {}
   NcclWork(const NcclWork&) = delete;
   NcclWork& operator=(const NcclWork&) = delete;
   ~NcclWork() override {
@@ -221,7 +224,10 @@ class NcclWork final : public Work {
     waited_ = true;
     comm_.set_device();
     comm_.wait_event(event_, "asynchronous collective", timeout_s_);
-    std::memcpy(data_.data(), buffer_.data + offset_, data_.size_bytes());
+    if (layout_.in_place())
+      std::memcpy(data_.data(), buffer_.data + offset_, data_.size_bytes());
+    else
+      layout_.to_caller(std::span<const float>(buffer_.data, data_.size()), data_);
     finish(op_, comm_.size(), data_, wire_);
     release();
   }
@@ -243,6 +249,7 @@ class NcclWork final : public Work {
   PinnedPool::Buffer buffer_;
   cudaEvent_t event_;
   size_t offset_;
+  GatherLayout layout_;
   bool waited_ = false;
 };
 
@@ -513,13 +520,14 @@ void NcclCommunicator::staged(std::span<float> host, const char* what, bool uplo
 }
 
 WorkPtr NcclCommunicator::allreduce_async(std::span<float> data, const CollectiveOptions& options) {
-  return staged_async(data, data, 0, options.op, options.wire, timeout_of(options),
+  return staged_async(data, data, 0, options.op, options.wire, timeout_of(options), {},
                       [&](float* device) { enqueue_allreduce(device, data.size(), options); });
 }
 
 WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<float> out,
                                        size_t offset, ReduceOp op, WireFormat wire,
-                                       double timeout_s, FunctionRef<void(float*)> enqueue) {
+                                       double timeout_s, const GatherLayout& layout,
+                                       FunctionRef<void(float*)> enqueue) {
   set_device();
   check_open();
   if (host.empty()) return std::make_unique<CompletedWork>();
@@ -540,49 +548,67 @@ WorkPtr NcclCommunicator::staged_async(std::span<const float> host, std::span<fl
     pinned_->give(buffer);
     throw;
   }
-  return std::make_unique<NcclWork>(*this, out, op, wire, timeout_s, buffer, event, offset);
+  return std::make_unique<NcclWork>(*this, out, op, wire, timeout_s, buffer, event, offset, layout);
 }
 
 // The contribution is rounded on the device (a 16-bit format delivers every block rounded, this
-// rank's own too), then the ring's copies.
-void NcclCommunicator::enqueue_allgather(float* all, size_t count, WireFormat wire) {
+// rank's own too), then the schedule's copies. `all` is in the schedule's layout.
+void NcclCommunicator::enqueue_allgather(float* all, size_t count, Algorithm algorithm,
+                                         WireFormat wire) {
   if (wire != WireFormat::kFp32) wire_room(count);
-  const BlockRange block = block_of(count, size_, rank_);
+  const Segment block = cache_->gather_layout(algorithm).block(count, rank_);
   enqueue_prepare(all + block.offset, block.count, ReduceOp::kSum, wire);
-  enqueue_steps(steps_of(CollectiveKind::kAllgather, Algorithm::kRing, count, 0, wire), all,
+  enqueue_steps(steps_of(CollectiveKind::kAllgather, algorithm, count, 0, wire), all,
                 ReduceOp::kSum, wire);
 }
 
 void NcclCommunicator::enqueue_reduce_scatter(float* in, size_t count, ReduceOp op,
-                                              WireFormat wire) {
+                                              Algorithm algorithm, WireFormat wire) {
   if (wire != WireFormat::kFp32) wire_room(count);
   enqueue_prepare(in, count, op, wire);
-  enqueue_steps(steps_of(CollectiveKind::kReduceScatter, Algorithm::kRing, count, 0, wire), in, op,
-                wire);
+  enqueue_steps(steps_of(CollectiveKind::kReduceScatter, algorithm, count, 0, wire), in, op, wire);
 }
 
-// This rank's contribution, moved into its block of `all` (where the ring expects it).
-void NcclCommunicator::place_contribution(std::span<const float> mine, std::span<float> all) const {
+// This rank's contribution, moved into its block of `all` in the schedule's layout.
+void NcclCommunicator::place_contribution(std::span<const float> mine, std::span<float> all,
+                                          const GatherLayout& layout) const {
   check_block(mine.size(), all.size(), "allgather", "contribution");
-  const BlockRange block = block_of(all.size(), size_, rank_);
+  const Segment block = layout.block(all.size(), rank_);
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
 }
 
-WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
-                                          const GatherOptions& options) {
-  place_contribution(mine, all);
-  return staged_async(all, all, 0, ReduceOp::kSum, options.wire, default_timeout(),
-                      [&](float* device) { enqueue_allgather(device, all.size(), options.wire); });
+// host_scratch_ = `in` in the schedule's layout.
+void NcclCommunicator::to_schedule_layout(std::span<const float> in, const GatherLayout& layout) {
+  if (layout.in_place()) {
+    host_scratch_.assign(in.begin(), in.end());
+    return;
+  }
+  host_scratch_.resize(in.size());
+  layout.to_schedule(in, host_scratch_);
 }
 
+WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
+                                          const GatherOptions& options) {
+  const GatherLayout layout = cache_->gather_layout(options.algorithm);
+  place_contribution(mine, all, layout);
+  return staged_async(all, all, 0, ReduceOp::kSum, options.wire, default_timeout(), layout,
+                      [&](float* device) {
+                        enqueue_allgather(device, all.size(), options.algorithm, options.wire);
+                      });
+}
+
+// The input is permuted into host_scratch_, which staged_async copies before it returns.
 WorkPtr NcclCommunicator::reduce_scatter_async(std::span<const float> in, std::span<float> out,
                                                ReduceOp op, const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
-  const BlockRange block = block_of(in.size(), size_, rank_);
-  return staged_async(
-      in, out, block.offset, op, options.wire, default_timeout(),
-      [&](float* device) { enqueue_reduce_scatter(device, in.size(), op, options.wire); });
+  const GatherLayout layout = cache_->gather_layout(options.algorithm);
+  to_schedule_layout(in, layout);
+  return staged_async(host_scratch_, out, layout.block(in.size(), rank_).offset, op, options.wire,
+                      default_timeout(), {}, [&](float* device) {
+                        enqueue_reduce_scatter(device, in.size(), op, options.algorithm,
+                                               options.wire);
+                      });
 }
 
 void NcclCommunicator::broadcast(std::span<float> data, int root) {
@@ -617,18 +643,25 @@ void NcclCommunicator::reduce(std::span<float> data, int root, ReduceOp op) {
 
 void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> all,
                                  const GatherOptions& options) {
-  place_contribution(mine, all);
-  staged(all, "allgather", true, true,
-         [&](float* device) { enqueue_allgather(device, all.size(), options.wire); });
+  const GatherLayout layout = cache_->gather_layout(options.algorithm);
+  place_contribution(mine, all, layout);
+  staged(all, "allgather", true, true, [&](float* device) {
+    enqueue_allgather(device, all.size(), options.algorithm, options.wire);
+  });
+  if (layout.in_place()) return;
+  host_scratch_.assign(all.begin(), all.end());
+  layout.to_caller(host_scratch_, all);
 }
 
 void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
                                       const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
-  const BlockRange block = block_of(in.size(), size_, rank_);
-  host_scratch_.assign(in.begin(), in.end());
-  staged(host_scratch_, "reduce_scatter", true, true,
-         [&](float* device) { enqueue_reduce_scatter(device, in.size(), op, options.wire); });
+  const GatherLayout layout = cache_->gather_layout(options.algorithm);
+  to_schedule_layout(in, layout);
+  staged(host_scratch_, "reduce_scatter", true, true, [&](float* device) {
+    enqueue_reduce_scatter(device, in.size(), op, options.algorithm, options.wire);
+  });
+  const Segment block = layout.block(in.size(), rank_);
   const std::span<float> reduced(host_scratch_.data() + block.offset, block.count);
   finish(op, size_, reduced, options.wire);
   std::copy(reduced.begin(), reduced.end(), out.begin());

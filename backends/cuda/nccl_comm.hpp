@@ -150,9 +150,15 @@ class NcclCommunicator final : public Communicator {
   // synchronize).
   void wire_room(size_t count);
   void broadcast_enqueue(float* data, size_t count, int root);
-  void enqueue_allgather(float* all, size_t count, WireFormat wire);
-  void enqueue_reduce_scatter(float* in, size_t count, ReduceOp op, WireFormat wire);
-  void place_contribution(std::span<const float> mine, std::span<float> all) const;
+  // The gathers run the schedule that `algorithm` selects (the hierarchical one where the ranks
+  // span nodes of equal size, numbered node by node, for kAuto and kHierarchical; else the
+  // ring), in its layout (GatherLayout): the caller's buffers are permuted around it on the host.
+  void enqueue_allgather(float* all, size_t count, Algorithm algorithm, WireFormat wire);
+  void enqueue_reduce_scatter(float* in, size_t count, ReduceOp op, Algorithm algorithm,
+                              WireFormat wire);
+  void place_contribution(std::span<const float> mine, std::span<float> all,
+                          const GatherLayout& layout) const;
+  void to_schedule_layout(std::span<const float> in, const GatherLayout& layout);
   // The device staging buffer, at least count floats (grown after a synchronize).
   float* staging(size_t count);
   // Copies host to the device (unless !upload), queues enqueue(device copy), copies the result
@@ -160,10 +166,10 @@ class NcclCommunicator final : public Communicator {
   void staged(std::span<float> host, const char* what, bool upload, bool download,
               FunctionRef<void(float*)> enqueue);
   // Uploads `host` through a pinned buffer, queues enqueue(device copy) and the copy back; the
-  // Work then copies out.size() floats from `offset` of the result into `out` and finishes them
-  // (finish(op, size, out, wire)).
+  // Work then copies out.size() floats from `offset` of the result into `out` (from `layout` to
+  // the caller's when it is not in place) and finishes them (finish(op, size, out, wire)).
   WorkPtr staged_async(std::span<const float> host, std::span<float> out, size_t offset,
-                       ReduceOp op, WireFormat wire, double timeout_s,
+                       ReduceOp op, WireFormat wire, double timeout_s, const GatherLayout& layout,
                        FunctionRef<void(float*)> enqueue);
   // Throws NcclError if NCCL reported an asynchronous error.
   void check_async(const char* what);

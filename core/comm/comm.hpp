@@ -91,8 +91,7 @@ struct GatherOptions {
   WireFormat wire;
   // kAuto or kHierarchical: where the members span nodes of equal size, numbered node by node, a
   // ring inside every node and one across nodes per local index (GatherLayout in
-  // core/comm/collective_schedule.hpp); otherwise, and for any other algorithm, the ring. The
-  // NCCL communicator always runs the ring.
+  // core/comm/collective_schedule.hpp); otherwise, and for any other algorithm, the ring.
   Algorithm algorithm;
 };
 

@@ -120,22 +120,6 @@ TEST(NcclOverMpi, SixteenBitFormatsGiveTheMpiBackendsBits) {
             ASSERT_NEAR(by_native[i], by_mpi[i], 2 * p * p * ulp) << "element " << i;
           }
         }
-      SCOPED_TRACE(std::string(to_string(wire)) + " gathers, n=" + std::to_string(n));
-      const BlockRange mine = block_of(n, p, world().rank());
-      const std::vector<float> input = input_of(world().rank(), n, ++salt);
-      std::vector<float> out_mpi(mine.count), out_nccl(mine.count), out_async(mine.count);
-      world().reduce_scatter(input, out_mpi, ReduceOp::kAvg, wire);
-      nccl.reduce_scatter(input, out_nccl, ReduceOp::kAvg, wire);
-      nccl.reduce_scatter_async(input, out_async, ReduceOp::kAvg, wire)->wait();
-      EXPECT_EQ(out_nccl, out_mpi);
-      EXPECT_EQ(out_async, out_mpi);
-      const std::span<const float> contribution(input.data() + mine.offset, mine.count);
-      std::vector<float> all_mpi(n), all_nccl(n), all_async(n);
-      world().allgather(contribution, all_mpi, wire);
-      nccl.allgather(contribution, all_nccl, wire);
-      nccl.allgather_async(contribution, all_async, wire)->wait();
-      EXPECT_EQ(all_nccl, all_mpi);
-      EXPECT_EQ(all_async, all_mpi);
     }
   }
   // Half the bytes of fp32 went through NCCL for the same schedule.
@@ -146,6 +130,39 @@ TEST(NcclOverMpi, SixteenBitFormatsGiveTheMpiBackendsBits) {
   nccl.allreduce(data, {.algorithm = Algorithm::kRing, .wire = WireFormat::kBf16});
   const CommCounters bf16 = nccl.counters();
   EXPECT_EQ(2 * (bf16.bytes_sent - fp32.bytes_sent), fp32.bytes_sent - before.bytes_sent);
+}
+
+// zero's collectives: the schedule that the algorithm selects (across nodes the hierarchical
+// one, in its own layout of the blocks), blocking and asynchronous, in every wire format.
+TEST(NcclOverMpi, GathersGiveTheMpiBackendsBits) {
+  if (!every_rank_has_a_device(world())) GTEST_SKIP() << "fewer CUDA devices than ranks";
+  NcclCommunicator nccl(world());
+  const int p = world().size();
+  uint32_t salt = 8000;
+  for (const WireFormat wire : {WireFormat::kFp32, WireFormat::kFp16, WireFormat::kBf16})
+    for (const Algorithm algorithm : {Algorithm::kRing, Algorithm::kAuto})
+      for (const size_t n : {size_t{5}, size_t{200003}}) {
+        SCOPED_TRACE(std::string(to_string(wire)) + " " + std::string(to_string(algorithm)) +
+                     " n=" + std::to_string(n));
+        const GatherOptions options(wire, algorithm);
+        const BlockRange mine = block_of(n, p, world().rank());
+        const std::vector<float> input = input_of(world().rank(), n, ++salt);
+        for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+          std::vector<float> out_mpi(mine.count), out_nccl(mine.count), out_async(mine.count);
+          world().reduce_scatter(input, out_mpi, op, options);
+          nccl.reduce_scatter(input, out_nccl, op, options);
+          nccl.reduce_scatter_async(input, out_async, op, options)->wait();
+          EXPECT_EQ(out_nccl, out_mpi);
+          EXPECT_EQ(out_async, out_mpi);
+        }
+        const std::span<const float> contribution(input.data() + mine.offset, mine.count);
+        std::vector<float> all_mpi(n), all_nccl(n), all_async(n);
+        world().allgather(contribution, all_mpi, options);
+        nccl.allgather(contribution, all_nccl, options);
+        nccl.allgather_async(contribution, all_async, options)->wait();
+        EXPECT_EQ(all_nccl, all_mpi);
+        EXPECT_EQ(all_async, all_mpi);
+      }
 }
 
 TEST(NcclOverMpi, DeviceResidentAllreduceAveragesLikeTheHost) {
