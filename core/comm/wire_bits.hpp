@@ -1,8 +1,10 @@
 #pragma once
 // The fp16 and bf16 converters (round to nearest even), as inline functions that compile for
 // the host and, under nvcc, for the device: the CUDA backend's 16-bit collectives round with the
-// very code that core/comm/compression.cpp uses, so a GPU gives the CPU's bits, NaN payloads
-// included. Plain integer arithmetic on the float's bits; no floating-point environment is read.
+// very code that core/comm/compression.cpp uses, so a GPU gives the CPU's bits (a conversion
+// keeps a NaN's payload on both; the GPU's arithmetic returns its canonical NaN, so a NaN that a
+// sum produced is only NaN). Plain integer arithmetic on the float's bits; no floating-point
+// environment is read.
 #include <cstdint>
 #if !defined(__CUDA_ARCH__)
 #include <bit>
