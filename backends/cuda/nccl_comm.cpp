@@ -578,16 +578,6 @@ void NcclCommunicator::place_contribution(std::span<const float> mine, std::span
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
 }
 
-// host_scratch_ = `in` in the schedule's layout.
-void NcclCommunicator::to_schedule_layout(std::span<const float> in, const GatherLayout& layout) {
-  if (layout.in_place()) {
-    host_scratch_.assign(in.begin(), in.end());
-    return;
-  }
-  host_scratch_.resize(in.size());
-  layout.to_schedule(in, host_scratch_);
-}
-
 WorkPtr NcclCommunicator::allgather_async(std::span<const float> mine, std::span<float> all,
                                           const GatherOptions& options) {
   const GatherLayout layout = cache_->gather_layout(options.algorithm);
@@ -603,7 +593,7 @@ WorkPtr NcclCommunicator::reduce_scatter_async(std::span<const float> in, std::s
                                                ReduceOp op, const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const GatherLayout layout = cache_->gather_layout(options.algorithm);
-  to_schedule_layout(in, layout);
+  layout.into_schedule(in, host_scratch_);
   return staged_async(host_scratch_, out, layout.block(in.size(), rank_).offset, op, options.wire,
                       default_timeout(), {}, [&](float* device) {
                         enqueue_reduce_scatter(device, in.size(), op, options.algorithm,
@@ -648,16 +638,14 @@ void NcclCommunicator::allgather(std::span<const float> mine, std::span<float> a
   staged(all, "allgather", true, true, [&](float* device) {
     enqueue_allgather(device, all.size(), options.algorithm, options.wire);
   });
-  if (layout.in_place()) return;
-  host_scratch_.assign(all.begin(), all.end());
-  layout.to_caller(host_scratch_, all);
+  layout.back_to_caller(all, host_scratch_);
 }
 
 void NcclCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
                                       const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const GatherLayout layout = cache_->gather_layout(options.algorithm);
-  to_schedule_layout(in, layout);
+  layout.into_schedule(in, host_scratch_);
   staged(host_scratch_, "reduce_scatter", true, true, [&](float* device) {
     enqueue_reduce_scatter(device, in.size(), op, options.algorithm, options.wire);
   });

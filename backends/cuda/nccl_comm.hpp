@@ -158,7 +158,6 @@ class NcclCommunicator final : public Communicator {
                               WireFormat wire);
   void place_contribution(std::span<const float> mine, std::span<float> all,
                           const GatherLayout& layout) const;
-  void to_schedule_layout(std::span<const float> in, const GatherLayout& layout);
   // The device staging buffer, at least count floats (grown after a synchronize).
   float* staging(size_t count);
   // Copies host to the device (unless !upload), queues enqueue(device copy), copies the result

@@ -149,7 +149,7 @@ WorkPtr MpiCommunicator::allgather_async(std::span<const float> mine, std::span<
         const Algorithm ran = async_->run(CollectiveKind::kAllgather, options.algorithm, all, 0,
                                           ReduceOp::kSum, poll, options.wire);
         std::vector<float> scratch;
-        to_caller_layout(all, layout, scratch);
+        layout.back_to_caller(all, scratch);
         return ran;
       },
       all.size_bytes());
@@ -161,7 +161,7 @@ WorkPtr MpiCommunicator::reduce_scatter_async(std::span<const float> in, std::sp
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const GatherLayout layout = layout_.for_algorithm(options.algorithm);
   auto work = std::make_shared<std::vector<float>>();
-  to_schedule_layout(in, layout, *work);
+  layout.into_schedule(in, *work);
   prepare(op, size_, *work, options.wire);
   return start(
       [this, work, out, op, layout, options](PollPolicy poll) {
@@ -180,23 +180,6 @@ void MpiCommunicator::place_contribution(std::span<const float> mine, std::span<
   if (!mine.empty() && mine.data() != all.data() + block.offset)
     std::memmove(all.data() + block.offset, mine.data(), mine.size_bytes());
   prepare(ReduceOp::kSum, size_, all.subspan(block.offset, block.count), wire);
-}
-
-void MpiCommunicator::to_schedule_layout(std::span<const float> in, const GatherLayout& layout,
-                                         std::vector<float>& work) {
-  if (layout.in_place()) {
-    work.assign(in.begin(), in.end());
-    return;
-  }
-  work.resize(in.size());
-  layout.to_schedule(in, work);
-}
-
-void MpiCommunicator::to_caller_layout(std::span<float> all, const GatherLayout& layout,
-                                       std::vector<float>& scratch) {
-  if (layout.in_place()) return;
-  scratch.assign(all.begin(), all.end());
-  layout.to_caller(scratch, all);
 }
 
 void MpiCommunicator::finish_block(std::span<float> work, const GatherLayout& layout,
@@ -249,14 +232,14 @@ void MpiCommunicator::allgather(std::span<const float> mine, std::span<float> al
   place_contribution(mine, all, layout, options.wire);
   main_->run(CollectiveKind::kAllgather, options.algorithm, all, 0, ReduceOp::kSum, poll(),
              options.wire);
-  to_caller_layout(all, layout, gathered_);
+  layout.back_to_caller(all, gathered_);
 }
 
 void MpiCommunicator::reduce_scatter(std::span<const float> in, std::span<float> out, ReduceOp op,
                                      const GatherOptions& options) {
   check_block(out.size(), in.size(), "reduce_scatter", "output");
   const GatherLayout layout = layout_.for_algorithm(options.algorithm);
-  to_schedule_layout(in, layout, work_);  // keeps its capacity: no allocation in steady state
+  layout.into_schedule(in, work_);  // keeps its capacity: no allocation in steady state
   prepare(op, size_, work_, options.wire);
   main_->run(CollectiveKind::kReduceScatter, options.algorithm, work_, 0, op, poll(), options.wire);
   finish_block(work_, layout, out, op, options.wire);

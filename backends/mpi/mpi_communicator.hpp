@@ -126,12 +126,6 @@ class MpiCommunicator final : public Communicator {
   // already), rounded to the wire format as the other blocks will arrive.
   void place_contribution(std::span<const float> mine, std::span<float> all,
                           const GatherLayout& layout, WireFormat wire) const;
-  // reduce_scatter: `in` into `work` in `layout`.
-  static void to_schedule_layout(std::span<const float> in, const GatherLayout& layout,
-                                 std::vector<float>& work);
-  // allgather: `all` back from `layout` to the caller's, through `scratch` (nothing in place).
-  static void to_caller_layout(std::span<float> all, const GatherLayout& layout,
-                               std::vector<float>& scratch);
   // reduce_scatter: this rank's reduced block of `work` (in `layout`), finished (kAvg), into
   // `out`.
   void finish_block(std::span<float> work, const GatherLayout& layout, std::span<float> out,

@@ -475,6 +475,21 @@ void GatherLayout::to_caller(std::span<const float> schedule, std::span<float> c
   }
 }
 
+void GatherLayout::into_schedule(std::span<const float> caller, std::vector<float>& work) const {
+  if (in_place()) {
+    work.assign(caller.begin(), caller.end());
+    return;
+  }
+  work.resize(caller.size());
+  to_schedule(caller, work);
+}
+
+void GatherLayout::back_to_caller(std::span<float> all, std::vector<float>& scratch) const {
+  if (in_place()) return;
+  scratch.assign(all.begin(), all.end());
+  to_caller(scratch, all);
+}
+
 Schedule make_broadcast_schedule(int p, size_t count, int root) {
   return built(build_broadcast(p, count, root, nullptr));
 }

@@ -85,6 +85,11 @@ struct GatherLayout {
   void to_schedule(std::span<const float> caller, std::span<float> schedule) const;
   // The inverse.
   void to_caller(std::span<const float> schedule, std::span<float> caller) const;
+  // A reduce-scatter's input: `work` = `caller` in this layout (resized; its capacity kept).
+  void into_schedule(std::span<const float> caller, std::vector<float>& work) const;
+  // A gathered buffer, in this layout, back to the caller's in place through `scratch` (nothing
+  // when in place).
+  void back_to_caller(std::span<float> all, std::vector<float>& scratch) const;
 };
 // The layout of the hierarchical reduce-scatter and allgather on ranks placed as node_of_rank
 // says: grouped by local index when the ranks span several nodes, each of them holding the
