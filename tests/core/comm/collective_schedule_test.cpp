@@ -293,6 +293,34 @@ TEST(GatherLayout, InPlaceUnlessTheRanksFormEqualNodesNumberedNodeByNode) {
   EXPECT_EQ(one_per_node.block(10, 2).offset, block_of(10, 3, 2).offset);
 }
 
+// A reduce-scatter's input goes into the layout (a plain copy in place), and a gathered buffer
+// comes back to the caller's layout in place: the round trip is the identity, and rank r's block
+// of the caller's buffer lands where the layout keeps it.
+TEST(GatherLayout, IntoTheScheduleAndBackToTheCaller) {
+  const GatherLayout grouped = gather_layout(std::vector<int>{0, 0, 0, 1, 1, 1});
+  ASSERT_FALSE(grouped.in_place());
+  std::vector<float> caller(23);
+  for (size_t i = 0; i < caller.size(); ++i) caller[i] = static_cast<float>(i);
+  std::vector<float> work(3, -1.0f), scratch;
+  grouped.into_schedule(caller, work);
+  ASSERT_EQ(work.size(), caller.size());
+  for (int r = 0; r < 6; ++r) {
+    const BlockRange from = block_of(caller.size(), 6, r);
+    const Segment to = grouped.block(caller.size(), r);
+    ASSERT_EQ(to.count, from.count);
+    for (size_t i = 0; i < from.count; ++i)
+      EXPECT_EQ(work[to.offset + i], caller[from.offset + i]) << "rank " << r << " element " << i;
+  }
+  grouped.back_to_caller(work, scratch);
+  EXPECT_EQ(work, caller);
+  const GatherLayout flat = gather_layout(std::vector<int>{0, 0, 0});
+  flat.into_schedule(caller, work);
+  EXPECT_EQ(work, caller);
+  std::vector<float> same = caller;
+  flat.back_to_caller(same, scratch);
+  EXPECT_EQ(same, caller);
+}
+
 // Across nodes of equal size, the reduce-scatter and allgather run a ring inside every node and
 // one across nodes per local index: in the grouped layout, rank r ends with its block reduced
 // (exactly, on integers), every rank with every block; each rank sends (N - 1)/N of its shard of
