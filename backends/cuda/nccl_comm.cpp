@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "backends/cuda/kernels.hpp"
+#include "backends/cuda/nccl_placement.hpp"
 #include "core/base/check.hpp"
 
 namespace syncopate::cuda {
@@ -48,12 +49,6 @@ ncclUniqueId bootstrap_id(Communicator& control) {
   return id;
 }
 
-// The PCI location of the GPU a rank would use (-1s without one).
-struct PciLocation {
-  int domain = -1, bus = -1, device = -1;
-  bool operator==(const PciLocation&) const = default;
-};
-
 // Every rank's PCI location, through the control communicator (each field is exact in a float).
 std::vector<PciLocation> gather_gpus(Communicator& control, int device, bool has_device) {
   PciLocation mine;
@@ -71,31 +66,6 @@ std::vector<PciLocation> gather_gpus(Communicator& control, int device, bool has
     gpus[r] = {static_cast<int>(all[3 * r]), static_cast<int>(all[3 * r + 1]),
                static_cast<int>(all[3 * r + 2])};
   return gpus;
-}
-
-// Every rank computes the same verdict from the same data: empty when each rank has a GPU of
-// its own, else why not.
-std::string placement_problem(const std::vector<int>& node_of_rank,
-                              const std::vector<PciLocation>& gpus) {
-  std::ostringstream problem;
-  for (size_t a = 0; a < gpus.size(); ++a) {
-    const int node = node_of_rank[a];
-    if (gpus[a].domain < 0) {
-      const auto on_node = std::count(node_of_rank.begin(), node_of_rank.end(), node);
-      problem << "rank " << a << " (node " << node << ", which runs " << on_node
-              << " ranks) sees no CUDA device";
-      return problem.str();
-    }
-    for (size_t b = a + 1; b < gpus.size(); ++b)
-      if (node_of_rank[b] == node && gpus[b] == gpus[a]) {
-        problem << "ranks " << a << " and " << b << " on node " << node
-                << " would share the GPU at PCI " << std::hex << gpus[a].domain << ":"
-                << gpus[a].bus << ":" << gpus[a].device
-                << " (more ranks on the node than GPUs they can see)";
-        return problem.str();
-      }
-  }
-  return "";
 }
 
 bool overlaps(Segment a, Segment b) {
@@ -270,24 +240,29 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> control, NcclOp
 void NcclCommunicator::init(int device) {
   rank_ = control_->rank();
   size_ = control_->size();
-  // A rank's device: its index among the ranks of its node, modulo the devices it sees (under
-  // srun --gpus-per-task every rank sees one device, its own).
-  std::vector<float> nodes(static_cast<size_t>(size_));
-  const float my_node = static_cast<float>(control_->node());
-  control_->allgather(std::span<const float>(&my_node, 1), nodes, WireFormat::kFp32);
-  node_of_rank_.assign(nodes.begin(), nodes.end());
-  int local = 0;
-  for (int r = 0; r < rank_; ++r)
-    if (node_of_rank_[static_cast<size_t>(r)] == node_of_rank_[static_cast<size_t>(rank_)]) ++local;
+  // Every rank's node (for the schedules) and machine (for the GPUs: nodes may be pretend ones).
+  // A rank's device is its index among the ranks of its machine, modulo the devices it sees.
+  constexpr size_t kPer = 5;  // the node, then the host id's four quarters
+  std::array<float, kPer> mine{static_cast<float>(control_->node())};
+  const std::array<float, 4> host = pack_host(this_host_id());
+  std::copy(host.begin(), host.end(), mine.begin() + 1);
+  std::vector<float> all(kPer * static_cast<size_t>(size_));
+  control_->allgather(mine, all, WireFormat::kFp32);
+  std::vector<uint64_t> host_of_rank(static_cast<size_t>(size_));
+  node_of_rank_.resize(static_cast<size_t>(size_));
+  for (size_t r = 0; r < host_of_rank.size(); ++r) {
+    node_of_rank_[r] = static_cast<int>(all[kPer * r]);
+    host_of_rank[r] = unpack_host(std::span<const float, 4>(all.data() + kPer * r + 1, 4));
+  }
   const int devices = device_count();
-  device_ = device >= 0 ? device : devices > 0 ? local % devices : 0;
+  device_ = device >= 0 ? device : devices > 0 ? index_on_host(host_of_rank, rank_) % devices : 0;
   // Every rank sees every rank's GPU and reaches the same verdict, so all fail alike instead of
   // leaving the others blocked in the NCCL set-up.
-  const std::string problem =
-      placement_problem(node_of_rank_, gather_gpus(*control_, device_, devices > 0));
+  const std::vector<PciLocation> gpus = gather_gpus(*control_, device_, devices > 0);
+  const std::string problem = placement_problem(node_of_rank_, host_of_rank, gpus);
   if (!problem.empty())
     throw UserError("NCCL needs one CUDA device per rank: " + problem +
-                    "; allowed: at most as many ranks per node as GPUs");
+                    "; allowed: at most as many ranks per machine as GPUs");
   set_device();
   stream_ = std::make_unique<Stream>();
   pinned_ = std::make_unique<PinnedPool>();
