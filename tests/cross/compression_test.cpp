@@ -11,47 +11,21 @@
 #include <string>
 #include <vector>
 
-#include "core/train/run_files.hpp"
-#include "tests/common/run_command.hpp"
+#include "tests/cross/binary_run.hpp"
 
 namespace {
 namespace fs = std::filesystem;
 
-struct RunResult {
-  std::vector<syncopate::EpochMetrics> rows;
-  std::vector<float> model;
-};
+using syncopate::testing::expect_same;
+using syncopate::testing::RunResult;
 
 RunResult run_binary(const std::string& tag, const std::string& args,
                      const std::string& launcher = "",
                      const std::string& scenario = "/tests/cross/small.toml") {
-  const fs::path out = syncopate::scratch_folder("compression") / tag;
-  std::string log;
-  const std::string cmd = launcher + " " + SYNCOPATE_BIN + " run " + SYNCOPATE_SOURCE_DIR +
-                          scenario + " --out " + out.string() + " " + args;
-  EXPECT_EQ(syncopate::run_command(cmd, &log), 0) << cmd << "\n" << log;
-  RunResult r;
-  if (!fs::exists(out / "metrics.csv")) return r;
-  r.rows = syncopate::read_metrics_csv((out / "metrics.csv").string());
-  if (!fs::exists(out / "model.bin")) return r;
-  const std::string bytes = syncopate::read_text(out / "model.bin");
-  r.model.resize(bytes.size() / sizeof(float));
-  std::memcpy(r.model.data(), bytes.data(), r.model.size() * sizeof(float));
-  return r;
+  return syncopate::testing::run_binary("compression", tag, args, launcher, scenario);
 }
 
 using syncopate::mpirun;
-
-void expect_same(const RunResult& a, const RunResult& b, const std::string& what) {
-  ASSERT_FALSE(a.rows.empty()) << what;
-  ASSERT_EQ(a.rows.size(), b.rows.size()) << what;
-  for (size_t i = 0; i < a.rows.size(); ++i) {
-    EXPECT_EQ(a.rows[i].train_loss, b.rows[i].train_loss) << what << " row " << i;
-    EXPECT_EQ(a.rows[i].bytes_sent, b.rows[i].bytes_sent) << what << " row " << i;
-  }
-  ASSERT_EQ(a.model.size(), b.model.size()) << what;
-  EXPECT_EQ(std::memcmp(a.model.data(), b.model.data(), a.model.size() * sizeof(float)), 0) << what;
-}
 
 uint64_t total_bytes(const RunResult& r) {
   uint64_t total = 0;

@@ -12,49 +12,23 @@
 #include <string>
 #include <vector>
 
-#include "core/train/run_files.hpp"
-#include "tests/common/run_command.hpp"
+#include "tests/cross/binary_run.hpp"
 
 namespace {
 namespace fs = std::filesystem;
 
-struct RunResult {
-  std::vector<syncopate::EpochMetrics> rows;
-  std::vector<float> model;
-};
+using syncopate::testing::expect_same;
+using syncopate::testing::RunResult;
 
 // Runs the small cross-backend scenario with `args` into a fresh folder `tag`.
 RunResult run_binary(const std::string& tag, const std::string& args,
                      const std::string& launcher = "") {
-  const fs::path out = syncopate::scratch_folder("diloco") / tag;
-  std::string log;
-  const std::string cmd = launcher + " " + SYNCOPATE_BIN + " run " + SYNCOPATE_SOURCE_DIR +
-                          "/tests/cross/small.toml --out " + out.string() + " " + args;
-  EXPECT_EQ(syncopate::run_command(cmd, &log), 0) << cmd << "\n" << log;
-  RunResult r;
-  if (!fs::exists(out / "metrics.csv")) return r;
-  r.rows = syncopate::read_metrics_csv((out / "metrics.csv").string());
-  const std::string bytes = syncopate::read_text(out / "model.bin");
-  r.model.resize(bytes.size() / sizeof(float));
-  std::memcpy(r.model.data(), bytes.data(), r.model.size() * sizeof(float));
-  return r;
+  return syncopate::testing::run_binary("diloco", tag, args, launcher);
 }
 
 using syncopate::mpirun;
 
 const std::string kPlainOuter = " --set strategy.outer_lr=1 --set strategy.outer_momentum=0";
-
-// Same losses, same bytes per worker and epoch, same final weights, bit for bit.
-void expect_same(const RunResult& a, const RunResult& b, const std::string& what) {
-  ASSERT_FALSE(a.rows.empty()) << what;
-  ASSERT_EQ(a.rows.size(), b.rows.size()) << what;
-  for (size_t i = 0; i < a.rows.size(); ++i) {
-    EXPECT_EQ(a.rows[i].train_loss, b.rows[i].train_loss) << what << " row " << i;
-    EXPECT_EQ(a.rows[i].bytes_sent, b.rows[i].bytes_sent) << what << " row " << i;
-  }
-  ASSERT_EQ(a.model.size(), b.model.size()) << what;
-  EXPECT_EQ(std::memcmp(a.model.data(), b.model.data(), a.model.size() * sizeof(float)), 0) << what;
-}
 
 // 600 samples, batch 16: 19 steps per epoch at 2 workers, 13 at 3; H = 4 leaves steps after the
 // last synchronisation, so both end with one more average.

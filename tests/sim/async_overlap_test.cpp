@@ -13,10 +13,8 @@ using testing::decode;
 using testing::encode;
 using testing::run_in_child;
 
-constexpr double kLinkLatency = 1e-6;  // per link; a route has two: alpha = 2e-6
-constexpr double kBandwidth = 10e9;    // bytes/s
-constexpr double kAlpha = 2 * kLinkLatency;
-constexpr double kBeta = 1 / kBandwidth;
+constexpr double kAlpha = testing::ClosedForm::kAlpha;  // 2e-6 s
+constexpr double kBeta = testing::ClosedForm::kBeta;    // 1 / (10 GB/s)
 
 class AsyncScatterGatherTest : public ::testing::TestWithParam<Fidelity> {};
 
@@ -26,12 +24,7 @@ TEST_P(AsyncScatterGatherTest, OverlapsComputeAndSerialisesInIssueOrder) {
   const double n = static_cast<double>(count) * sizeof(float);
   const double half = (p - 1) * kAlpha + (p - 1.0) / p * n * kBeta;  // one ring pass: 0.306 ms
   const testing::ChildResult result = run_in_child([&] {
-    const Platform platform = testing::make_test_platform({.gpus = p,
-                                                           .gpus_per_node = p,
-                                                           .link_latency = kLinkLatency,
-                                                           .intra_bandwidth = kBandwidth,
-                                                           .inter_bandwidth = kBandwidth,
-                                                           .master = true});
+    const Platform platform = testing::make_test_platform(testing::closed_form_node(p));
     SimOptions options;
     options.workers = p;
     options.fidelity = GetParam();

@@ -60,6 +60,24 @@ struct TestPlatformSpec {
   double step_overhead = 0;
 };
 
+// A single node of p GPUs whose links all have one latency and one bandwidth, for checks
+// against closed forms (alpha-beta): a route crosses two links, so alpha = 2 link latencies.
+struct ClosedForm {
+  static constexpr double kLinkLatency = 1e-6;  // per link
+  static constexpr double kBandwidth = 10e9;    // bytes/s
+  static constexpr double kAlpha = 2 * kLinkLatency;
+  static constexpr double kBeta = 1 / kBandwidth;
+};
+
+inline TestPlatformSpec closed_form_node(int p) {
+  return {.gpus = p,
+          .gpus_per_node = p,
+          .link_latency = ClosedForm::kLinkLatency,
+          .intra_bandwidth = ClosedForm::kBandwidth,
+          .inter_bandwidth = ClosedForm::kBandwidth,
+          .master = true};
+}
+
 // A full-routing zone: every GPU has its own split-duplex "nvlink" and "nic" links; a route
 // inside a node is nvl_i UP + nvl_j DOWN, across nodes nic_i UP + nic_j DOWN (one NIC per GPU,
 // as on MareNostrum 5). Route latency 2 * link_latency, bandwidth the link's.

@@ -7,12 +7,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "backends/sim/sim_backend.hpp"
-#include "core/comm/local_backend.hpp"
-#include "core/train/run_files.hpp"
-#include "core/train/trainer.hpp"
 #include "tests/common/serial_defaults.hpp"
-#include "tests/sim/fork_util.hpp"
+#include "tests/sim/sim_training.hpp"
 
 namespace syncopate {
 namespace {
@@ -33,85 +29,9 @@ Scenario scenario(const std::vector<std::string>& extra) {
   return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
 }
 
-struct SimRun {
-  std::string metrics;                     // metrics.csv text
-  std::vector<std::vector<float>> params;  // per worker
-  std::vector<TraceEvent> syncs;           // "merge" / "average" events
-  std::string error;
-};
-
-// Serialises what a child returns: csv, then per worker its params, then sync trace events.
-std::string encode(const std::vector<WorkerReport>& reports) {
-  std::ostringstream out;
-  const std::string csv = metrics_csv(reports);
-  out << csv.size() << ' ' << csv << reports.size() << ' ';
-  for (const auto& r : reports) {
-    out << r.final_params.size() << ' ';
-    out.write(reinterpret_cast<const char*>(r.final_params.data()),
-              static_cast<std::streamsize>(r.final_params.size() * sizeof(float)));
-  }
-  for (const auto& r : reports)
-    for (const auto& t : r.trace)
-      if (t.category == "sync") {
-        out.precision(17);
-        out << ' ' << t.name << ' ' << t.worker << ' ' << t.start_s << ' ' << t.duration_s;
-      }
-  return out.str();
-}
-
-SimRun decode(const std::string& text) {
-  SimRun run;
-  std::istringstream in(text);
-  size_t length = 0, workers = 0;
-  in >> length;
-  in.get();
-  run.metrics.resize(length);
-  in.read(run.metrics.data(), static_cast<std::streamsize>(length));
-  in >> workers;
-  for (size_t w = 0; w < workers; ++w) {
-    size_t n = 0;
-    in >> n;
-    in.get();
-    std::vector<float> params(n);
-    in.read(reinterpret_cast<char*>(params.data()),
-            static_cast<std::streamsize>(n * sizeof(float)));
-    run.params.push_back(std::move(params));
-  }
-  TraceEvent t;
-  while (in >> t.name >> t.worker >> t.start_s >> t.duration_s) run.syncs.push_back(t);
-  return run;
-}
-
-SimRun simulate(const Scenario& s) {
-  const testing::ChildResult child = testing::run_in_child_output([&] {
-    sim::SimOptions options;
-    options.platform = s.sim.platform;
-    options.platform_overrides = s.sim.platform_params;
-    options.workers = s.workers;
-    options.fidelity = s.sim.fidelity;
-    options.slowdown = s.sim.slowdown;
-    options.cost_only = s.sim.mode == SimMode::kCostOnly;
-    const TrainData data = prepare_data(s, options.cost_only);
-    std::vector<WorkerReport> reports(static_cast<size_t>(s.workers));
-    sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
-      reports[static_cast<size_t>(comm.rank())] = train_worker(s, data, comm, exec);
-    });
-    return encode(reports);
-  });
-  if (child.status != 0) {
-    SimRun failed;
-    failed.error = "child status " + std::to_string(child.status) + ": " + child.error;
-    return failed;
-  }
-  return decode(child.output);
-}
-
-WorkerReport serial(const Scenario& s) {
-  const TrainData data = prepare_data(s, false);
-  LocalCommunicator comm;
-  WallClockExecutor exec;
-  return train_worker(s, data, comm, exec);
-}
+using testing::serial;
+using testing::SimRun;
+using testing::simulate;
 
 TEST(SimStrategies, OneWorkerEveryStrategyEqualsSerialSgd) {
   const WorkerReport global = serial(scenario({"data.order=global"}));

@@ -17,24 +17,13 @@ using testing::decode;
 using testing::encode;
 using testing::run_in_child;
 
-constexpr double kLinkLatency = 1e-6;  // per link; a route has two: alpha = 2e-6
-constexpr double kBandwidth = 10e9;    // bytes/s
-constexpr double kAlpha = 2 * kLinkLatency;
-constexpr double kBeta = 1 / kBandwidth;
-
-testing::TestPlatformSpec single_node(int p) {
-  return {.gpus = p,
-          .gpus_per_node = p,
-          .link_latency = kLinkLatency,
-          .intra_bandwidth = kBandwidth,
-          .inter_bandwidth = kBandwidth,
-          .master = true};
-}
+constexpr double kAlpha = testing::ClosedForm::kAlpha;  // 2e-6 s
+constexpr double kBeta = testing::ClosedForm::kBeta;    // 1 / (10 GB/s)
 
 // Seconds one allreduce of `count` floats takes on every rank (max over ranks), simulated.
 double simulate_allreduce(Fidelity fidelity, Algorithm algorithm, int p, size_t count) {
   const testing::ChildResult result = run_in_child([&] {
-    const Platform platform = testing::make_test_platform(single_node(p));
+    const Platform platform = testing::make_test_platform(testing::closed_form_node(p));
     std::vector<double> seconds(static_cast<size_t>(p));
     SimOptions options;
     options.workers = p;
@@ -104,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Fidelities, ClosedFormTest,
 // adds the step overhead (slowed down alike); math runs in emulation only.
 TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
   const testing::ChildResult result = run_in_child([] {
-    testing::TestPlatformSpec spec = single_node(2);
+    testing::TestPlatformSpec spec = testing::closed_form_node(2);
     spec.gemm_flops = 2e12;
     spec.memory_bandwidth = 1e12;
     spec.step_overhead = 1e-4;
@@ -148,7 +137,7 @@ TEST(SimExecutorTest, ComputeTimeFollowsProfileAndSlowdown) {
 // medians, from calibrate), not the step overhead.
 TEST(SimExecutorTest, ComputeSkewScalesComputeButNotTheStepOverhead) {
   const testing::ChildResult result = run_in_child([] {
-    testing::TestPlatformSpec spec = single_node(1);
+    testing::TestPlatformSpec spec = testing::closed_form_node(1);
     spec.gemm_flops = 2e12;
     spec.step_overhead = 1e-4;
     Platform platform = testing::make_test_platform(spec);
@@ -177,7 +166,7 @@ TEST(SimExecutorTest, ComputeSkewScalesComputeButNotTheStepOverhead) {
 TEST(SimExecutorTest, WorkersBeyondANodesCoresTimeShareThem) {
   const auto compute_times = [](int cores_per_node) {
     const testing::ChildResult result = run_in_child([&] {
-      testing::TestPlatformSpec spec = single_node(4);
+      testing::TestPlatformSpec spec = testing::closed_form_node(4);
       spec.gpus_per_node = 2;  // nodes {0, 1} and {2, 3}
       spec.gemm_flops = 2e12;
       Platform platform = testing::make_test_platform(spec);
@@ -218,7 +207,7 @@ TEST_P(OverlapTest, AsyncAllreduceOverlapsComputeAndSerialises) {
   const double n = static_cast<double>(count) * sizeof(float);
   const double ring = 2 * (p - 1) * kAlpha + 2.0 * (p - 1) / p * n * kBeta;  // 0.612 ms
   const testing::ChildResult result = run_in_child([&] {
-    const Platform platform = testing::make_test_platform(single_node(p));
+    const Platform platform = testing::make_test_platform(testing::closed_form_node(p));
     SimOptions options;
     options.workers = p;
     options.fidelity = GetParam();
@@ -288,7 +277,7 @@ INSTANTIATE_TEST_SUITE_P(Fidelities, OverlapTest,
 // all_agree takes no simulated time: each worker's clock reads what it read before.
 TEST(SimExecutorTest, AllAgreeIsZeroTimeConsensus) {
   const testing::ChildResult result = run_in_child([] {
-    const Platform platform = testing::make_test_platform(single_node(3));
+    const Platform platform = testing::make_test_platform(testing::closed_form_node(3));
     SimOptions options;
     options.workers = 3;
     std::vector<double> out(9);
@@ -322,7 +311,7 @@ TEST(SimCommunicatorTest, MergesAreExclusiveInArrivalOrder) {
     const double bytes = 4.0 * count;
     const double unit = 2 * (kAlpha + bytes * kBeta) + 12.0 * count / 1e12;  // + merge compute
     const testing::ChildResult result = run_in_child([&] {
-      const Platform platform = testing::make_test_platform(single_node(3));
+      const Platform platform = testing::make_test_platform(testing::closed_form_node(3));
       SimOptions options;
       options.workers = 3;
       options.fidelity = fidelity;

@@ -4,14 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <sstream>
 
-#include "backends/sim/sim_backend.hpp"
-#include "core/comm/local_backend.hpp"
-#include "core/train/run_files.hpp"
-#include "core/train/trainer.hpp"
 #include "tests/common/serial_defaults.hpp"
-#include "tests/sim/fork_util.hpp"
+#include "tests/sim/sim_training.hpp"
 
 namespace syncopate {
 namespace {
@@ -34,63 +29,9 @@ Scenario scenario(const std::vector<std::string>& extra) {
   return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
 }
 
-struct SimRun {
-  std::vector<std::vector<float>> params;  // per worker, after training
-  std::vector<EpochMetrics> epochs;        // every worker's rows
-  std::string error;
-};
-
-// In a child process (one simulation per process): metrics.csv, then each worker's parameters.
-SimRun simulate(const Scenario& s) {
-  const testing::ChildResult child = testing::run_in_child_output([&] {
-    sim::SimOptions options;
-    options.platform = s.sim.platform;
-    options.platform_overrides = s.sim.platform_params;
-    options.workers = s.workers;
-    options.fidelity = s.sim.fidelity;
-    const TrainData data = prepare_data(s, false);
-    std::vector<WorkerReport> reports(static_cast<size_t>(s.workers));
-    sim::run_simulation(options, [&](Communicator& comm, Executor& exec) {
-      reports[static_cast<size_t>(comm.rank())] = train_worker(s, data, comm, exec);
-    });
-    std::ostringstream out;
-    const std::string csv = metrics_csv(reports);
-    out << csv.size() << ' ' << csv;
-    for (const auto& r : reports) {
-      out << r.final_params.size() << ' ';
-      out.write(reinterpret_cast<const char*>(r.final_params.data()),
-                static_cast<std::streamsize>(r.final_params.size() * sizeof(float)));
-    }
-    return out.str();
-  });
-  SimRun run;
-  if (child.status != 0) {
-    run.error = "child status " + std::to_string(child.status) + ": " + child.error;
-    return run;
-  }
-  std::istringstream in(child.output);
-  size_t length = 0;
-  in >> length;
-  in.get();
-  std::string csv(length, '\0');
-  in.read(csv.data(), static_cast<std::streamsize>(length));
-  run.epochs = parse_metrics_csv(csv, "metrics.csv");
-  for (size_t n = 0; in >> n;) {
-    in.get();
-    std::vector<float> params(n);
-    in.read(reinterpret_cast<char*>(params.data()),
-            static_cast<std::streamsize>(n * sizeof(float)));
-    run.params.push_back(std::move(params));
-  }
-  return run;
-}
-
-WorkerReport serial(const Scenario& s) {
-  const TrainData data = prepare_data(s, false);
-  LocalCommunicator comm;
-  WallClockExecutor exec;
-  return train_worker(s, data, comm, exec);
-}
+using testing::serial;
+using testing::SimRun;
+using testing::simulate;
 
 const std::vector<std::string> kStage1 = {"strategy.name=zero", "strategy.stage=1"};
 const std::vector<std::string> kStage2 = {"strategy.name=zero", "strategy.stage=2",

@@ -10,18 +10,10 @@
 #include "core/base/check.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/toml_reader.hpp"
+#include "tests/common/scenario_error.hpp"
 
 namespace syncopate {
 namespace {
-
-std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
-  try {
-    parse_scenario(text, "exp.toml", sets);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string repeated(const std::string& part, int times) {
   std::string out;
@@ -35,51 +27,51 @@ bool has(const std::string& text, const std::string& part) {
 
 TEST(InputLimits, DeeplyNestedTablesAreRefusedNotAStackOverflow) {
   // 10,700 levels (a 21 KB file) overflowed the stack inside toml++.
-  std::string msg = error_of(repeated("a.", 10700) + "b = 1\n");
+  std::string msg = scenario_error(repeated("a.", 10700) + "b = 1\n");
   EXPECT_TRUE(has(msg, "exp.toml:1: keys and tables nest")) << msg;
   EXPECT_TRUE(has(msg, "at most 64")) << msg;
-  msg = error_of("name = \"x\"\n[" + repeated("a.", 10700) + "b]\nc = 1\n");
+  msg = scenario_error("name = \"x\"\n[" + repeated("a.", 10700) + "b]\nc = 1\n");
   EXPECT_TRUE(has(msg, "exp.toml:2: keys and tables nest")) << msg;
-  msg = error_of("a = " + repeated("{b.c.d.e = ", 300) + "1" + repeated("}", 300) + "\n");
+  msg = scenario_error("a = " + repeated("{b.c.d.e = ", 300) + "1" + repeated("}", 300) + "\n");
   EXPECT_TRUE(has(msg, "exp.toml:1: keys and tables nest")) << msg;
-  msg = error_of("", {repeated("a.", 10700) + "b=1"});
+  msg = scenario_error("", {repeated("a.", 10700) + "b=1"});
   EXPECT_TRUE(has(msg, "--set aaa") || has(msg, "--set a.a.")) << msg;
   EXPECT_TRUE(has(msg, "the key has 10701 parts; at most 64")) << msg;
   // Real files nest a few levels; dots in strings, comments and numbers do not count.
-  EXPECT_EQ(error_of("name = \"" + repeated("a.", 90) + "\"  # " + repeated(".", 200) +
-                     "\n[schedule]\nlr = 0.5\n"),
+  EXPECT_EQ(scenario_error("name = \"" + repeated("a.", 90) + "\"  # " + repeated(".", 200) +
+                           "\n[schedule]\nlr = 0.5\n"),
             "");
 }
 
 TEST(InputLimits, EmptyTablesSetNothingAndAreRefused) {
-  std::string msg = error_of("name = \"x\"\nmodel = {}\n");
+  std::string msg = scenario_error("name = \"x\"\nmodel = {}\n");
   EXPECT_TRUE(has(msg, "exp.toml:2: model: an empty table sets nothing")) << msg;
   EXPECT_TRUE(has(msg, "model.name")) << msg;
-  msg = error_of("name = \"x\"\n[no_such_table]\n");
+  msg = scenario_error("name = \"x\"\n[no_such_table]\n");
   EXPECT_TRUE(has(msg, "exp.toml:2: no_such_table: an empty table sets nothing")) << msg;
-  msg = error_of("name = \"x\"\nunknown = {}\n");
+  msg = scenario_error("name = \"x\"\nunknown = {}\n");
   EXPECT_TRUE(has(msg, "exp.toml:2: unknown: an empty table sets nothing")) << msg;
-  msg = error_of("", {"model={}"});
+  msg = scenario_error("", {"model={}"});
   EXPECT_TRUE(has(msg, "--set model={}: model: an empty table sets nothing")) << msg;
-  msg = error_of("backend = \"sim\"\n[sim]\nslowdown = {}\n");
+  msg = scenario_error("backend = \"sim\"\n[sim]\nslowdown = {}\n");
   EXPECT_TRUE(has(msg, "sim.slowdown: an empty table sets nothing")) << msg;
-  msg = error_of("epochs = {}\n");
+  msg = scenario_error("epochs = {}\n");
   EXPECT_TRUE(has(msg, "exp.toml:1: epochs: expected an integer, got table")) << msg;
   // An empty header of a known table is harmless and stays allowed.
-  EXPECT_EQ(error_of("name = \"x\"\n[model]\n[optimizer]\n"), "");
+  EXPECT_EQ(scenario_error("name = \"x\"\n[model]\n[optimizer]\n"), "");
 }
 
 TEST(InputLimits, KeysThatTheResolvedScenarioCouldNotWriteBackAreRefused) {
   // Found by fuzzing: a quote in a --set key part made a resolved scenario that did not load.
-  std::string msg = error_of("backend = \"sim\"\n", {"sim.platform_params.n'odes=1"});
+  std::string msg = scenario_error("backend = \"sim\"\n", {"sim.platform_params.n'odes=1"});
   EXPECT_TRUE(has(msg,
                   "--set sim.platform_params.n'odes=1: sim.platform_params.n'odes: 'n'odes': a key "
                   "part holds only "
                   "letters, digits, '_' and '-'"))
       << msg;
-  msg = error_of("", {"a..b=1"});
+  msg = scenario_error("", {"a..b=1"});
   EXPECT_TRUE(has(msg, "--set a..b=1: a..b: '': a key part")) << msg;
-  msg = error_of("backend = \"sim\"\n[sim.platform_params]\n\"n'odes\" = 1\n");
+  msg = scenario_error("backend = \"sim\"\n[sim.platform_params]\n\"n'odes\" = 1\n");
   EXPECT_TRUE(has(msg, "exp.toml:3: sim.platform_params.n'odes: a recipe key holds only")) << msg;
   const Scenario s =
       parse_scenario("backend = \"sim\"\n", "exp.toml", {"sim.platform_params.nic.count=2"});
@@ -107,39 +99,39 @@ TEST(InputLimits, ADirectoryIsNotAScenario) {
 
 TEST(InputLimits, TheNameIsOnePlainFolderName) {
   for (const std::string name : {"../../x", "a/b", "..", ".", ""}) {
-    const std::string msg = error_of("name = \"" + name + "\"\n");
+    const std::string msg = scenario_error("name = \"" + name + "\"\n");
     EXPECT_TRUE(has(msg, "exp.toml:1: name: '" + name + "' is not a plain folder name")) << msg;
   }
-  std::string msg = error_of("name = \"" + std::string(300, 'n') + "\"\n");
+  std::string msg = scenario_error("name = \"" + std::string(300, 'n') + "\"\n");
   EXPECT_TRUE(has(msg, "exp.toml:1: name: 300 characters; at most 200")) << msg;
-  msg = error_of("", {"name=" + std::string(300, 'n')});
+  msg = scenario_error("", {"name=" + std::string(300, 'n')});
   EXPECT_TRUE(has(msg, ": name: 300 characters")) << msg;
-  EXPECT_EQ(error_of("name = \"fmnist-mlp_2.v1\"\n"), "");
+  EXPECT_EQ(scenario_error("name = \"fmnist-mlp_2.v1\"\n"), "");
 }
 
 TEST(InputLimits, SlowdownsAreFiniteAndInRange) {
   const std::string base = "backend = \"sim\"\nworkers = 2\n";
   for (const std::string bad : {"inf", "1e-310", "0.0", "-1.0", "1e7", "nan"}) {
-    const std::string msg = error_of(base + "[sim.slowdown]\n\"1\" = " + bad + "\n");
+    const std::string msg = scenario_error(base + "[sim.slowdown]\n\"1\" = " + bad + "\n");
     EXPECT_TRUE(has(msg,
                     "exp.toml:4: sim.slowdown.1: expected a compute-time multiplier from "
                     "1e-6 to 1e6"))
         << bad << ": " << msg;
   }
-  EXPECT_EQ(error_of(base + "[sim.slowdown]\n\"1\" = 2.5\n"), "");
+  EXPECT_EQ(scenario_error(base + "[sim.slowdown]\n\"1\" = 2.5\n"), "");
 }
 
 TEST(InputLimits, CostOnlySampleCountsMustGiveAPlannableEpoch) {
   const std::string base = "backend = \"sim\"\n[sim]\nmode = \"cost_only\"\n";
   // Near 2^63 this wrapped to zero steps (all-zero success); at 10^15 it hung planning steps.
   for (const std::string n : {"9223372036854775000", "1000000000000000"}) {
-    const std::string msg = error_of(base + "cost_only_train_samples = " + n + "\n");
+    const std::string msg = scenario_error(base + "cost_only_train_samples = " + n + "\n");
     EXPECT_TRUE(has(msg, "exp.toml:4: sim.cost_only_train_samples: " + n + " samples make")) << msg;
     EXPECT_TRUE(has(msg, "at most 10000000 steps")) << msg;
   }
-  std::string msg = error_of(base, {"data.train_samples=1000000000000000"});
+  std::string msg = scenario_error(base, {"data.train_samples=1000000000000000"});
   EXPECT_TRUE(has(msg, "data.train_samples: 1000000000000000 samples make")) << msg;
-  EXPECT_EQ(error_of(base + "cost_only_train_samples = 1281167\n"), "");
+  EXPECT_EQ(scenario_error(base + "cost_only_train_samples = 1281167\n"), "");
 }
 
 }  // namespace

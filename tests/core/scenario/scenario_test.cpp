@@ -9,18 +9,10 @@
 #include <functional>
 
 #include "core/base/check.hpp"
+#include "tests/common/scenario_error.hpp"
 
 namespace syncopate {
 namespace {
-
-std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
-  try {
-    parse_scenario(text, "exp.toml", sets);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Scenario, NestedPlatformParamsBecomeDottedKeys) {
   const std::string text =
@@ -34,7 +26,7 @@ TEST(Scenario, NestedPlatformParamsBecomeDottedKeys) {
   // The resolved scenario reads back to the same overrides.
   const Scenario again = parse_scenario(s.resolved_toml, "resolved.toml");
   EXPECT_EQ(again.sim.platform_params, s.sim.platform_params);
-  EXPECT_NE(error_of("backend = \"sim\"\n[sim.platform_params.nic]\n")
+  EXPECT_NE(scenario_error("backend = \"sim\"\n[sim.platform_params.nic]\n")
                 .find("sim.platform_params.nic: an empty table sets nothing"),
             std::string::npos);
 }
@@ -67,14 +59,14 @@ TEST(Scenario, OverridesWinAndAreRecorded) {
 }
 
 TEST(Scenario, UnknownKeyNamesFileLineAndAllowedKeys) {
-  const std::string e = error_of("seed = 1\n[optimizer]\nmomentun = 0.9\n");
+  const std::string e = scenario_error("seed = 1\n[optimizer]\nmomentun = 0.9\n");
   EXPECT_NE(e.find("exp.toml:3"), std::string::npos) << e;
   EXPECT_NE(e.find("optimizer.momentun"), std::string::npos) << e;
   EXPECT_NE(e.find("optimizer.momentum"), std::string::npos) << e;  // listed as allowed
 }
 
 TEST(Scenario, BadValueNamesAllowedValues) {
-  const std::string e = error_of("[strategy]\nname = \"allreduce_everything\"\n");
+  const std::string e = scenario_error("[strategy]\nname = \"allreduce_everything\"\n");
   EXPECT_NE(e.find("exp.toml:2"), std::string::npos) << e;
   EXPECT_NE(e.find("strategy.name"), std::string::npos) << e;
   EXPECT_NE(e.find("epoch_async"), std::string::npos) << e;
@@ -84,43 +76,44 @@ TEST(Scenario, MpiTransportDefaultsToMpiAndListsItsChoices) {
   EXPECT_EQ(parse_scenario(default_scenario_text(), "<default>").mpi.transport, Transport::kMpi);
   EXPECT_EQ(parse_scenario("[mpi]\ntransport = \"nccl_native\"\n", "exp.toml").mpi.transport,
             Transport::kNcclNative);
-  const std::string e = error_of("seed = 3\n[mpi]\ntransport = \"gloo\"\n");
+  const std::string e = scenario_error("seed = 3\n[mpi]\ntransport = \"gloo\"\n");
   EXPECT_NE(e.find("exp.toml:3"), std::string::npos) << e;
   EXPECT_NE(e.find("mpi.transport"), std::string::npos) << e;
   EXPECT_NE(e.find("mpi, nccl, nccl_native"), std::string::npos) << e;
 }
 
 TEST(Scenario, WrongTypeAndRange) {
-  EXPECT_NE(error_of("epochs = \"ten\"\n").find("expected an integer"), std::string::npos);
-  EXPECT_NE(error_of("workers = 0\n").find("out of range"), std::string::npos);
-  EXPECT_NE(error_of("[optimizer]\nmomentum = 1.5\n").find("exp.toml:2"), std::string::npos);
+  EXPECT_NE(scenario_error("epochs = \"ten\"\n").find("expected an integer"), std::string::npos);
+  EXPECT_NE(scenario_error("workers = 0\n").find("out of range"), std::string::npos);
+  EXPECT_NE(scenario_error("[optimizer]\nmomentum = 1.5\n").find("exp.toml:2"), std::string::npos);
 }
 
 TEST(Scenario, OptimizerAndScheduleChecksNameTheKeysLine) {
-  const std::string e = error_of("seed = 1\n[optimizer]\nnesterov = true\n");
+  const std::string e = scenario_error("seed = 1\n[optimizer]\nnesterov = true\n");
   EXPECT_EQ(e.rfind("exp.toml:3: optimizer.nesterov: true needs momentum > 0", 0), 0u) << e;
-  const std::string lr = error_of("[schedule]\nkind = \"cosine\"\nlr = 0.1\nmin_lr = 0.5\n");
+  const std::string lr = scenario_error("[schedule]\nkind = \"cosine\"\nlr = 0.1\nmin_lr = 0.5\n");
   EXPECT_EQ(lr.rfind("exp.toml:4: schedule.min_lr:", 0), 0u) << lr;
 }
 
 TEST(Scenario, SyntaxErrorHasLine) {
-  const std::string e = error_of("seed = 1\nepochs = = 2\n");
+  const std::string e = scenario_error("seed = 1\nepochs = = 2\n");
   EXPECT_NE(e.find("exp.toml:2"), std::string::npos) << e;
 }
 
 TEST(Scenario, OverrideErrorsNameTheOverride) {
-  const std::string e = error_of(default_scenario_text(), {"strategy.algorithm=butterfly"});
+  const std::string e = scenario_error(default_scenario_text(), {"strategy.algorithm=butterfly"});
   EXPECT_NE(e.find("--set strategy.algorithm=butterfly"), std::string::npos) << e;
   EXPECT_NE(e.find("rabenseifner"), std::string::npos) << e;
-  EXPECT_FALSE(error_of(default_scenario_text(), {"nonsense"}).empty());
+  EXPECT_FALSE(scenario_error(default_scenario_text(), {"nonsense"}).empty());
 }
 
 TEST(Scenario, CrossFieldValidation) {
-  EXPECT_NE(error_of("[strategy]\nname = \"ddp\"\n[data]\norder = \"blocks\"\n").find("data.order"),
+  EXPECT_NE(
+      scenario_error("[strategy]\nname = \"ddp\"\n[data]\norder = \"blocks\"\n").find("data.order"),
+      std::string::npos);
+  EXPECT_NE(scenario_error("workers = 2\n[sim.slowdown]\n\"5\" = 2.0\n").find("sim.slowdown.5"),
             std::string::npos);
-  EXPECT_NE(error_of("workers = 2\n[sim.slowdown]\n\"5\" = 2.0\n").find("sim.slowdown.5"),
-            std::string::npos);
-  EXPECT_NE(error_of("loss = \"mse\"\n").find("regression"), std::string::npos);
+  EXPECT_NE(scenario_error("loss = \"mse\"\n").find("regression"), std::string::npos);
 }
 
 TEST(Scenario, ShippedScenariosParse) {
@@ -155,7 +148,7 @@ TEST(Scenario, MissingFile) {
 // The error of `text` plus `sets`, which must name `key` at `where` and contain `why`.
 void expect_refused(const std::string& text, const std::vector<std::string>& sets,
                     const std::string& where, const std::string& key, const std::string& why) {
-  const std::string e = error_of(text, sets);
+  const std::string e = scenario_error(text, sets);
   EXPECT_EQ(e.rfind(where + ": " + key + ": ", 0), 0u) << e;
   EXPECT_NE(e.find(why), std::string::npos) << e;
 }
@@ -500,18 +493,18 @@ TEST(ScenarioRegression, LossesScalingAndColumnKeysAreReadWhereTheyApply) {
   // The resolved scenario loads back to the same.
   EXPECT_EQ(parse_scenario(s.resolved_toml, "again.toml").resolved_toml, s.resolved_toml);
   // Keys that would do nothing are refused, saying why.
-  EXPECT_NE(error_of(kCsvScenario, {"huber_delta=2"}).find("read only by loss = \"huber\""),
+  EXPECT_NE(scenario_error(kCsvScenario, {"huber_delta=2"}).find("read only by loss = \"huber\""),
             std::string::npos);
-  EXPECT_NE(error_of(kCsvScenario, {"data.scale_features=standard"})
+  EXPECT_NE(scenario_error(kCsvScenario, {"data.scale_features=standard"})
                 .find("read only with data.normalize = false"),
             std::string::npos);
-  EXPECT_NE(error_of("data.scale_targets = \"minmax\"\n").find("read only by the regression"),
+  EXPECT_NE(scenario_error("data.scale_targets = \"minmax\"\n").find("read only by the regression"),
             std::string::npos);
-  EXPECT_NE(error_of("data.skip_rows = 1\n").find("read only by data.dataset = \"csv\""),
+  EXPECT_NE(scenario_error("data.skip_rows = 1\n").find("read only by data.dataset = \"csv\""),
             std::string::npos);
-  EXPECT_NE(error_of(kCsvScenario, {"loss=cross_entropy"}).find("needs a regression loss"),
+  EXPECT_NE(scenario_error(kCsvScenario, {"loss=cross_entropy"}).find("needs a regression loss"),
             std::string::npos);
-  EXPECT_NE(error_of(kCsvScenario, {"loss=mae", "model.device=cuda"}).find("host only"),
+  EXPECT_NE(scenario_error(kCsvScenario, {"loss=mae", "model.device=cuda"}).find("host only"),
             std::string::npos);
 }
 
@@ -519,7 +512,7 @@ TEST(ScenarioRegression, FeatureColumnsMustMatchTheFirstLayer) {
   const std::string text = std::string(kCsvScenario)
                                .replace(std::string(kCsvScenario).find("targets"), 0,
                                         "feature_columns = [\"a\", \"b\"]\n");
-  const std::string wrong = error_of(text);
+  const std::string wrong = scenario_error(text);
   EXPECT_NE(wrong.find("exp.toml:5: data.feature_columns: 2 feature columns, model"),
             std::string::npos)
       << wrong;

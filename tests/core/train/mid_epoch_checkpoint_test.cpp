@@ -6,46 +6,37 @@
 #include <filesystem>
 
 #include "core/train/checkpoint.hpp"
+#include "tests/common/scenario_error.hpp"
 
 namespace syncopate {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The error of a scenario file's text (its keys one a line, from line 1), "" if none.
-std::string error_of(const std::string& text) {
-  try {
-    parse_scenario(text, "exp.toml");
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(MidEpochCheckpoint, TheScenarioRefusesWhatItCannotRestore) {
   const std::string ddp = "workers = 2\n[strategy]\nname = \"ddp\"\n[checkpoint]\n";
-  EXPECT_EQ(error_of(ddp + "every_steps = 5\n"), "");
-  EXPECT_EQ(error_of(ddp + "every = 1\nevery_steps = 5\n"), "");
-  EXPECT_NE(error_of(ddp + "every_steps = -1\n").find("exp.toml:5: checkpoint.every_steps"),
+  EXPECT_EQ(scenario_error(ddp + "every_steps = 5\n"), "");
+  EXPECT_EQ(scenario_error(ddp + "every = 1\nevery_steps = 5\n"), "");
+  EXPECT_NE(scenario_error(ddp + "every_steps = -1\n").find("exp.toml:5: checkpoint.every_steps"),
             std::string::npos)
-      << error_of(ddp + "every_steps = -1\n");
-  const std::string both = error_of(ddp + "every = 2\nevery_steps = 5\n");
+      << scenario_error(ddp + "every_steps = -1\n");
+  const std::string both = scenario_error(ddp + "every = 2\nevery_steps = 5\n");
   EXPECT_NE(both.find("exp.toml:6: checkpoint.every_steps: checkpoint.every = 2 asks"),
             std::string::npos)
       << both;
   const std::string async =
-      error_of("[strategy]\nname = \"epoch_async\"\n[checkpoint]\nevery_steps = 3\n");
+      scenario_error("[strategy]\nname = \"epoch_async\"\n[checkpoint]\nevery_steps = 3\n");
   EXPECT_NE(async.find("exp.toml:4: checkpoint.every_steps: epoch_async's global model"),
             std::string::npos)
       << async;
   const std::string blocks =
-      error_of("[strategy]\nname = \"epoch_sync\"\n[checkpoint]\nevery_steps = 3\n");
+      scenario_error("[strategy]\nname = \"epoch_sync\"\n[checkpoint]\nevery_steps = 3\n");
   EXPECT_NE(blocks.find("checkpoint.every_steps: in the block order"), std::string::npos) << blocks;
-  EXPECT_EQ(error_of("[data]\norder = \"global\"\n[strategy]\nname = \"epoch_sync\"\n"
-                     "[checkpoint]\nevery_steps = 3\n"),
+  EXPECT_EQ(scenario_error("[data]\norder = \"global\"\n[strategy]\nname = \"epoch_sync\"\n"
+                           "[checkpoint]\nevery_steps = 3\n"),
             "");
-  EXPECT_NE(error_of("backend = \"sim\"\n[sim]\nmode = \"cost_only\"\n[checkpoint]\n"
-                     "every_steps = 3\n")
+  EXPECT_NE(scenario_error("backend = \"sim\"\n[sim]\nmode = \"cost_only\"\n[checkpoint]\n"
+                           "every_steps = 3\n")
                 .find("cost-only fast-forward skips steps"),
             std::string::npos);
 }
