@@ -9,9 +9,22 @@
 #include "core/comm/local_backend.hpp"
 #include "core/train/run_files.hpp"
 #include "core/train/trainer.hpp"
+#include "tests/common/serial_defaults.hpp"
 #include "tests/sim/fork_util.hpp"
 
 namespace syncopate::testing {
+
+// The strategy tests' base: 768 synthetic samples (128 to test) of batch 16, 2 epochs at a
+// constant lr of 0.02 on mn5-acc, no evaluation between epochs; then `sets`.
+inline Scenario small_scenario(const std::vector<std::string>& sets) {
+  std::vector<std::string> all = {"data.dataset=synthetic", "data.train_samples=768",
+                                  "data.test_samples=128",  "epochs=2",
+                                  "batch_size=16",          "schedule.lr=0.02",
+                                  "schedule.kind=constant", "sim.platform=mn5-acc",
+                                  "eval_every_epoch=false"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(all));
+}
 
 struct SimRun {
   std::string metrics;                     // metrics.csv text, every worker's rows

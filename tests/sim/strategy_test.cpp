@@ -7,26 +7,16 @@
 #include <cstring>
 #include <sstream>
 
-#include "tests/common/serial_defaults.hpp"
 #include "tests/sim/sim_training.hpp"
 
 namespace syncopate {
 namespace {
 
+// 2 nodes of mn5-acc at flow fidelity.
 Scenario scenario(const std::vector<std::string>& extra) {
-  std::vector<std::string> sets = {"data.dataset=synthetic",
-                                   "data.train_samples=768",
-                                   "data.test_samples=128",
-                                   "epochs=2",
-                                   "batch_size=16",
-                                   "schedule.lr=0.02",
-                                   "schedule.kind=constant",
-                                   "sim.platform=mn5-acc",
-                                   "sim.platform_params.nodes=2",
-                                   "sim.fidelity=flow",
-                                   "eval_every_epoch=false"};
+  std::vector<std::string> sets = {"sim.platform_params.nodes=2", "sim.fidelity=flow"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
+  return testing::small_scenario(sets);
 }
 
 using testing::serial;

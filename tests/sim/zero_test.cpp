@@ -5,7 +5,6 @@
 
 #include <cmath>
 
-#include "tests/common/serial_defaults.hpp"
 #include "tests/sim/sim_training.hpp"
 
 namespace syncopate {
@@ -14,19 +13,9 @@ namespace {
 // 768 samples of batch 16 on 3 workers of one node: 16 steps per epoch, 2 epochs. The MLP has
 // 0.9 MiB of gradients: strategy.bucket_mb = 0.25 makes several buckets.
 Scenario scenario(const std::vector<std::string>& extra) {
-  std::vector<std::string> sets = {"data.dataset=synthetic",
-                                   "data.train_samples=768",
-                                   "data.test_samples=128",
-                                   "epochs=2",
-                                   "batch_size=16",
-                                   "schedule.lr=0.02",
-                                   "schedule.kind=constant",
-                                   "sim.platform=mn5-acc",
-                                   "sim.platform_params.nodes=1",
-                                   "eval_every_epoch=false",
-                                   "workers=3"};
+  std::vector<std::string> sets = {"sim.platform_params.nodes=1", "workers=3"};
   sets.insert(sets.end(), extra.begin(), extra.end());
-  return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
+  return testing::small_scenario(sets);
 }
 
 using testing::serial;
