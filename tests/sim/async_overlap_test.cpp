@@ -72,12 +72,8 @@ TEST_P(AsyncScatterGatherTest, OverlapsComputeAndSerialisesInIssueOrder) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fidelities, AsyncScatterGatherTest,
-                         ::testing::Values(Fidelity::kMessage, Fidelity::kFlow,
-                                           Fidelity::kAnalytic),
-                         [](const auto& param_info) {
-                           return std::string(to_string(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Fidelities, AsyncScatterGatherTest, testing::every_fidelity(),
+                         testing::FidelityName());
 
 }  // namespace
 }  // namespace syncopate::sim

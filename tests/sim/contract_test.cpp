@@ -39,12 +39,8 @@ TEST_P(ContractTest, EveryCollectiveMatchesSerialReduction) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fidelities, ContractTest,
-                         ::testing::Values(Fidelity::kMessage, Fidelity::kFlow,
-                                           Fidelity::kAnalytic),
-                         [](const auto& param_info) {
-                           return std::string(to_string(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Fidelities, ContractTest, testing::every_fidelity(),
+                         testing::FidelityName());
 
 }  // namespace
 }  // namespace syncopate::sim

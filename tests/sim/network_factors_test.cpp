@@ -272,12 +272,8 @@ TEST(NetworkFactors, LocalPassSpeedsParseAndLookUpByPassSize) {
   EXPECT_EQ(local_pass_seconds({}, 1e9), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fidelities, NetworkFactorsTiming,
-                         ::testing::Values(Fidelity::kMessage, Fidelity::kFlow,
-                                           Fidelity::kAnalytic),
-                         [](const auto& param_info) {
-                           return std::string(to_string(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Fidelities, NetworkFactorsTiming, testing::every_fidelity(),
+                         testing::FidelityName());
 
 }  // namespace
 }  // namespace syncopate::sim

@@ -163,4 +163,17 @@ inline std::vector<double> decode(const std::string& text) {
   return values;
 }
 
+// Every fidelity as a test parameter, each instance named after it (message, flow, analytic):
+//   INSTANTIATE_TEST_SUITE_P(Fidelities, SomeTest, testing::every_fidelity(),
+//                            testing::FidelityName());
+inline auto every_fidelity() {
+  return ::testing::Values(Fidelity::kMessage, Fidelity::kFlow, Fidelity::kAnalytic);
+}
+
+struct FidelityName {
+  std::string operator()(const ::testing::TestParamInfo<Fidelity>& info) const {
+    return std::string(to_string(info.param));
+  }
+};
+
 }  // namespace syncopate::sim::testing

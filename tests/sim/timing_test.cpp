@@ -82,12 +82,8 @@ TEST_P(ClosedFormTest, AllreduceMatchesAlphaBetaModel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fidelities, ClosedFormTest,
-                         ::testing::Values(Fidelity::kMessage, Fidelity::kFlow,
-                                           Fidelity::kAnalytic),
-                         [](const auto& param_info) {
-                           return std::string(to_string(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Fidelities, ClosedFormTest, testing::every_fidelity(),
+                         testing::FidelityName());
 
 // Compute: max(flops / speed, bytes / bandwidth) times the straggler slowdown; a step's begin
 // adds the step overhead (slowed down alike); math runs in emulation only.
@@ -267,12 +263,8 @@ TEST_P(OverlapTest, AsyncAllreduceOverlapsComputeAndSerialises) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fidelities, OverlapTest,
-                         ::testing::Values(Fidelity::kMessage, Fidelity::kFlow,
-                                           Fidelity::kAnalytic),
-                         [](const auto& param_info) {
-                           return std::string(to_string(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Fidelities, OverlapTest, testing::every_fidelity(),
+                         testing::FidelityName());
 
 // all_agree takes no simulated time: each worker's clock reads what it read before.
 TEST(SimExecutorTest, AllAgreeIsZeroTimeConsensus) {
