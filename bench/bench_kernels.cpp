@@ -1,6 +1,7 @@
 // CPU kernel benchmarks: the GEMMs of the mlp/cnn training steps, the cnn's convolutions, whole
-// training steps (forward, softmax cross-entropy, backward, SGD with momentum) at batch 64, and
-// a gradient buffer zeroed or given back to the kernel before it is written.
+// training steps (forward, softmax cross-entropy, backward, SGD with momentum) at batch 64, a
+// gradient buffer zeroed or given back to the kernel before it is written, and a reduction step
+// in the 16-bit wire formats.
 // Every kernel is checked against a naive reference before anything is timed.
 //
 //   OMP_NUM_THREADS=1 build/bin/bench_kernels
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "core/base/resident_pages.hpp"
+#include "core/comm/compression.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/loss.hpp"
 #include "core/nn/model.hpp"
@@ -230,6 +232,35 @@ void BM_GradientBuffer(benchmark::State& state) {
 }
 BENCHMARK(BM_GradientBuffer)->Name("BM_GradientBuffer/zeroed")->Args({4, 0})->Args({64, 0});
 BENCHMARK(BM_GradientBuffer)->Name("BM_GradientBuffer/given_back")->Args({4, 1})->Args({64, 1});
+
+// ---- 16-bit wire formats ----
+
+// One reduction step of a 16-bit allreduce over 1 MiB of floats, as a rank runs it
+// (strategy.compression): encode the segment it sends, decode the one it received, add it in
+// the format. range(0): 0 fp16 with the CPU's conversions where it has them (F16C), 1 fp16
+// with the portable loops, 2 bf16. Bytes: the fp32 buffer's, once per pass.
+void BM_WireStep(benchmark::State& state) {
+  const WireFormat wire = state.range(0) == 2 ? WireFormat::kBf16 : WireFormat::kFp16;
+  allow_fp16_hardware(state.range(0) == 0);
+  const size_t n = (size_t{1} << 20) / sizeof(float);
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 1e-3f);  // gradients: fp16 subnormals included
+  std::vector<float> data(n), received(n);
+  for (size_t i = 0; i < n; ++i) data[i] = dist(gen), received[i] = dist(gen);
+  std::vector<uint16_t> wire_buffer(n);
+  for (auto _ : state) {
+    encode_wire(data, wire, wire_buffer);
+    decode_wire(wire_buffer, wire, received);
+    add_rounded(data, received, wire);
+    benchmark::DoNotOptimize(data.data());
+  }
+  allow_fp16_hardware(true);
+  state.SetLabel(state.range(0) == 0   ? (fp16_hardware() ? "fp16, F16C" : "fp16, no F16C here")
+                 : state.range(0) == 1 ? "fp16, portable"
+                                       : "bf16");
+  state.SetBytesProcessed(state.iterations() * 3 * static_cast<int64_t>(n * sizeof(float)));
+}
+BENCHMARK(BM_WireStep)->Arg(0)->Arg(1)->Arg(2);
 
 }  // namespace
 }  // namespace syncopate

@@ -566,11 +566,7 @@ void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::spa
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      if (wire == WireFormat::kFp32) {
-        for (size_t i = 0; i < dst.size(); ++i) dst[i] += src[i];
-      } else {
-        for (size_t i = 0; i < dst.size(); ++i) dst[i] = round_to_wire(dst[i] + src[i], wire);
-      }
+      add_rounded(dst, src, wire);
       return;
     case ReduceOp::kMax:
       for (size_t i = 0; i < dst.size(); ++i) dst[i] = commutative_max(dst[i], src[i]);

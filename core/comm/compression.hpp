@@ -43,6 +43,14 @@ using wire_bits::half_to_float;
 // x rounded to the wire format (x itself for kFp32).
 float round_to_wire(float x, WireFormat wire);
 void round_to_wire(std::span<float> data, WireFormat wire);
+// dst[i] = round_to_wire(dst[i] + src[i], wire): a reduction step in the wire format.
+void add_rounded(std::span<float> dst, std::span<const float> src, WireFormat wire);
+
+// Whether the fp16 buffer functions (round_to_wire, add_rounded, encode_wire, decode_wire)
+// use the CPU's own conversions (x86 F16C), which give the same bits as the functions above;
+// allow_fp16_hardware(false) makes them use the portable loops (tests compare the two).
+bool fp16_hardware();
+void allow_fp16_hardware(bool allowed);
 
 // 16-bit formats only: data encoded element by element / decoded back (sizes must match).
 void encode_wire(std::span<const float> data, WireFormat wire, std::span<uint16_t> out);

@@ -4,7 +4,8 @@
 // very code that core/comm/compression.cpp uses, so a GPU gives the CPU's bits (a conversion
 // keeps a NaN's payload on both; the GPU's arithmetic returns its canonical NaN, so a NaN that a
 // sum produced is only NaN). Plain integer arithmetic on the float's bits; no floating-point
-// environment is read.
+// environment is read. fp16's converters give the bits of x86's F16C instructions on every
+// input (all 2^32 floats and 2^16 halves compared), which compression.cpp uses where it can.
 #include <cstdint>
 #if !defined(__CUDA_ARCH__)
 #include <bit>
@@ -39,41 +40,45 @@ SYNC_WIRE_FN uint32_t shift_round_even(uint32_t value, uint32_t shift) {
   const uint32_t kept = value >> shift;
   const uint32_t rest = value & ((uint32_t{1} << shift) - 1);
   const uint32_t half = uint32_t{1} << (shift - 1);
-  return kept + ((rest > half || (rest == half && (kept & 1) != 0)) ? 1 : 0);
+  return kept + ((rest > half ? 1u : 0u) | (rest == half ? kept & 1 : 0u));
 }
 
 // IEEE 754 binary16: overflow to infinity (|x| >= 65520), subnormals below 2^-14, NaN stays NaN
-// (quiet, sign and the payload's top bits kept).
+// (quiet, sign and the payload's top bits kept). Every case is computed and one selected, with
+// no branch: a loop of conversions vectorises.
 SYNC_WIRE_FN uint16_t float_to_half(float x) {
   const uint32_t bits = bits_of(x);
-  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
+  const uint32_t sign = (bits >> 16) & 0x8000;
   const uint32_t magnitude = bits & 0x7fffffff;
-  if (magnitude > 0x7f800000)  // NaN: quiet, the payload's top bits kept
-    return static_cast<uint16_t>(sign | 0x7e00 | ((magnitude >> 13) & 0x3ff));
-  if (magnitude >= 0x477ff000) return static_cast<uint16_t>(sign | 0x7c00);  // >= 65520: inf
   const uint32_t exponent = magnitude >> 23;
-  if (exponent < 113) {               // below 2^-14: a half subnormal (or zero) m * 2^-24
-    if (exponent < 101) return sign;  // below 2^-26: rounds to zero
-    const uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
-    // value = mantissa * 2^(exponent - 150); m = value * 2^24 = mantissa >> (126 - exponent).
-    return static_cast<uint16_t>(sign | shift_round_even(mantissa, 126 - exponent));
-  }
+  // NaN: quiet, the payload's top bits kept.
+  const uint32_t nan = 0x7e00 | ((magnitude >> 13) & 0x3ff);
+  // Below 2^-14: a half subnormal (or zero) m * 2^-24. value = mantissa * 2^(exponent - 150), so
+  // m = mantissa >> (126 - exponent), rounded; below 2^-26 (a shift over 25) that is zero, as
+  // is a shift of 31, the largest defined, which stands in for every larger one.
+  const uint32_t mantissa = (magnitude & 0x7fffff) | 0x800000;
+  const uint32_t shift = exponent >= 95 && exponent <= 125 ? 126 - exponent : 31;
+  const uint32_t subnormal = shift_round_even(mantissa, shift);
   // Normal: rebias the exponent (127 -> 15), round the 23-bit mantissa to 10 bits; a carry
   // moves into the exponent, which is the right result.
-  const uint32_t rebiased = magnitude - (uint32_t{112} << 23);
-  return static_cast<uint16_t>(sign | shift_round_even(rebiased, 13));
+  const uint32_t normal = shift_round_even(magnitude - (uint32_t{112} << 23), 13);
+  const uint32_t value = magnitude > 0x7f800000    ? nan
+                         : magnitude >= 0x477ff000 ? 0x7c00  // >= 65520: infinity
+                         : exponent < 113          ? subnormal
+                                                   : normal;
+  return static_cast<uint16_t>(sign | value);
 }
 
 SYNC_WIRE_FN float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exponent = (h >> 10) & 0x1f;
   const uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0x1f) return float_of(sign | 0x7f800000 | (mantissa << 13));
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-    return float_of(sign | bits_of(magnitude));
-  }
-  return float_of(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  // Infinity, or NaN made quiet with its payload (as float_to_half and x86's F16C do).
+  const uint32_t special = 0x7f800000 | (mantissa << 13) | (mantissa != 0 ? 0x400000u : 0u);
+  // Zero or subnormal: mantissa * 2^-24, exact in float.
+  const uint32_t subnormal = bits_of(static_cast<float>(static_cast<int32_t>(mantissa)) * 0x1p-24f);
+  const uint32_t normal = ((exponent + 112) << 23) | (mantissa << 13);
+  return float_of(sign | (exponent == 0x1f ? special : exponent == 0 ? subnormal : normal));
 }
 
 // bfloat16, the top 16 bits of a float; NaN stays NaN (quiet).

@@ -65,6 +65,9 @@ TEST(Fp16, NanStaysNan) {
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(-nan))));
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(bits(0x7f800001)))));  // signalling
   EXPECT_EQ(float_to_half(bits(0x7f800001)) & 0x7c00, 0x7c00);
+  // A signalling half decodes quiet, its payload kept.
+  EXPECT_EQ(std::bit_cast<uint32_t>(half_to_float(0x7c01)), 0x7fc02000u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(half_to_float(0xfe01)), 0xffc02000u);
 }
 
 TEST(Fp16, EveryHalfRoundTripsAndMidpointsRoundToEven) {
@@ -109,6 +112,72 @@ TEST(Wire, EncodeDecodeIsExactForRepresentableValues) {
   }
   EXPECT_EQ(element_bytes(WireFormat::kFp32), 4u);
   EXPECT_EQ(element_bytes(WireFormat::kFp16), 2u);
+}
+
+// Floats around every rounding point of both formats: each fp16 mantissa step (2^13 float
+// ulps) and each bf16 one (2^16) with the bits below it zero, just under half, half, just over,
+// and all ones, over every exponent and both signs (NaNs, infinities, subnormals, overflow edges
+// included); an odd count, so that the vector loops' tails run too.
+std::vector<float> around_rounding_points() {
+  std::vector<float> out;
+  for (uint32_t high = 0; high < (uint32_t{1} << 19); ++high)
+    for (const uint32_t low : {0x0u, 0xfffu, 0x1000u, 0x1001u, 0x1fffu})
+      out.push_back(bits(high << 13 | low));
+  for (uint32_t high = 0; high < (uint32_t{1} << 16); ++high)
+    for (const uint32_t low : {0x7fffu, 0x8000u, 0x8001u}) out.push_back(bits(high << 16 | low));
+  out.push_back(1.0f);
+  return out;
+}
+
+bool same_bits(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
+
+// The buffer loops (vectorised, compiled apart from the scalar converters) give the element-wise
+// converters' bits on every input; a sum of two NaNs is NaN, whichever one the vector unit keeps.
+void expect_buffer_loops_give_the_element_wise_bits(const std::vector<float>& data) {
+  for (WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16}) {
+    const bool bf16 = wire == WireFormat::kBf16;
+    std::vector<float> rounded = data;
+    round_to_wire(rounded, wire);
+    std::vector<uint16_t> encoded(data.size());
+    encode_wire(data, wire, encoded);
+    // dst + src: each point plus its neighbour in the list (sums land on rounding points too).
+    std::vector<float> sums(data.begin() + 1, data.end()), addend(data.begin(), data.end() - 1);
+    add_rounded(sums, addend, wire);
+    size_t wrong = 0;
+    for (size_t i = 0; i < data.size(); ++i) {
+      wrong += !same_bits(rounded[i], round_to_wire(data[i], wire));
+      wrong += encoded[i] != (bf16 ? float_to_bf16(data[i]) : float_to_half(data[i]));
+      if (i + 1 < data.size()) {  // a sum of two NaNs is one of them: either may come out
+        const float sum = round_to_wire(data[i + 1] + data[i], wire);
+        wrong += std::isnan(sum) ? !std::isnan(sums[i]) : !same_bits(sums[i], sum);
+      }
+    }
+    EXPECT_EQ(wrong, 0u) << to_string(wire) << (fp16_hardware() ? ", F16C" : "");
+    wrong = 0;
+    std::vector<uint16_t> every(65535);  // every pattern but 0xffff: an odd count
+    for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<uint16_t>(i);
+    std::vector<float> decoded(every.size());
+    decode_wire(every, wire, decoded);
+    for (size_t i = 0; i < every.size(); ++i)
+      wrong += !same_bits(decoded[i], bf16 ? bf16_to_float(every[i]) : half_to_float(every[i]));
+    EXPECT_EQ(wrong, 0u) << to_string(wire) << (fp16_hardware() ? ", F16C" : "") << ", decode";
+  }
+}
+
+// Both with the CPU's fp16 conversions (F16C, where there are some) and without.
+TEST(Wire, BufferLoopsGiveTheElementWiseBits) {
+  const std::vector<float> data = around_rounding_points();
+  ASSERT_EQ(data.size() % 2, 1u);
+  const bool hardware = fp16_hardware();
+  allow_fp16_hardware(false);
+  EXPECT_FALSE(fp16_hardware());
+  for (const bool allowed : {true, false}) {
+    allow_fp16_hardware(allowed);
+    EXPECT_EQ(fp16_hardware(), allowed && hardware);
+    expect_buffer_loops_give_the_element_wise_bits(data);
+  }
 }
 
 // Every rank's buffer after prepare + schedule + finish, as every backend runs it.
