@@ -31,6 +31,7 @@ inline RunResult run_binary(const std::string& scratch, const std::string& tag,
   RunResult r;
   if (!std::filesystem::exists(out / "metrics.csv")) return r;
   r.rows = read_metrics_csv((out / "metrics.csv").string());
+  if (!std::filesystem::exists(out / "model.bin")) return r;  // cost-only runs write none
   const std::string bytes = read_text(out / "model.bin");
   r.model.resize(bytes.size() / sizeof(float));
   std::memcpy(r.model.data(), bytes.data(), r.model.size() * sizeof(float));
