@@ -143,12 +143,9 @@ void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<f
       }
     }
     detail::wait_all(comm, std::span(requests_).subspan(n_recv), context, poll);
-    if (n_recv > 0) {
-      const std::span<float> received(scratch_.data(), step.recv.count);
-      decode_wire(wire_in_, wire, received);
-      apply_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), received,
-                   wire);
-    }
+    if (n_recv > 0)  // the sends were encoded: the buffer may change under them
+      apply_wire_action(step.action, op, data.subspan(step.recv.offset, step.recv.count), wire_in_,
+                        wire, scratch_);
     if (step.recv_from >= 0 && step.recv_from != rank_) *bytes_recv_ += step.recv.count * element;
     if (step.send_to >= 0 && step.send_to != rank_) *bytes_sent_ += step.send.count * element;
   }

@@ -575,6 +575,17 @@ void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::spa
   SYNC_CHECK(false, "unknown op " << static_cast<int>(op));
 }
 
+void apply_wire_action(RecvAction action, ReduceOp op, std::span<float> dst,
+                       std::span<const uint16_t> src, WireFormat wire, std::span<float> scratch) {
+  SYNC_CHECK(dst.size() == src.size() && scratch.size() >= src.size(),
+             "dst " << dst.size() << " src " << src.size() << " scratch " << scratch.size());
+  if (action == RecvAction::kCopy) return decode_wire(src, wire, dst);
+  if (op == ReduceOp::kSum || op == ReduceOp::kAvg) return add_decoded(dst, src, wire);
+  const std::span<float> decoded = scratch.first(src.size());
+  decode_wire(src, wire, decoded);
+  apply_action(action, op, dst, decoded, wire);
+}
+
 void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
   if (wire == WireFormat::kFp32 || p == 1) return;
   if (op == ReduceOp::kAvg) {

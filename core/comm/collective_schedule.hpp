@@ -13,6 +13,7 @@
 // was before this round's actions. A rank's round k+1 starts after its round k completed; the
 // messages of one round may all be in flight at once.
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -184,6 +185,11 @@ ScheduleOutline stream_schedule(CollectiveKind kind, Algorithm algorithm, int p,
 // rounded to it (src is already representable: see core/comm/compression.hpp).
 void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::span<const float> src,
                   WireFormat wire = WireFormat::kFp32);
+// apply_action of a segment received encoded in a 16-bit wire format, in one pass where the action
+// allows: kCopy decodes into dst, a sum adds as it decodes (add_decoded); kMax decodes into
+// `scratch` (at least src.size() floats) first. The bits of decode_wire, then apply_action.
+void apply_wire_action(RecvAction action, ReduceOp op, std::span<float> dst,
+                       std::span<const uint16_t> src, WireFormat wire, std::span<float> scratch);
 // Starts a reduction in a 16-bit wire format over p > 1 ranks: for kAvg divides by p, then
 // rounds every element to the format. Nothing for kFp32 or p = 1.
 void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire);

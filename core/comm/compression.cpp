@@ -1,14 +1,16 @@
 // Rounding of values and buffers to a wire format, and their 16-bit encodings.
 //
-// The buffer loops take the format's converter directly (inline, no branch: wire_bits.hpp), so
-// that the compiler vectorises them; this file is compiled with -fno-trapping-math, without which
-// GCC keeps half_to_float's selects as branches (nothing here reads the floating-point exception
-// flags). fp16's subnormals shift each lane by its own count, which SSE2 cannot, so GCC also
-// builds an AVX2 copy of each loop and picks one when the program loads (target_clones). Where
-// the CPU converts to and from binary16 itself (x86's F16C: round to nearest even, overflow to
-// infinity, subnormals, a NaN made quiet with its payload's top bits: the bits of float_to_half
-// and half_to_float on every input), the fp16 loops use its instructions instead, 8 floats at a
-// time: 0.07 against 0.9 ns per element and pass here (bench_kernels' BM_WireStep).
+// The portable buffer loops take the format's converter directly (inline, no branch:
+// wire_bits.hpp), so that the compiler vectorises them; this file is compiled with
+// -fno-trapping-math, without which GCC keeps half_to_float's selects as branches (nothing here
+// reads the floating-point exception flags). fp16's subnormals shift each lane by its own count,
+// which SSE2 cannot, so GCC also builds an AVX2 copy of each loop and picks one when the program
+// loads (target_clones). On x86 CPUs with AVX2 and F16C both formats run on intrinsics instead,
+// 8 floats at a time: fp16 on the CPU's own conversions (F16C: round to nearest even, overflow
+// to infinity, subnormals, a NaN made quiet with its payload's top bits: the bits of
+// float_to_half and half_to_float on every input), bf16 on float_to_bf16's integer arithmetic
+// (GCC's own vector loops narrow to 16 bits and widen back slowly). Here, a step over 1 MiB
+// (bench_kernels' BM_WireStep): see the README's "Compression".
 #include "core/comm/compression.hpp"
 
 #include <atomic>
@@ -18,7 +20,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define SYNC_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#define SYNC_F16C 1
+#define SYNC_INTRINSICS __attribute__((target("avx2,f16c")))
 #else
 #define SYNC_VECTOR_CLONES
 #endif
@@ -26,10 +28,12 @@
 namespace syncopate {
 namespace {
 
-enum class Loop { kRound, kAdd, kEncode, kDecode };
+using wire_bits::round_to_bf16;
 
-// One loop over n elements: dst (round, add: in place; decode: out), src (add: the addend;
-// encode: in), half (encode: out; decode: in).
+enum class Loop { kRound, kAdd, kEncode, kDecode, kAddDecoded };
+
+// One loop over n elements: dst (round, add, add decoded: in place; decode: out), src (add: the
+// addend; encode: in), half (encode: out; decode, add decoded: in).
 struct LoopArgs {
   float* __restrict dst;
   const float* __restrict src;
@@ -45,13 +49,13 @@ SYNC_VECTOR_CLONES void portable_loop(Loop loop, LoopArgs a, bool bf16) {
   switch (loop) {
     case Loop::kRound:
       if (bf16)
-        for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(float_to_bf16(dst[i]));
+        for (size_t i = 0; i < n; ++i) dst[i] = round_to_bf16(dst[i]);
       else
         for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(float_to_half(dst[i]));
       return;
     case Loop::kAdd:
       if (bf16)
-        for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(float_to_bf16(dst[i] + src[i]));
+        for (size_t i = 0; i < n; ++i) dst[i] = round_to_bf16(dst[i] + src[i]);
       else
         for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(float_to_half(dst[i] + src[i]));
       return;
@@ -67,73 +71,127 @@ SYNC_VECTOR_CLONES void portable_loop(Loop loop, LoopArgs a, bool bf16) {
       else
         for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(half[i]);
       return;
+    case Loop::kAddDecoded:
+      if (bf16)
+        for (size_t i = 0; i < n; ++i) dst[i] = round_to_bf16(dst[i] + bf16_to_float(half[i]));
+      else
+        for (size_t i = 0; i < n; ++i)
+          dst[i] = half_to_float(float_to_half(dst[i] + half_to_float(half[i])));
+      return;
   }
 }
 
-std::atomic<bool> g_fp16_hardware_allowed{true};
+std::atomic<bool> g_intrinsics_allowed{true};
 
-#if defined(SYNC_F16C)
-// fp16 on F16C, 8 floats at a time; the rest (fewer than 8) on the portable loop.
-__attribute__((target("avx,f16c"))) void f16c_loop(Loop loop, LoopArgs a) {
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+LoopArgs advanced(LoopArgs a, size_t i) {
+  return {a.dst == nullptr ? nullptr : a.dst + i, a.src == nullptr ? nullptr : a.src + i,
+          a.half == nullptr ? nullptr : a.half + i, a.n - i};
+}
+
+#if defined(SYNC_INTRINSICS)
+// A format's conversions of 8 floats: round (to floats of the format), encode, decode.
+struct Fp16Lanes {
+  static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  SYNC_INTRINSICS static __m256 round(__m256 x) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(x, kNearest));
+  }
+  SYNC_INTRINSICS static void encode(__m256 x, uint16_t* out) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(x, kNearest));
+  }
+  SYNC_INTRINSICS static __m256 decode(const uint16_t* in) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
+  }
+};
+
+struct Bf16Lanes {
+  // float_to_bf16(x) in each lane's top 16 bits (the low ones to be dropped).
+  SYNC_INTRINSICS static __m256i top_bits(__m256 x) {
+    const __m256i bits = _mm256_castps_si256(x);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    const __m256i rounded =
+        _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+    const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+    const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
+    const __m256i quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x00400000));
+    return _mm256_blendv_epi8(rounded, quiet, is_nan);
+  }
+  SYNC_INTRINSICS static __m256 round(__m256 x) {
+    return _mm256_castsi256_ps(_mm256_and_si256(top_bits(x), _mm256_set1_epi32(-65536)));
+  }
+  SYNC_INTRINSICS static void encode(__m256 x, uint16_t* out) {
+    // Every lane holds a value below 2^16, so the saturating pack is exact; it packs by 128-bit
+    // halves, and the permute brings the halves' values together.
+    const __m256i values = _mm256_srli_epi32(top_bits(x), 16);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(values, values), 0xd8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+  }
+  SYNC_INTRINSICS static __m256 decode(const uint16_t* in) {
+    const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(values), 16));
+  }
+};
+
+// One loop on a format's lanes, 8 floats at a time; the rest (fewer than 8) on the portable loop.
+template <class Lanes>
+SYNC_INTRINSICS void intrinsic_loop(Loop loop, LoopArgs a, bool bf16) {
   size_t i = 0;
   for (; i + 8 <= a.n; i += 8) {
     switch (loop) {
-      case Loop::kRound: {
-        const __m256 x = _mm256_loadu_ps(a.dst + i);
-        _mm256_storeu_ps(a.dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, kNearest)));
+      case Loop::kRound:
+        _mm256_storeu_ps(a.dst + i, Lanes::round(_mm256_loadu_ps(a.dst + i)));
         break;
-      }
       case Loop::kAdd: {
         const __m256 x = _mm256_add_ps(_mm256_loadu_ps(a.dst + i), _mm256_loadu_ps(a.src + i));
-        _mm256_storeu_ps(a.dst + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, kNearest)));
+        _mm256_storeu_ps(a.dst + i, Lanes::round(x));
         break;
       }
       case Loop::kEncode:
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(a.half + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(a.src + i), kNearest));
+        Lanes::encode(_mm256_loadu_ps(a.src + i), a.half + i);
         break;
       case Loop::kDecode:
-        _mm256_storeu_ps(
-            a.dst + i,
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.half + i))));
+        _mm256_storeu_ps(a.dst + i, Lanes::decode(a.half + i));
         break;
+      case Loop::kAddDecoded: {
+        const __m256 x = _mm256_add_ps(_mm256_loadu_ps(a.dst + i), Lanes::decode(a.half + i));
+        _mm256_storeu_ps(a.dst + i, Lanes::round(x));
+        break;
+      }
     }
   }
-  const LoopArgs rest{a.dst == nullptr ? nullptr : a.dst + i,
-                      a.src == nullptr ? nullptr : a.src + i,
-                      a.half == nullptr ? nullptr : a.half + i, a.n - i};
-  portable_loop(loop, rest, /*bf16=*/false);
+  portable_loop(loop, advanced(a, i), bf16);
 }
 
-bool cpu_has_f16c() {
+bool cpu_has_intrinsics() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   }();
   return has;
 }
 #endif
 
 void run(Loop loop, LoopArgs a, WireFormat wire) {
-#if defined(SYNC_F16C)
-  if (wire == WireFormat::kFp16 && fp16_hardware()) return f16c_loop(loop, a);
+  const bool bf16 = wire == WireFormat::kBf16;
+#if defined(SYNC_INTRINSICS)
+  if (wire_intrinsics())
+    return bf16 ? intrinsic_loop<Bf16Lanes>(loop, a, bf16)
+                : intrinsic_loop<Fp16Lanes>(loop, a, bf16);
 #endif
-  portable_loop(loop, a, wire == WireFormat::kBf16);
+  portable_loop(loop, a, bf16);
 }
 
 }  // namespace
 
-bool fp16_hardware() {
-#if defined(SYNC_F16C)
-  return cpu_has_f16c() && g_fp16_hardware_allowed.load(std::memory_order_relaxed);
+bool wire_intrinsics() {
+#if defined(SYNC_INTRINSICS)
+  return cpu_has_intrinsics() && g_intrinsics_allowed.load(std::memory_order_relaxed);
 #else
   return false;
 #endif
 }
 
-void allow_fp16_hardware(bool allowed) {
-  g_fp16_hardware_allowed.store(allowed, std::memory_order_relaxed);
+void allow_wire_intrinsics(bool allowed) {
+  g_intrinsics_allowed.store(allowed, std::memory_order_relaxed);
 }
 
 float round_to_wire(float x, WireFormat wire) {
@@ -160,6 +218,13 @@ void add_rounded(std::span<float> dst, std::span<const float> src, WireFormat wi
     return;
   }
   run(Loop::kAdd, {dst.data(), src.data(), nullptr, dst.size()}, wire);
+}
+
+void add_decoded(std::span<float> dst, std::span<const uint16_t> src, WireFormat wire) {
+  SYNC_CHECK(wire != WireFormat::kFp32 && dst.size() == src.size(),
+             "wire " << static_cast<int>(wire) << " dst " << dst.size() << " src " << src.size());
+  run(Loop::kAddDecoded, {dst.data(), nullptr, const_cast<uint16_t*>(src.data()), dst.size()},
+      wire);
 }
 
 void encode_wire(std::span<const float> data, WireFormat wire, std::span<uint16_t> out) {

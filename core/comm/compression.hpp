@@ -46,14 +46,18 @@ void round_to_wire(std::span<float> data, WireFormat wire);
 // dst[i] = round_to_wire(dst[i] + src[i], wire): a reduction step in the wire format.
 void add_rounded(std::span<float> dst, std::span<const float> src, WireFormat wire);
 
-// Whether the fp16 buffer functions (round_to_wire, add_rounded, encode_wire, decode_wire)
-// use the CPU's own conversions (x86 F16C), which give the same bits as the functions above;
-// allow_fp16_hardware(false) makes them use the portable loops (tests compare the two).
-bool fp16_hardware();
-void allow_fp16_hardware(bool allowed);
+// Whether the buffer functions (round_to_wire, add_rounded, encode_wire, decode_wire,
+// add_decoded) run on x86 intrinsics (AVX2 and F16C; fp16 on the CPU's own conversions), which
+// give the bits of the element-wise converters; allow_wire_intrinsics(false) makes them use the
+// portable loops (tests compare the two).
+bool wire_intrinsics();
+void allow_wire_intrinsics(bool allowed);
 
 // 16-bit formats only: data encoded element by element / decoded back (sizes must match).
 void encode_wire(std::span<const float> data, WireFormat wire, std::span<uint16_t> out);
 void decode_wire(std::span<const uint16_t> data, WireFormat wire, std::span<float> out);
+// dst[i] = round_to_wire(dst[i] + src[i] decoded, wire): add_rounded of an encoded addend in one
+// pass, without decoding it into a buffer first (same bits).
+void add_decoded(std::span<float> dst, std::span<const uint16_t> src, WireFormat wire);
 
 }  // namespace syncopate

@@ -81,15 +81,25 @@ SYNC_WIRE_FN float half_to_float(uint16_t h) {
   return float_of(sign | (exponent == 0x1f ? special : exponent == 0 ? subnormal : normal));
 }
 
-// bfloat16, the top 16 bits of a float; NaN stays NaN (quiet).
+// bfloat16, the top 16 bits of a float; NaN stays NaN (quiet). No branch, as float_to_half.
 SYNC_WIRE_FN uint16_t float_to_bf16(float x) {
   const uint32_t bits = bits_of(x);
-  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((bits >> 16) | 0x0040);
+  const uint32_t nan = (bits >> 16) | 0x0040;
   // A carry out of the mantissa moves into the exponent (to infinity past the largest float).
-  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  const uint32_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+  return static_cast<uint16_t>((bits & 0x7fffffff) > 0x7f800000 ? nan : rounded);
 }
 
 SYNC_WIRE_FN float bf16_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+
+// bf16_to_float(float_to_bf16(x)) without the 16-bit value between (a vector loop then needs no
+// narrowing and widening).
+SYNC_WIRE_FN float round_to_bf16(float x) {
+  const uint32_t bits = bits_of(x);
+  const uint32_t nan = bits | 0x00400000;
+  const uint32_t rounded = bits + 0x7fff + ((bits >> 16) & 1);
+  return float_of(((bits & 0x7fffffff) > 0x7f800000 ? nan : rounded) & 0xffff0000);
+}
 
 // The 16-bit encoding in one format or the other (bf16 when `bf16`, else fp16), and back.
 SYNC_WIRE_FN uint16_t encode16(float x, bool bf16) {

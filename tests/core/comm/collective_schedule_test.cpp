@@ -542,6 +542,43 @@ TEST(CollectiveSchedule, MaxIsCommutativeBitForBit) {
   EXPECT_FALSE(std::signbit(z));
 }
 
+// A segment received encoded: every action and op in one pass gives the bits of decoding it and
+// applying the action to the decoded floats.
+TEST(CollectiveSchedule, WireActionsGiveTheBitsOfDecodingFirst) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 100.0f);
+  for (WireFormat wire : {WireFormat::kFp16, WireFormat::kBf16}) {
+    std::vector<float> held(1001), sent(1001);
+    for (size_t i = 0; i < held.size(); ++i) {
+      held[i] = round_to_wire(dist(gen), wire);
+      sent[i] = dist(gen);
+    }
+    std::vector<uint16_t> encoded(sent.size());
+    encode_wire(sent, wire, encoded);
+    std::vector<float> decoded(sent.size()), scratch(sent.size() + 3);
+    decode_wire(encoded, wire, decoded);
+    for (auto [action, op] : {std::pair{RecvAction::kCopy, ReduceOp::kSum},
+                              {RecvAction::kReduce, ReduceOp::kSum},
+                              {RecvAction::kReduce, ReduceOp::kAvg},
+                              {RecvAction::kReduce, ReduceOp::kMax}}) {
+      std::vector<float> want = held, got = held;
+      apply_action(action, op, want, decoded, wire);
+      apply_wire_action(action, op, got, encoded, wire, scratch);
+      size_t differ = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        differ += std::bit_cast<uint32_t>(want[i]) != std::bit_cast<uint32_t>(got[i]);
+      EXPECT_EQ(differ, 0u) << to_string(wire) << " action " << static_cast<int>(action) << " op "
+                            << static_cast<int>(op);
+      EXPECT_NE(want, held);  // the action changed the buffer
+    }
+  }
+  std::vector<float> dst(4), scratch(3);
+  std::vector<uint16_t> src(4);
+  EXPECT_THROW(
+      apply_wire_action(RecvAction::kReduce, ReduceOp::kMax, dst, src, WireFormat::kFp16, scratch),
+      InternalError);
+}
+
 TEST(CollectiveSchedule, ExecuteRejectsMalformedSchedules) {
   Schedule s = make_allreduce_schedule(Algorithm::kRing, 3, 9);
   s.rounds[0][1].recv_from = -1;  // rank 0's message to 1 is never received

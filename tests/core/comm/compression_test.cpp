@@ -145,6 +145,9 @@ void expect_buffer_loops_give_the_element_wise_bits(const std::vector<float>& da
     // dst + src: each point plus its neighbour in the list (sums land on rounding points too).
     std::vector<float> sums(data.begin() + 1, data.end()), addend(data.begin(), data.end() - 1);
     add_rounded(sums, addend, wire);
+    // The same sums with the addend encoded (it decodes to the addend rounded).
+    std::vector<float> sums_decoded(data.begin() + 1, data.end());
+    add_decoded(sums_decoded, std::span(encoded).first(sums_decoded.size()), wire);
     size_t wrong = 0;
     for (size_t i = 0; i < data.size(); ++i) {
       wrong += !same_bits(rounded[i], round_to_wire(data[i], wire));
@@ -152,9 +155,12 @@ void expect_buffer_loops_give_the_element_wise_bits(const std::vector<float>& da
       if (i + 1 < data.size()) {  // a sum of two NaNs is one of them: either may come out
         const float sum = round_to_wire(data[i + 1] + data[i], wire);
         wrong += std::isnan(sum) ? !std::isnan(sums[i]) : !same_bits(sums[i], sum);
+        const float sum_decoded = round_to_wire(data[i + 1] + round_to_wire(data[i], wire), wire);
+        wrong += std::isnan(sum_decoded) ? !std::isnan(sums_decoded[i])
+                                         : !same_bits(sums_decoded[i], sum_decoded);
       }
     }
-    EXPECT_EQ(wrong, 0u) << to_string(wire) << (fp16_hardware() ? ", F16C" : "");
+    EXPECT_EQ(wrong, 0u) << to_string(wire) << (wire_intrinsics() ? ", intrinsics" : "");
     wrong = 0;
     std::vector<uint16_t> every(65535);  // every pattern but 0xffff: an odd count
     for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<uint16_t>(i);
@@ -162,20 +168,21 @@ void expect_buffer_loops_give_the_element_wise_bits(const std::vector<float>& da
     decode_wire(every, wire, decoded);
     for (size_t i = 0; i < every.size(); ++i)
       wrong += !same_bits(decoded[i], bf16 ? bf16_to_float(every[i]) : half_to_float(every[i]));
-    EXPECT_EQ(wrong, 0u) << to_string(wire) << (fp16_hardware() ? ", F16C" : "") << ", decode";
+    EXPECT_EQ(wrong, 0u) << to_string(wire) << (wire_intrinsics() ? ", intrinsics" : "")
+                         << ", decode";
   }
 }
 
-// Both with the CPU's fp16 conversions (F16C, where there are some) and without.
+// Both on x86 intrinsics (AVX2 and F16C, where the CPU has them) and on the portable loops.
 TEST(Wire, BufferLoopsGiveTheElementWiseBits) {
   const std::vector<float> data = around_rounding_points();
   ASSERT_EQ(data.size() % 2, 1u);
-  const bool hardware = fp16_hardware();
-  allow_fp16_hardware(false);
-  EXPECT_FALSE(fp16_hardware());
+  const bool intrinsics = wire_intrinsics();
+  allow_wire_intrinsics(false);
+  EXPECT_FALSE(wire_intrinsics());
   for (const bool allowed : {true, false}) {
-    allow_fp16_hardware(allowed);
-    EXPECT_EQ(fp16_hardware(), allowed && hardware);
+    allow_wire_intrinsics(allowed);
+    EXPECT_EQ(wire_intrinsics(), allowed && intrinsics);
     expect_buffer_loops_give_the_element_wise_bits(data);
   }
 }
