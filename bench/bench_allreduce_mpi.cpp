@@ -112,21 +112,24 @@ struct Nccl {
 };
 std::unique_ptr<Nccl> g_nccl;
 
-// Adds the NCCL variants when every rank has a GPU of its own (collective).
-void add_nccl_variants(MpiCommunicator& comm, size_t max_floats) {
-  int on_node = 0;
-  for (const int node : comm.node_of_rank()) on_node += node == comm.node() ? 1 : 0;
-  int ok = syncopate::cuda::device_count() >= on_node ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm.handle());
-  if (ok == 0) return;
-  g_nccl = std::make_unique<Nccl>();
-  g_nccl->schedules = std::make_unique<syncopate::cuda::NcclCommunicator>(comm);
-  g_nccl->native = std::make_unique<syncopate::cuda::NcclCommunicator>(
+// Adds the NCCL variants when every rank has a GPU of its own (collective); else says why not.
+// The communicator decides: it gathers every rank's machine and GPU, so that every rank reaches
+// the same verdict (ranks of pretend nodes on one machine share its GPUs).
+std::string add_nccl_variants(MpiCommunicator& comm, size_t max_floats) {
+  auto nccl = std::make_unique<Nccl>();
+  try {
+    nccl->schedules = std::make_unique<syncopate::cuda::NcclCommunicator>(comm);
+  } catch (const syncopate::UserError& e) {
+    return e.what();
+  }
+  nccl->native = std::make_unique<syncopate::cuda::NcclCommunicator>(
       comm, syncopate::cuda::NcclOptions{.native = true});
-  g_nccl->device.resize(max_floats);
+  nccl->device.resize(max_floats);
+  g_nccl = std::move(nccl);
   g_variants.push_back({"nccl ring (staged)", Algorithm::kRing, Path::kNccl});
   g_variants.push_back({"ncclAllReduce (staged)", Algorithm::kAuto, Path::kNcclNative});
   g_variants.push_back({"ncclAllReduce (device)", Algorithm::kAuto, Path::kNcclDevice});
+  return "";
 }
 #endif
 
@@ -268,6 +271,11 @@ int main(int argc, char** argv) {
   }
   auto comm = MpiCommunicator::world();
   const int p = comm->size();
+  std::vector<float> data(options.max_bytes / sizeof(float));
+#if defined(SYNCOPATE_HAVE_NCCL)
+  const std::string no_nccl = add_nccl_variants(*comm, data.size());
+  if (comm->rank() == 0 && !no_nccl.empty()) std::printf("no NCCL rows: %s\n", no_nccl.c_str());
+#endif
   if (comm->rank() == 0) {
     std::printf(
         "allreduce, float sum, %d ranks, %s threads, shared-memory single copy %s, median of %d\n",
@@ -276,10 +284,6 @@ int main(int argc, char** argv) {
     std::printf("%10s  %-24s %12s %12s %12s %10s\n", "bytes", "algorithm", "time_us", "algbw_GB/s",
                 "busbw_GB/s", "vs_MPI");
   }
-  std::vector<float> data(options.max_bytes / sizeof(float));
-#if defined(SYNCOPATE_HAVE_NCCL)
-  add_nccl_variants(*comm, data.size());
-#endif
   for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 4) {
     const std::span<float> buffer(data.data(), bytes / sizeof(float));
     std::vector<float> check_buffer(buffer.size());
