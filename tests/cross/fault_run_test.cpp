@@ -48,14 +48,24 @@ std::vector<syncopate::EpochMetrics> rows_of(const fs::path& run, int worker) {
   return rows;
 }
 
+// Runs `strategy` fault-free into scratch() / name and returns the middle of `worker`'s second
+// epoch of three, when the faulty run's worker is to fail; NaN, with a test failure, if the run
+// failed or has not three epochs.
+double clean_run(const std::string& name, const std::string& strategy, const std::string& knobs,
+                 int worker, std::string* log) {
+  const int code = run(scenario_file(name, 0, 0), strategy, knobs, scratch() / name, log);
+  EXPECT_EQ(code, 0) << *log;
+  const auto rows = rows_of(scratch() / name, worker);
+  EXPECT_EQ(rows.size(), 3u);
+  return code == 0 && rows.size() == 3 ? (rows[1].start_s + rows[1].end_s) / 2 : std::nan("");
+}
+
 TEST(FaultRun, EpochSyncGoesOnWithoutALostWorkerAndSaysSoInTheSummary) {
   const std::string knobs = " --set data.blocks=8";
   std::string log;
   const fs::path clean = scratch() / "sync-clean";
-  ASSERT_EQ(run(scenario_file("sync-clean", 0, 0), "epoch_sync", knobs, clean, &log), 0) << log;
-  const auto before = rows_of(clean, 2);
-  ASSERT_EQ(before.size(), 3u);
-  const double at = (before[1].start_s + before[1].end_s) / 2;
+  const double at = clean_run("sync-clean", "epoch_sync", knobs, 2, &log);
+  ASSERT_FALSE(std::isnan(at));
   const fs::path faulty = scratch() / "sync-faulty";
   ASSERT_EQ(run(scenario_file("sync-faulty", 2, at), "epoch_sync", knobs, faulty, &log), 0) << log;
   EXPECT_EQ(rows_of(faulty, 2).size(), 1u) << "worker 2's metrics end at its failure";
@@ -72,10 +82,8 @@ TEST(FaultRun, DdpAbortsAndCountsTheTimeSinceTheLastCheckpoint) {
   const std::string knobs = " --set checkpoint.every=1";
   std::string log;
   const fs::path clean = scratch() / "ddp-clean";
-  ASSERT_EQ(run(scenario_file("ddp-clean", 0, 0), "ddp", knobs, clean, &log), 0) << log;
-  const auto before = rows_of(clean, 1);
-  ASSERT_EQ(before.size(), 3u);
-  const double at = (before[1].start_s + before[1].end_s) / 2;
+  const double at = clean_run("ddp-clean", "ddp", knobs, 1, &log);
+  ASSERT_FALSE(std::isnan(at));
   double checkpoint = 0;  // the latest end of epoch 0: every worker's checkpoint is written
   for (int w = 0; w < 4; ++w) checkpoint = std::max(checkpoint, rows_of(clean, w)[0].end_s);
   const fs::path faulty = scratch() / "ddp-faulty";
@@ -97,20 +105,14 @@ TEST(FaultRun, DdpAbortsAndCountsTheTimeSinceTheLastCheckpoint) {
     EXPECT_FALSE(fs::exists(faulty / note)) << note;
 }
 
-}  // namespace
-
-namespace {
-
 // Worker 0's host fails in epoch 1: the lowest-ranked survivor (worker 1) evaluates the final
 // model and its model is model.bin, so final_test_accuracy is that of the survivors' model.
 TEST(FaultRun, LosingWorkerZeroLeavesTheFinalModelToTheFirstSurvivor) {
   const std::string knobs = " --set data.blocks=8";
   std::string log;
   const fs::path clean = scratch() / "sync0-clean";
-  ASSERT_EQ(run(scenario_file("sync0-clean", 0, 0), "epoch_sync", knobs, clean, &log), 0) << log;
-  const auto before = rows_of(clean, 0);
-  ASSERT_EQ(before.size(), 3u);
-  const double at = (before[1].start_s + before[1].end_s) / 2;
+  const double at = clean_run("sync0-clean", "epoch_sync", knobs, 0, &log);
+  ASSERT_FALSE(std::isnan(at));
   const fs::path faulty = scratch() / "sync0-faulty";
   ASSERT_EQ(run(scenario_file("sync0-faulty", 0, at), "epoch_sync", knobs, faulty, &log), 0) << log;
   EXPECT_EQ(rows_of(faulty, 0).size(), 1u) << "worker 0's metrics end at its failure";
