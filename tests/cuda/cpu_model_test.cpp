@@ -11,6 +11,7 @@
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
+#include "tests/cuda/model_step.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/reference_model.hpp"
 
@@ -141,22 +142,6 @@ TEST(CudaHostMath, ReferenceModelMatchesTheCpuModel) {
     EXPECT_LT(rel_error(p.cpu->output().span(), to_double(run.acts.back())), 1e-5);
     EXPECT_LT(rel_error(p.cpu->grads(), run.grads), 1e-5);
   }
-}
-
-// One CPU training step, as the Trainer drives a Model.
-LossResult cpu_step(Model& model, Optimizer& optimizer, const std::vector<float>& x,
-                    const std::vector<float>& labels, const StepContext& ctx, float lr,
-                    int64_t step) {
-  const auto batch = static_cast<int64_t>(labels.size());
-  model.set_batch(batch);
-  std::copy(x.begin(), x.end(), model.input().data());
-  for (int i = 0; i < model.num_layers(); ++i) model.forward_layer(i, ctx);
-  const Tensor label_tensor(Shape{batch}, labels);
-  const LossResult loss = softmax_cross_entropy(model.output(), label_tensor, &model.output_grad());
-  model.zero_grads();
-  for (int i = model.num_layers() - 1; i >= 0; --i) model.backward_layer(i);
-  optimizer.step(model.params(), model.grads(), lr, step);
-  return loss;
 }
 
 using CudaVsCpuModel = CudaTest;

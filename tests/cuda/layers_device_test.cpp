@@ -16,6 +16,7 @@
 #include "core/nn/model.hpp"
 #include "core/optim/optim.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
+#include "tests/cuda/model_step.hpp"
 #include "tests/cuda/reference.hpp"
 
 namespace syncopate::cuda {
@@ -113,22 +114,6 @@ TEST_F(CudaLayerKernels, EmbeddingMatchesTheCpuLayerBitForBit) {
     embedding_backward(dy_.data(), offsets.data(), positions.data(), g_.data(), g, stream());
     EXPECT_EQ(download(g_), want.grads) << "run " << run;
   }
-}
-
-// Forward, softmax cross-entropy, backward and an SGD step, as the Trainer drives a Model.
-LossResult cpu_step(Model& model, Optimizer& optimizer, const std::vector<float>& x,
-                    const std::vector<float>& labels, const StepContext& ctx, float lr,
-                    int64_t step) {
-  const auto batch = static_cast<int64_t>(labels.size());
-  model.set_batch(batch);
-  std::copy(x.begin(), x.end(), model.input().data());
-  for (int i = 0; i < model.num_layers(); ++i) model.forward_layer(i, ctx);
-  const Tensor label_tensor(Shape{batch}, labels);
-  const LossResult loss = softmax_cross_entropy(model.output(), label_tensor, &model.output_grad());
-  model.zero_grads();
-  for (int i = model.num_layers() - 1; i >= 0; --i) model.backward_layer(i);
-  optimizer.step(model.params(), model.grads(), lr, step);
-  return loss;
 }
 
 // A tiny token model: embedding with positions, pre-norm MLP blocks (one nested, one with
