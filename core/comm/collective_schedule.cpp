@@ -586,22 +586,30 @@ void apply_wire_action(RecvAction action, ReduceOp op, std::span<float> dst,
   apply_action(action, op, dst, decoded, wire);
 }
 
-void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
-  if (wire == WireFormat::kFp32 || p == 1) return;
-  if (op == ReduceOp::kAvg) {
+void divide_by_ranks(int p, std::span<float> data) {
+  SYNC_CHECK(p >= 1, "p=" << p);
+  // x / p, correctly rounded (a reference mean's bits). Where p is a power of two, 1/p is exact
+  // and x * (1/p) is that same correctly rounded quotient (subnormals, infinities and NaNs
+  // included), at a multiplication's cost: a division takes several times longer, about 0.1 ms
+  // per MiB here. Otherwise x * (1/p) would round twice and can differ in the last bit.
+  if ((p & (p - 1)) == 0) {
+    const float reciprocal = 1.0f / static_cast<float>(p);
+    for (float& x : data) x *= reciprocal;
+  } else {
     const float divisor = static_cast<float>(p);
     for (float& x : data) x /= divisor;
   }
+}
+
+void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
+  if (wire == WireFormat::kFp32 || p == 1) return;
+  if (op == ReduceOp::kAvg) divide_by_ranks(p, data);
   round_to_wire(data, wire);
 }
 
 void finish(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
   if (op != ReduceOp::kAvg || wire != WireFormat::kFp32) return;
-  SYNC_CHECK(p >= 1, "p=" << p);
-  // Division, not multiplication by 1.0f/p: x/p is correctly rounded, x*(1/p) rounds twice and
-  // can differ in the last bit (and then from what a reference mean computes).
-  const float divisor = static_cast<float>(p);
-  for (float& x : data) x /= divisor;
+  divide_by_ranks(p, data);
 }
 
 void execute_in_memory(const Schedule& schedule, std::span<const std::span<float>> buffers,

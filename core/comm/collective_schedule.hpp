@@ -196,6 +196,8 @@ void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire);
 // Completes a reduction: for kAvg in fp32 divides by p (a 16-bit format divided in prepare());
 // nothing for kSum/kMax.
 void finish(ReduceOp op, int p, std::span<float> data, WireFormat wire = WireFormat::kFp32);
+// data[i] / p, correctly rounded (kAvg's division in prepare() and finish()).
+void divide_by_ranks(int p, std::span<float> data);
 
 // Runs a schedule over all ranks' buffers in one address space (buffers[r] is rank r's), with
 // exactly the arithmetic a distributed run performs. Used by tests and by the simulator's coarse

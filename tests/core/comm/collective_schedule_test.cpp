@@ -579,6 +579,38 @@ TEST(CollectiveSchedule, WireActionsGiveTheBitsOfDecodingFirst) {
       InternalError);
 }
 
+// kAvg's division: the correctly rounded quotient for every rank count, whether it divides or
+// (p a power of two) multiplies by the exact reciprocal; subnormal quotients and specials too.
+TEST(CollectiveSchedule, DivisionByRanksGivesTheCorrectlyRoundedQuotient) {
+  std::mt19937 gen(11);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1.0f,
+                               3.0f,
+                               std::numeric_limits<float>::max(),
+                               std::numeric_limits<float>::min(),
+                               std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN()};
+  for (int i = 0; i < 100000; ++i) values.push_back(std::bit_cast<float>(any_bits(gen)));
+  for (int p = 1; p <= 16; ++p) {
+    std::vector<float> divided = values;
+    divide_by_ranks(p, divided);
+    size_t differ = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float want = values[i] / static_cast<float>(p);
+      differ += std::isnan(want)
+                    ? !std::isnan(divided[i])
+                    : std::bit_cast<uint32_t>(want) != std::bit_cast<uint32_t>(divided[i]);
+    }
+    EXPECT_EQ(differ, 0u) << "p=" << p;
+  }
+  std::vector<float> one{1.0f};
+  EXPECT_THROW(divide_by_ranks(0, one), InternalError);
+}
+
 TEST(CollectiveSchedule, ExecuteRejectsMalformedSchedules) {
   Schedule s = make_allreduce_schedule(Algorithm::kRing, 3, 9);
   s.rounds[0][1].recv_from = -1;  // rank 0's message to 1 is never received
