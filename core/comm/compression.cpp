@@ -89,14 +89,18 @@ LoopArgs advanced(LoopArgs a, size_t i) {
 }
 
 #if defined(SYNC_INTRINSICS)
-// A format's conversions of 8 floats: round (to floats of the format), encode, decode.
+// A format's conversions: round 8 floats (to floats of the format), encode 16, decode 8.
 struct Fp16Lanes {
   static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   SYNC_INTRINSICS static __m256 round(__m256 x) {
     return _mm256_cvtph_ps(_mm256_cvtps_ph(x, kNearest));
   }
-  SYNC_INTRINSICS static void encode(__m256 x, uint16_t* out) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(x, kNearest));
+  // 16 floats from `in`.
+  SYNC_INTRINSICS static void encode(const float* in, uint16_t* out) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in), kNearest));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 8),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + 8), kNearest));
   }
   SYNC_INTRINSICS static __m256 decode(const uint16_t* in) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
@@ -118,12 +122,13 @@ struct Bf16Lanes {
   SYNC_INTRINSICS static __m256 round(__m256 x) {
     return _mm256_castsi256_ps(_mm256_and_si256(top_bits(x), _mm256_set1_epi32(-65536)));
   }
-  SYNC_INTRINSICS static void encode(__m256 x, uint16_t* out) {
-    // Every lane holds a value below 2^16, so the saturating pack is exact; it packs by 128-bit
-    // halves, and the permute brings the halves' values together.
-    const __m256i values = _mm256_srli_epi32(top_bits(x), 16);
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(values, values), 0xd8);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+  // 16 floats from `in`. Every lane holds a value below 2^16, so the saturating pack is exact;
+  // it packs by 128-bit halves, and the permute puts them in order.
+  SYNC_INTRINSICS static void encode(const float* in, uint16_t* out) {
+    const __m256i low = _mm256_srli_epi32(top_bits(_mm256_loadu_ps(in)), 16);
+    const __m256i high = _mm256_srli_epi32(top_bits(_mm256_loadu_ps(in + 8)), 16);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(low, high), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), packed);
   }
   SYNC_INTRINSICS static __m256 decode(const uint16_t* in) {
     const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
@@ -131,34 +136,52 @@ struct Bf16Lanes {
   }
 };
 
-// One loop on a format's lanes, 8 floats at a time; the rest (fewer than 8) on the portable loop.
-template <class Lanes>
-SYNC_INTRINSICS void intrinsic_loop(Loop loop, LoopArgs a, bool bf16) {
+// One loop on a format's lanes, 8 floats at a time, 16 to encode (one instance per loop, so that
+// the constants stay out of it); returns how many floats it did.
+template <class Lanes, Loop kLoop>
+SYNC_INTRINSICS size_t lanes_loop(LoopArgs a) {
+  constexpr size_t kStep = kLoop == Loop::kEncode ? 16 : 8;
   size_t i = 0;
-  for (; i + 8 <= a.n; i += 8) {
-    switch (loop) {
-      case Loop::kRound:
-        _mm256_storeu_ps(a.dst + i, Lanes::round(_mm256_loadu_ps(a.dst + i)));
-        break;
-      case Loop::kAdd: {
-        const __m256 x = _mm256_add_ps(_mm256_loadu_ps(a.dst + i), _mm256_loadu_ps(a.src + i));
-        _mm256_storeu_ps(a.dst + i, Lanes::round(x));
-        break;
-      }
-      case Loop::kEncode:
-        Lanes::encode(_mm256_loadu_ps(a.src + i), a.half + i);
-        break;
-      case Loop::kDecode:
-        _mm256_storeu_ps(a.dst + i, Lanes::decode(a.half + i));
-        break;
-      case Loop::kAddDecoded: {
-        const __m256 x = _mm256_add_ps(_mm256_loadu_ps(a.dst + i), Lanes::decode(a.half + i));
-        _mm256_storeu_ps(a.dst + i, Lanes::round(x));
-        break;
-      }
+  for (; i + kStep <= a.n; i += kStep) {
+    if constexpr (kLoop == Loop::kRound) {
+      _mm256_storeu_ps(a.dst + i, Lanes::round(_mm256_loadu_ps(a.dst + i)));
+    } else if constexpr (kLoop == Loop::kAdd) {
+      const __m256 x = _mm256_add_ps(_mm256_loadu_ps(a.dst + i), _mm256_loadu_ps(a.src + i));
+      _mm256_storeu_ps(a.dst + i, Lanes::round(x));
+    } else if constexpr (kLoop == Loop::kEncode) {
+      Lanes::encode(a.src + i, a.half + i);
+    } else if constexpr (kLoop == Loop::kDecode) {
+      _mm256_storeu_ps(a.dst + i, Lanes::decode(a.half + i));
+    } else {
+      const __m256 x = _mm256_add_ps(_mm256_loadu_ps(a.dst + i), Lanes::decode(a.half + i));
+      _mm256_storeu_ps(a.dst + i, Lanes::round(x));
     }
   }
-  portable_loop(loop, advanced(a, i), bf16);
+  return i;
+}
+
+// A loop on a format's lanes; the rest (fewer than 16 floats) on the portable loop.
+template <class Lanes>
+void intrinsic_loop(Loop loop, LoopArgs a, bool bf16) {
+  size_t done = 0;
+  switch (loop) {
+    case Loop::kRound:
+      done = lanes_loop<Lanes, Loop::kRound>(a);
+      break;
+    case Loop::kAdd:
+      done = lanes_loop<Lanes, Loop::kAdd>(a);
+      break;
+    case Loop::kEncode:
+      done = lanes_loop<Lanes, Loop::kEncode>(a);
+      break;
+    case Loop::kDecode:
+      done = lanes_loop<Lanes, Loop::kDecode>(a);
+      break;
+    case Loop::kAddDecoded:
+      done = lanes_loop<Lanes, Loop::kAddDecoded>(a);
+      break;
+  }
+  portable_loop(loop, advanced(a, done), bf16);
 }
 
 bool cpu_has_intrinsics() {
