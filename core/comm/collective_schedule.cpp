@@ -590,8 +590,8 @@ void divide_by_ranks(int p, std::span<float> data) {
   SYNC_CHECK(p >= 1, "p=" << p);
   // x / p, correctly rounded (a reference mean's bits). Where p is a power of two, 1/p is exact
   // and x * (1/p) is that same correctly rounded quotient (subnormals, infinities and NaNs
-  // included), at a multiplication's cost: a division takes several times longer, about 0.1 ms
-  // per MiB here. Otherwise x * (1/p) would round twice and can differ in the last bit.
+  // included), at a multiplication's cost, a fraction of a division's (see the README's
+  // "Collectives on MPI"). Otherwise x * (1/p) would round twice and can differ in the last bit.
   if ((p & (p - 1)) == 0) {
     const float reciprocal = 1.0f / static_cast<float>(p);
     for (float& x : data) x *= reciprocal;

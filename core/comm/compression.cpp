@@ -6,8 +6,8 @@
 // reads the floating-point exception flags). fp16's subnormals shift each lane by its own count,
 // which SSE2 cannot, so GCC also builds an AVX2 copy of each loop and picks one when the program
 // loads (target_clones). On x86 CPUs with AVX2 and F16C both formats run on intrinsics instead,
-// 8 floats at a time: fp16 on the CPU's own conversions (F16C: round to nearest even, overflow
-// to infinity, subnormals, a NaN made quiet with its payload's top bits: the bits of
+// 8 or 16 floats at a time: fp16 on the CPU's own conversions (F16C: round to nearest even,
+// overflow to infinity, subnormals, a NaN made quiet with its payload's top bits: the bits of
 // float_to_half and half_to_float on every input), bf16 on float_to_bf16's integer arithmetic
 // (GCC's own vector loops narrow to 16 bits and widen back slowly). Here, a step over 1 MiB
 // (bench_kernels' BM_WireStep): see the README's "Compression".
