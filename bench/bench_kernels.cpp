@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/resident_pages.hpp"
+#include "core/comm/collective_schedule.hpp"
 #include "core/comm/compression.hpp"
 #include "core/nn/layer.hpp"
 #include "core/nn/loss.hpp"
@@ -263,6 +264,27 @@ void BM_WireStep(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * 2 * static_cast<int64_t>(n * sizeof(float)));
 }
 BENCHMARK(BM_WireStep)->Args({0, 1})->Args({0, 0})->Args({1, 1})->Args({1, 0});
+
+// kAvg's division of a 1 MiB buffer by the rank count range(0) (core/comm/collective_schedule's
+// divide_by_ranks): a multiplication by the exact reciprocal for 2 and 4, a division for 3. The
+// buffer is refilled, untimed, before each pass: repeated halving would reach subnormals.
+void BM_DivideByRanks(benchmark::State& state) {
+  const int p = static_cast<int>(state.range(0));
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> values((size_t{1} << 20) / sizeof(float));
+  for (float& x : values) x = dist(gen);
+  std::vector<float> data = values;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::copy(values.begin(), values.end(), data.begin());
+    state.ResumeTiming();
+    divide_by_ranks(p, data);
+    benchmark::DoNotOptimize(data.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(data.size() * sizeof(float)));
+}
+BENCHMARK(BM_DivideByRanks)->Arg(2)->Arg(3)->Arg(4);
 
 }  // namespace
 }  // namespace syncopate
