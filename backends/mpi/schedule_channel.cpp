@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace syncopate::mpi {
 
@@ -113,6 +114,15 @@ void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<f
     const size_t n_send = step.send_to >= 0 ? chunks.count_of(step.send.count) : 0;
     requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);
     statuses_.resize(n_recv);
+    // A segment that the step before received and copied, sent on unchanged (a ring's
+    // allgather), goes out in the encoding it came in: the bits that encoding it again would
+    // give, since decoding and encoding are exact on every encoding that encode_wire makes.
+    const Step* before = k > 0 ? &steps[k - 1] : nullptr;
+    const bool forward = n_send > 0 && before != nullptr && before->recv_from >= 0 &&
+                         before->action == RecvAction::kCopy &&
+                         before->recv.offset == step.send.offset &&
+                         before->recv.count == step.send.count;
+    if (forward) std::swap(wire_in_, wire_out_);
     if (n_recv > 0) wire_in_.resize(step.recv.count);
     for (size_t i = 0; i < n_recv; ++i) {
       const Segment c = chunks.chunk(step.recv, i);
@@ -120,7 +130,7 @@ void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<f
                          MPI_UINT16_T, step.recv_from, detail::kCollectiveTag, comm,
                          &requests_[i]));
     }
-    if (n_send > 0) {  // encoded before this round's action: sends read the old buffer
+    if (n_send > 0 && !forward) {  // encoded before this round's action: sends read the old buffer
       wire_out_.resize(step.send.count);
       encode_wire(data.subspan(step.send.offset, step.send.count), wire, wire_out_);
     }
