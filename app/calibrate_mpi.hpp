@@ -7,6 +7,7 @@
 
 #include "app/calibrate.hpp"
 #include "app/collectives.hpp"
+#include "core/comm/compression.hpp"
 
 #if defined(SYNCOPATE_HAVE_MPI)
 #include <mpi.h>
@@ -24,6 +25,13 @@ struct TransportSeries {
   std::vector<double> seconds;
 };
 
+// A 16-bit wire format's local passes (sim::WirePasses), as TransportSamples::copy_pass: sizes
+// in the floats' bytes, ascending.
+struct WirePassSamples {
+  WireFormat wire;
+  std::vector<TransportSeries> encode, decode, reduce, round;
+};
+
 struct TransportSamples {
   int ranks = 0;
   std::vector<TransportSeries> ping_pong;  // raw MPI_Send / MPI_Recv; sizes ascending
@@ -39,6 +47,8 @@ struct TransportSamples {
   // Local passes on rank 0 over a buffer that rank 1 has just received, seconds per pass; sizes
   // ascending: a copy into it ("copy_pass") and a reduction into it ("reduce_pass").
   std::vector<TransportSeries> copy_pass, reduce_pass;
+  std::vector<WirePassSamples> wire_passes{{WireFormat::kFp16, {}, {}, {}, {}},
+                                           {WireFormat::kBf16, {}, {}, {}, {}}};
 };
 
 // When, where and how: the files' header lines (without the comment marks).

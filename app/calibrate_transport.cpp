@@ -7,11 +7,14 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "app/calibrate_mpi.hpp"
+#include "core/base/function_ref.hpp"
 #include "core/comm/collective_schedule.hpp"
+#include "core/comm/compression.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -103,28 +106,29 @@ std::pair<double, double> overheads(MPI_Comm comm, int rank) {
   return {send, recv};
 }
 
-// One sample of a local pass on rank 0 over `buffer` right after rank 1 received it, as a
-// collective's next call finds its buffer: the peer has just read it (shared memory: copied out
-// of it). The pass is a copy of `source` into it (an allgather's contribution put in place) or a
-// reduction of `source` into it (apply_action, as a step's received segment). Seconds per
-// pass, rank 0's; only the passes are timed.
-double local_pass(MPI_Comm comm, int rank, std::vector<float>& buffer,
-                  const std::vector<float>& source, std::vector<float>& received, bool reduce) {
+// One sample of a local pass on rank 0 over `buffer`. With `peer_reads`, each pass comes right
+// after rank 1 received the buffer, as an fp32 collective's next call finds it: the peer has just
+// read it (shared memory: copied out of it) into `received`. Without, as a 16-bit format's
+// passes find it: the peer reads the encoded copy, not the buffer. `pass` works on the buffer:
+// a copy into it (an allgather's contribution put in place), a reduction into it (apply_action,
+// as a step's received segment), or a 16-bit wire format's pass. Seconds per pass, rank 0's;
+// only the passes are timed.
+double local_pass(MPI_Comm comm, int rank, std::vector<float>& buffer, bool peer_reads,
+                  std::vector<float>& received, FunctionRef<void()> pass) {
   const int n = static_cast<int>(buffer.size());
   const int iters = iterations(buffer.size() * sizeof(float));
   MPI_Barrier(comm);
   double total = 0;
   for (int i = 0; i < iters; ++i) {
     if (rank == 0) {
-      MPI_Send(buffer.data(), n, MPI_FLOAT, 1, 3, comm);
-      MPI_Recv(nullptr, 0, MPI_CHAR, 1, 4, comm, MPI_STATUS_IGNORE);  // rank 1 has it
+      if (peer_reads) {
+        MPI_Send(buffer.data(), n, MPI_FLOAT, 1, 3, comm);
+        MPI_Recv(nullptr, 0, MPI_CHAR, 1, 4, comm, MPI_STATUS_IGNORE);  // rank 1 has it
+      }
       const double start = MPI_Wtime();
-      if (reduce)
-        apply_action(RecvAction::kReduce, ReduceOp::kSum, buffer, source);
-      else
-        std::memmove(buffer.data(), source.data(), buffer.size() * sizeof(float));
+      pass();
       total += MPI_Wtime() - start;
-    } else if (rank == 1) {
+    } else if (rank == 1 && peer_reads) {
       MPI_Recv(received.data(), n, MPI_FLOAT, 0, 3, comm, MPI_STATUS_IGNORE);
       MPI_Send(nullptr, 0, MPI_CHAR, 0, 4, comm);
     }
@@ -205,15 +209,41 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
   }
   // Local passes from 1 KiB to the largest segment of a 64 MiB collective (a 2-rank reduction's
   // half, an allgather's contribution), every power of two.
+  const auto sample = [&](std::string name, size_t bytes, std::vector<float>& buffer,
+                          bool peer_reads, std::vector<float>& received, FunctionRef<void()> pass) {
+    TransportSeries series{std::move(name), bytes, {}};
+    local_pass(comm, rank, buffer, peer_reads, received, pass);  // warm-up
+    for (int r = 0; r < repeats; ++r)
+      series.seconds.push_back(local_pass(comm, rank, buffer, peer_reads, received, pass));
+    return series;
+  };
   for (size_t bytes = size_t{1} << 10; bytes <= (size_t{32} << 20); bytes *= 2) {
     const size_t count = bytes / sizeof(float);
     std::vector<float> buffer(count, 1.0f), source(count, 0.5f), received(rank == 1 ? count : 0);
-    for (const bool reduce : {false, true}) {
-      TransportSeries series{reduce ? "reduce_pass" : "copy_pass", bytes, {}};
-      local_pass(comm, rank, buffer, source, received, reduce);  // warm-up
-      for (int r = 0; r < repeats; ++r)
-        series.seconds.push_back(local_pass(comm, rank, buffer, source, received, reduce));
-      (reduce ? t.reduce_pass : t.copy_pass).push_back(std::move(series));
+    t.copy_pass.push_back(sample("copy_pass", bytes, buffer, true, received,
+                                 [&] { std::memmove(buffer.data(), source.data(), bytes); }));
+    t.reduce_pass.push_back(sample("reduce_pass", bytes, buffer, true, received, [&] {
+      apply_action(RecvAction::kReduce, ReduceOp::kSum, buffer, source);
+    }));
+  }
+  // The 16-bit wire formats' passes over the same buffers (sizes in the floats' bytes), every
+  // fourth power of two: a format's speeds change little between.
+  for (WirePassSamples& passes : t.wire_passes) {
+    const WireFormat wire = passes.wire;
+    const std::string name(to_string(wire));
+    for (size_t bytes = size_t{1} << 10; bytes <= (size_t{16} << 20); bytes *= 4) {
+      const size_t count = bytes / sizeof(float);
+      std::vector<float> buffer(count, 1.0f), source(count, 0.5f), none;
+      std::vector<uint16_t> encoded(count);
+      encode_wire(source, wire, encoded);
+      passes.encode.push_back(sample(name + "_encode_pass", bytes, buffer, false, none,
+                                     [&] { encode_wire(buffer, wire, encoded); }));
+      passes.decode.push_back(sample(name + "_decode_pass", bytes, buffer, false, none,
+                                     [&] { decode_wire(encoded, wire, buffer); }));
+      passes.reduce.push_back(sample(name + "_reduce_pass", bytes, buffer, false, none,
+                                     [&] { add_decoded(buffer, encoded, wire); }));
+      passes.round.push_back(sample(name + "_round_pass", bytes, buffer, false, none,
+                                    [&] { round_to_wire(buffer, wire); }));
     }
   }
   for (CollectiveKind kind :

@@ -160,6 +160,16 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
   out << "]\n";
 }
 
+// Every series of the transport after the overheads, in the order the tables list them.
+std::vector<const std::vector<TransportSeries>*> measured(const TransportSamples& t) {
+  std::vector<const std::vector<TransportSeries>*> lists{&t.ping_pong, &t.channel_ping_pong,
+                                                         &t.exchange, &t.copy_pass, &t.reduce_pass};
+  for (const WirePassSamples& passes : t.wire_passes)
+    lists.insert(lists.end(), {&passes.encode, &passes.decode, &passes.reduce, &passes.round});
+  lists.push_back(&t.collectives);
+  return lists;
+}
+
 // A local pass's speeds, each with the size and median time it reproduces.
 void write_speeds(std::ostream& out, const char* key, const std::vector<TransportSeries>& passes) {
   std::vector<PingPongPoint> points;
@@ -198,6 +208,20 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
       << "# halfway (geometric mean) to the size before.\n";
   write_speeds(out, "reduce_bandwidth", t.reduce_pass);
   write_speeds(out, "copy_bandwidth", t.copy_pass);
+  for (const WirePassSamples& passes : t.wire_passes) {
+    if (passes.encode.empty()) continue;
+    out << "\n[network." << to_string(passes.wire) << "]  # a collective in "
+        << to_string(passes.wire)
+        << " on the wire, in place of reduce_bandwidth: encode_bandwidth turns a segment into\n"
+        << "# the format before its send, decode_bandwidth puts a received one into place,\n"
+        << "# reduce_bandwidth adds one as it decodes it, round_bandwidth rounds a reduction's "
+           "buffer\n"
+        << "# before its first round. Bytes of floats (4 per element), as above.\n";
+    write_speeds(out, "encode_bandwidth", passes.encode);
+    write_speeds(out, "decode_bandwidth", passes.decode);
+    write_speeds(out, "reduce_bandwidth", passes.reduce);
+    write_speeds(out, "round_bandwidth", passes.round);
+  }
   out << "\n";
 }
 
@@ -249,9 +273,7 @@ void write_platform(const std::string& path, const std::string& profile, const C
     out << "#   " << s->name << " " << s->bytes << " B: " << num(sp.median) << " s  ("
         << note(sp).substr(4) << ")\n";
   }
-  for (const auto* list :
-       {&c.transport.ping_pong, &c.transport.channel_ping_pong, &c.transport.exchange,
-        &c.transport.copy_pass, &c.transport.reduce_pass, &c.transport.collectives})
+  for (const auto* list : measured(c.transport))
     for (const TransportSeries& s : *list) {
       const Spread sp = spread(s.seconds);
       out << "#   " << s.name << " " << s.bytes << " B: " << num(sp.median) << " s  ("
@@ -288,9 +310,7 @@ void print_calibration(const Calibration& c) {
     row(s->name, s->seconds);
   for (const TransportSeries* s : {&c.transport.send_overhead, &c.transport.recv_overhead})
     row(s->name + " " + std::to_string(s->bytes) + " B", s->seconds);
-  for (const auto* list :
-       {&c.transport.ping_pong, &c.transport.channel_ping_pong, &c.transport.exchange,
-        &c.transport.copy_pass, &c.transport.reduce_pass, &c.transport.collectives})
+  for (const auto* list : measured(c.transport))
     for (const TransportSeries& s : *list)
       row(s.name + " " + std::to_string(s.bytes) + " B", s.seconds);
 }

@@ -64,10 +64,10 @@ struct Buffers {
 };
 
 // Runs the point's collective once; returns the allreduce algorithm that ran (kAuto otherwise).
-Algorithm run_once(Communicator& comm, CollectiveKind kind, Buffers& b) {
-  switch (kind) {
+Algorithm run_once(Communicator& comm, const CollectivePoint& point, Buffers& b) {
+  switch (point.op) {
     case CollectiveKind::kAllreduce: {
-      WorkPtr work = comm.allreduce_async(b.all, {});
+      WorkPtr work = comm.allreduce_async(b.all, {.wire = point.wire});
       work->wait();
       return work->completion().algorithm;
     }
@@ -75,18 +75,18 @@ Algorithm run_once(Communicator& comm, CollectiveKind kind, Buffers& b) {
       comm.broadcast(b.all, 0);
       break;
     case CollectiveKind::kAllgather:
-      comm.allgather(b.mine, b.all, WireFormat::kFp32);
+      comm.allgather(b.mine, b.all, point.wire);
       break;
   }
   return Algorithm::kAuto;
 }
 
 // Seconds per call of one repeat, the slowest rank's (every member returns the same value).
-double timed_repeat(Communicator& comm, Executor& exec, CollectiveKind kind, Buffers& b,
+double timed_repeat(Communicator& comm, Executor& exec, const CollectivePoint& point, Buffers& b,
                     int calls) {
   comm.barrier();
   const double start = exec.now();
-  for (int i = 0; i < calls; ++i) run_once(comm, kind, b);
+  for (int i = 0; i < calls; ++i) run_once(comm, point, b);
   // Microseconds: a float keeps 7 significant digits of them.
   std::vector<float> slowest{static_cast<float>((exec.now() - start) / calls * 1e6)};
   comm.allreduce(slowest, {ReduceOp::kMax});
@@ -108,16 +108,17 @@ struct Context {
 
 std::string csv_text(const std::vector<CollectiveTiming>& timings, const Context& c) {
   std::string out =
-      "backend,platform,fidelity,ranks,op,bytes,algorithm,median_s,p10_s,p90_s,repeats,"
+      "backend,platform,fidelity,ranks,op,bytes,algorithm,wire,median_s,p10_s,p90_s,repeats,"
       "algbw_GBps,busbw_GBps\n";
   for (const CollectiveTiming& t : timings) {
     const Spread s = spread(t.seconds);
     const double algbw = static_cast<double>(t.point.bytes) / s.median / 1e9;
     char line[512];
-    std::snprintf(line, sizeof line, "%s,%s,%s,%d,%s,%zu,%s,%.9g,%.9g,%.9g,%zu,%.6g,%.6g\n",
+    std::snprintf(line, sizeof line, "%s,%s,%s,%d,%s,%zu,%s,%s,%.9g,%.9g,%.9g,%zu,%.6g,%.6g\n",
                   c.backend.c_str(), c.platform.c_str(), c.fidelity.c_str(), c.ranks,
                   std::string(to_string(t.point.op)).c_str(), t.point.bytes, t.algorithm.c_str(),
-                  s.median, s.p10, s.p90, s.n, algbw, algbw * bus_factor(t.point.op, c.ranks));
+                  std::string(to_string(t.point.wire)).c_str(), s.median, s.p10, s.p90, s.n, algbw,
+                  algbw * bus_factor(t.point.op, c.ranks));
     out += line;
   }
   return out;
@@ -127,14 +128,15 @@ void print_table(const std::vector<CollectiveTiming>& timings, const Context& c)
   std::printf("%s, %d ranks%s%s: seconds per call (slowest rank), median of %zu\n",
               c.backend.c_str(), c.ranks, c.platform.empty() ? "" : ", platform ",
               c.platform.c_str(), timings.empty() ? size_t{0} : timings[0].seconds.size());
-  std::printf("%-10s %12s %-20s %12s %12s %12s %11s\n", "op", "bytes", "algorithm", "median_us",
-              "p10_us", "p90_us", "busbw_GB/s");
+  std::printf("%-10s %12s %-20s %-5s %12s %12s %12s %11s\n", "op", "bytes", "algorithm", "wire",
+              "median_us", "p10_us", "p90_us", "busbw_GB/s");
   for (const CollectiveTiming& t : timings) {
     const Spread s = spread(t.seconds);
     std::printf(
-        "%-10s %12zu %-20s %12.2f %12.2f %12.2f %11.3f\n",
+        "%-10s %12zu %-20s %-5s %12.2f %12.2f %12.2f %11.3f\n",
         std::string(to_string(t.point.op)).c_str(), t.point.bytes,
-        t.algorithm.empty() ? "-" : t.algorithm.c_str(), s.median * 1e6, s.p10 * 1e6, s.p90 * 1e6,
+        t.algorithm.empty() ? "-" : t.algorithm.c_str(),
+        std::string(to_string(t.point.wire)).c_str(), s.median * 1e6, s.p10 * 1e6, s.p90 * 1e6,
         static_cast<double>(t.point.bytes) / s.median / 1e9 * bus_factor(t.point.op, c.ranks));
   }
 }
@@ -223,7 +225,12 @@ int run_on_mpi(const std::vector<CollectivePoint>& points, const CollectivesOpti
 
 }  // namespace
 
-std::vector<CollectivePoint> collective_points(const std::string& sizes, const std::string& ops) {
+std::vector<CollectivePoint> collective_points(const std::string& sizes, const std::string& ops,
+                                               const std::string& wire_name) {
+  const std::optional<WireFormat> wire = value_in(kWireFormatNames, wire_name);
+  if (!wire)
+    throw UsageError("collectives: --wire: \"" + wire_name +
+                     "\" is not a wire format; allowed: fp32, fp16, bf16");
   const size_t colon = sizes.find(':');
   const size_t low = parse_size(sizes.substr(0, colon));
   const size_t high = colon == std::string::npos ? low : parse_size(sizes.substr(colon + 1));
@@ -234,7 +241,10 @@ std::vector<CollectivePoint> collective_points(const std::string& sizes, const s
   while (begin <= ops.size()) {
     const size_t end = std::min(ops.find(',', begin), ops.size());
     const CollectiveKind kind = parse_kind(ops.substr(begin, end - begin));
-    for (size_t bytes = low; bytes <= high; bytes *= 4) points.push_back({kind, bytes});
+    if (kind == CollectiveKind::kBroadcast && *wire != WireFormat::kFp32)
+      throw UsageError("collectives: --wire " + wire_name +
+                       ": a broadcast sends fp32 only; time it apart (--ops allreduce,allgather)");
+    for (size_t bytes = low; bytes <= high; bytes *= 4) points.push_back({kind, bytes, *wire});
     begin = end + 1;
   }
   return points;
@@ -250,11 +260,11 @@ std::vector<CollectiveTiming> time_collectives(Communicator& comm, Executor& exe
     b.all.assign(count, 0.0f);  // zeros: sums stay finite, no denormals
     b.mine.assign(block_of(count, comm.size(), comm.rank()).count, 0.0f);
     CollectiveTiming t{point, "", {}};
-    const Algorithm ran = run_once(comm, point.op, b);  // warm-up: schedules, connections
+    const Algorithm ran = run_once(comm, point, b);  // warm-up: schedules, connections
     if (point.op == CollectiveKind::kAllreduce) t.algorithm = std::string(to_string(ran));
     const int calls = calls_per_repeat(point.bytes);
     for (int r = 0; r < repeats; ++r)
-      t.seconds.push_back(timed_repeat(comm, exec, point.op, b, calls));
+      t.seconds.push_back(timed_repeat(comm, exec, point, b, calls));
     timings.push_back(std::move(t));
   }
   return timings;
@@ -262,7 +272,7 @@ std::vector<CollectiveTiming> time_collectives(Communicator& comm, Executor& exe
 
 int run_collectives(const CollectivesOptions& o, [[maybe_unused]] int* argc,
                     [[maybe_unused]] char*** argv) {
-  const std::vector<CollectivePoint> points = collective_points(o.sizes, o.ops);
+  const std::vector<CollectivePoint> points = collective_points(o.sizes, o.ops, o.wire);
   check_out(o.out);
   // Under mpirun the rank count decides the workers; otherwise the scenario (or --workers).
   const Scenario scenario = resolve(o, o.workers);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/comm/comm.hpp"
+#include "core/comm/compression.hpp"
 
 namespace syncopate::app {
 
@@ -19,6 +20,7 @@ struct CollectivesOptions {
   std::optional<int> workers;          // sim only: under mpirun the rank count decides
   std::string sizes = "4KiB:64MiB";    // MIN:MAX, every size from MIN up by factors of 4
   std::string ops = "allreduce,broadcast,allgather";
+  std::string wire = "fp32";  // allreduce and allgather: fp32, fp16 or bf16 on the wire
   int repeats = 10;
   std::string out;  // CSV file
 };
@@ -42,6 +44,7 @@ constexpr std::string_view to_string(CollectiveKind kind) {
 struct CollectivePoint {
   CollectiveKind op = CollectiveKind::kAllreduce;
   size_t bytes = 0;
+  WireFormat wire = WireFormat::kFp32;  // what travels (a broadcast: fp32 only)
 };
 
 // One point's seconds per call, the slowest rank's, one entry per repeat.
@@ -59,8 +62,10 @@ std::vector<CollectiveTiming> time_collectives(Communicator& comm, Executor& exe
                                                const std::vector<CollectivePoint>& points,
                                                int repeats);
 
-// "4KiB:64MiB" (or a single size) and "allreduce,broadcast": the grid, or a UsageError.
-std::vector<CollectivePoint> collective_points(const std::string& sizes, const std::string& ops);
+// "4KiB:64MiB" (or a single size), "allreduce,broadcast" and "fp32": the grid, or a UsageError
+// (a 16-bit wire format with a broadcast, which has none).
+std::vector<CollectivePoint> collective_points(const std::string& sizes, const std::string& ops,
+                                               const std::string& wire = "fp32");
 
 int run_collectives(const CollectivesOptions& options, int* argc, char*** argv);
 

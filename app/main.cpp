@@ -351,6 +351,8 @@ CLI::App* declare_collectives(CLI::App& cli, CollectivesOptions& o) {
   collectives->add_option("--sizes", o.sizes, "MIN:MAX, by factors of 4 (default 4KiB:64MiB)");
   collectives->add_option("--ops", o.ops,
                           "comma-separated (default allreduce,broadcast,allgather)");
+  collectives->add_option("--wire", o.wire,
+                          "fp32, fp16 or bf16: what allreduce and allgather send (default fp32)");
   collectives->add_option("--repeats", o.repeats, "timed repeats per point (default 10)")
       ->check(CLI::Range(1, 100000));
   collectives->add_option("--out", o.out, "the CSV file")->required();

@@ -6,17 +6,18 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation"))
 import collectives  # noqa: E402
 
-HEADER = ("backend,platform,fidelity,ranks,op,bytes,algorithm,median_s,p10_s,p90_s,repeats,"
+HEADER = ("backend,platform,fidelity,ranks,op,bytes,algorithm,wire,median_s,p10_s,p90_s,repeats,"
           "algbw_GBps,busbw_GBps\n")
 
 
-def write(path, backend, ranks, seconds):
+def write(path, backend, ranks, seconds, wire="fp32"):
     """seconds: {(op, bytes): median}."""
     with open(path, "w") as f:
         f.write(HEADER)
         for (op, size), t in seconds.items():
             algorithm = "ring" if op == "allreduce" else ""
-            f.write(f"{backend},,,{ranks},{op},{size},{algorithm},{t},{0.9 * t},{1.1 * t},5,1,1\n")
+            f.write(f"{backend},,,{ranks},{op},{size},{algorithm},{wire},{t},{0.9 * t},{1.1 * t},"
+                    "5,1,1\n")
 
 
 def make(root, factor):
@@ -52,3 +53,15 @@ def test_no_pair_is_an_error(tmp_path, capsys):
     write(str(tmp_path / "sim-4.csv"), "sim", 4, {("allreduce", 4096): 1e-5})
     assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md")]) == 2
     assert "no sim-W.csv / mpi-W.csv pair" in capsys.readouterr().err
+
+
+def test_a_wire_format_is_named_and_must_match(tmp_path, capsys):
+    seconds = {("allreduce", 4096): 1e-5}
+    write(str(tmp_path / "mpi-2.csv"), "mpi", 2, seconds, "fp16")
+    write(str(tmp_path / "sim-2.csv"), "sim", 2, seconds, "fp16")
+    out = str(tmp_path / "c.md")
+    assert collectives.main([str(tmp_path), "--out", out]) == 0
+    assert "### 2 ranks, fp16 on the wire" in open(out).read()
+    write(str(tmp_path / "sim-2.csv"), "sim", 2, seconds, "bf16")
+    assert collectives.main([str(tmp_path), "--out", out]) == 2
+    assert "allreduce of 4096 B sends bf16 in one and fp16 in the other" in capsys.readouterr().err

@@ -39,9 +39,18 @@ def read_pairs(csv_dir):
             continue
         sim, mpi = read_csv(os.path.join(csv_dir, name)), read_csv(measured)
         keys = sorted((k for k in sim if k in mpi), key=lambda k: (OPS.index(k[0]), k[1]))
+        for k in keys:
+            if wire(sim[k]) != wire(mpi[k]):
+                raise ValueError(f"{name} and {os.path.basename(measured)}: {k[0]} of {k[1]} B "
+                                 f"sends {wire(sim[k])} in one and {wire(mpi[k])} in the other")
         pairs[int(match.group(1))] = [(op, size, sim[(op, size)], mpi[(op, size)])
                                       for op, size in keys]
     return pairs
+
+
+def wire(row):
+    """What the row's collective sent (CSV files before the column: fp32)."""
+    return row.get("wire") or "fp32"
 
 
 def error(sim_row, mpi_row):
@@ -56,7 +65,8 @@ def size_label(n):
 
 
 def table(ranks, rows):
-    lines = [f"### {ranks} ranks", "",
+    wires = sorted({wire(sim) for _, _, sim, _ in rows} - {"fp32"})
+    lines = [f"### {ranks} ranks" + (f", {' and '.join(wires)} on the wire" if wires else ""), "",
              "| collective | size | algorithm | simulated µs | measured µs (p10 – p90) | error |",
              "|---|---|---|---|---|---|"]
     for op, size, sim, mpi in rows:
@@ -117,7 +127,11 @@ def main(argv):
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--note", action="append", default=[])
     args = parser.parse_args(argv)
-    pairs = read_pairs(args.csv_dir)
+    try:
+        pairs = read_pairs(args.csv_dir)
+    except ValueError as e:
+        print(f"collectives.py: {args.csv_dir}: {e}", file=sys.stderr)
+        return 2
     if not any(pairs.values()):
         print(f"collectives.py: {args.csv_dir}: no sim-W.csv / mpi-W.csv pair", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@
 # analysis/validation/collectives.md and collectives.png.
 #
 #   analysis/validation/collectives.sh [--ranks "2 4"] [--sizes 4KiB:64MiB] [--repeats N]
+#                                      [--ops allreduce,broadcast,allgather] [--wire fp32]
 #                                      [--platform NAME|FILE] [--out DIR] [--md FILE]
 #                                      [--bin PATH] [--check]
 #
@@ -13,8 +14,8 @@
 # machine's transport changes speed from one minute to the next (a 1 MiB ping-pong took 49 us
 # and, a minute later, 137 us), so a platform measured earlier predicts another machine.
 # --platform runs it on a committed platform instead (e.g. loopback). CSV files go to DIR
-# (default runs/validation/collectives). --check: exit 1 when the median error exceeds the
-# target (10%).
+# (default runs/validation/collectives). --ops and --wire go to both sides (--wire fp16 or bf16:
+# allreduce and allgather only). --check: exit 1 when the median error exceeds the target (10%).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -24,6 +25,8 @@ md=$here/collectives.md
 ranks="2 4"
 sizes=4KiB:64MiB
 repeats=15
+ops=allreduce,broadcast,allgather
+wire=fp32
 check=()
 platform=
 args="$*"
@@ -32,6 +35,8 @@ while [ $# -gt 0 ]; do
     --ranks) ranks=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
+    --ops) ops=$2; shift 2 ;;
+    --wire) wire=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --platform) platform=$2; shift 2 ;;
     --md) md=$2; shift 2 ;;
@@ -46,7 +51,7 @@ export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 mkdir -p "$out"
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 for w in $ranks; do
-  common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats")
+  common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats" --ops "$ops" --wire "$wire")
   sim_platform=$platform
   if [ -z "$platform" ]; then
     sim_platform=$out/platform/loopback.toml

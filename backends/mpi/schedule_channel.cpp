@@ -115,13 +115,8 @@ void ScheduleChannel::run_wire_steps(const std::vector<Step>& steps, std::span<f
     requests_.assign(n_recv + n_send, MPI_REQUEST_NULL);
     statuses_.resize(n_recv);
     // A segment that the step before received and copied, sent on unchanged (a ring's
-    // allgather), goes out in the encoding it came in: the bits that encoding it again would
-    // give, since decoding and encoding are exact on every encoding that encode_wire makes.
-    const Step* before = k > 0 ? &steps[k - 1] : nullptr;
-    const bool forward = n_send > 0 && before != nullptr && before->recv_from >= 0 &&
-                         before->action == RecvAction::kCopy &&
-                         before->recv.offset == step.send.offset &&
-                         before->recv.count == step.send.count;
+    // allgather), goes out in the encoding it came in.
+    const bool forward = n_send > 0 && forwards_received(k > 0 ? &steps[k - 1] : nullptr, step);
     if (forward) std::swap(wire_in_, wire_out_);
     if (n_recv > 0) wire_in_.resize(step.recv.count);
     for (size_t i = 0; i < n_recv; ++i) {

@@ -44,13 +44,6 @@ CacheScope cache_scope(const SimWorld& world) {
                                                                      : CacheScope::kAllRanks;
 }
 
-// The receiver's local pass after a step: a reduction of `count` floats at the [network]
-// reduce speeds; a copy lands in place (the real backend receives it there).
-double reduce_seconds(const NetworkFactors& network, RecvAction action, size_t count) {
-  if (action != RecvAction::kReduce) return 0;
-  return local_pass_seconds(network.reduce, static_cast<double>(count * sizeof(float)));
-}
-
 // A message's time over its route (message_seconds: latency and bandwidth with the [network]
 // terms), for RoundMaxima.
 class RouteSeconds {
@@ -124,33 +117,39 @@ const CachedSchedule& Group::entry(const CollCall& call) {
     return schedules_.entry(key);
   // Analytic: the duration is worked out from the messages as the entry is made.
   const NetworkFactors& network = world_.platform().network;
-  RoundMaxima::ActionSeconds reductions;  // none without reduce speeds: each message as before
-  if (!network.reduce.empty())
-    reductions = [&network](RecvAction action, size_t count) {
-      return reduce_seconds(network, action, count);
+  RoundMaxima::PassSeconds passes;  // none without speeds: each message as before
+  const WireFormat wire = key.wire;
+  if (network.has_passes(wire))
+    passes = [&network, wire](RecvAction action, size_t count, bool forwarded) {
+      return send_pass_seconds(network, wire, count, forwarded) +
+             recv_pass_seconds(network, wire, action, count);
     };
-  RoundMaxima rounds(RouteSeconds(*this, key.wire), std::move(reductions));
+  RoundMaxima rounds(RouteSeconds(*this, wire), std::move(passes), wire != WireFormat::kFp32);
   const CachedSchedule& e = schedules_.entry(key, &rounds);
-  analytic_seconds_.emplace(key, copy_seconds(call) + rounds.total());
+  analytic_seconds_.emplace(key, setup_seconds(call) + rounds.total());
   return e;
 }
 
-double Group::copy_seconds(const CollCall& call) const {
-  const std::vector<SizeFactor>& copy = world_.platform().network.copy;
-  if (copy.empty()) return 0;
-  const auto pass = [&copy](size_t floats) {
-    return local_pass_seconds(copy, static_cast<double>(floats * sizeof(float)));
-  };
+double Group::setup_seconds(const CollCall& call) const {
+  const NetworkFactors& network = world_.platform().network;
   const int p = size();
+  const bool reduction =
+      call.kind == CollectiveKind::kAllreduce || call.kind == CollectiveKind::kReduceScatter;
+  const double rounding = reduction && p > 1 ? prepare_pass_seconds(network, call.wire, call.count)
+                                             : 0.0;  // as prepare_rank
+  if (network.copy.empty()) return rounding;
+  const auto pass = [&network](size_t floats) {
+    return local_pass_seconds(network.copy, static_cast<double>(floats * sizeof(float)));
+  };
   const size_t block = (call.count + static_cast<size_t>(p) - 1) / static_cast<size_t>(p);
   const bool permuted = !gather_layout(call.algorithm).in_place();
   switch (call.kind) {
     case CollectiveKind::kAllgather:  // the contribution; then to the caller's layout and back
       return pass(block) + (permuted ? 2 * pass(call.count) : 0.0);
     case CollectiveKind::kReduceScatter:  // the input (permuted or not), then the block out
-      return pass(call.count) + pass(block);
+      return rounding + pass(call.count) + pass(block);
     default:
-      return 0;
+      return rounding;
   }
 }
 
@@ -384,13 +383,16 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
   SimStats& stats = world.stats();
   const NetworkFactors& overheads = world.platform().network;
   const WireFormat wire = call.wire;
-  pay_overhead(stats, group.copy_seconds(call));
+  pay_overhead(stats, group.setup_seconds(call));
+  const Step* before = nullptr;  // this rank's step before, idle rounds skipped
   for (size_t k = 0; k < schedule.rounds.size(); ++k) {
     const Step& step = schedule.rounds[k][static_cast<size_t>(rank)];
     if (step.send_to < 0 && step.recv_from < 0) continue;
     simgrid::s4u::CommPtr out, in;
     if (step.send_to >= 0) {
       pay_overhead(stats, overheads.send_overhead_s);
+      pay_overhead(stats, send_pass_seconds(overheads, wire, step.send.count,
+                                            forwards_received(before, step)));
       void* payload = &g_no_payload;
       if (emulate) {  // a snapshot of the segment, the receiver's once the comm completes
         const auto first = data.begin() + static_cast<std::ptrdiff_t>(step.send.offset);
@@ -423,8 +425,9 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
     }
     if (in) {
       pay_overhead(stats, overheads.recv_overhead_s);
-      pay_overhead(stats, reduce_seconds(overheads, step.action, step.recv.count));
+      pay_overhead(stats, recv_pass_seconds(overheads, wire, step.action, step.recv.count));
     }
+    before = &step;
     if (in && emulate) {
       const std::unique_ptr<std::vector<float>> owned(job == nullptr ? received : nullptr);
       SYNC_CHECK(received != nullptr, "round " << k << " rank " << rank << ": no payload");
@@ -444,26 +447,39 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
 void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall& call) {
   SimStats& stats = group.world().stats();
   const NetworkFactors& overheads = group.world().platform().network;
-  pay_overhead(stats, group.copy_seconds(call));  // every rank at once
+  const WireFormat wire = call.wire;
+  pay_overhead(stats, group.setup_seconds(call));  // every rank at once
   std::vector<simgrid::s4u::CommPtr> flows;
+  // Per rank, its step before (idle rounds skipped), for the encodings that forwarding saves.
+  std::vector<const Step*> before(static_cast<size_t>(schedule.ranks), nullptr);
   for (const std::vector<Step>& round : schedule.rounds) {
-    flows.clear();
-    pay_overhead(stats, overheads.send_overhead_s);  // every sender at once
-    double reduce = 0;
+    double encode = 0, receive = 0;  // the round's longest pass of a sender, of a receiver
     for (size_t r = 0; r < round.size(); ++r) {
       const Step& step = round[r];
+      if (step.send_to >= 0) {
+        encode = std::max(encode, send_pass_seconds(overheads, wire, step.send.count,
+                                                    forwards_received(before[r], step)));
+      }
       if (step.recv_from >= 0)
-        reduce = std::max(reduce, reduce_seconds(overheads, step.action, step.recv.count));
+        receive =
+            std::max(receive, recv_pass_seconds(overheads, wire, step.action, step.recv.count));
+      if (step.send_to >= 0 || step.recv_from >= 0) before[r] = &step;
+    }
+    pay_overhead(stats, overheads.send_overhead_s);  // every sender at once
+    pay_overhead(stats, encode);                     // after its encoding
+    flows.clear();
+    for (size_t r = 0; r < round.size(); ++r) {
+      const Step& step = round[r];
       if (step.send_to < 0) continue;
       flows.push_back(simgrid::s4u::Comm::sendto_async(group.host(static_cast<int>(r)),
                                                        group.host(step.send_to),
-                                                       payload_bytes(step.send.count, call.wire)));
+                                                       payload_bytes(step.send.count, wire)));
     }
     stats.comms += flows.size();
     stats.activities += flows.size();
     wait_or_cancel(flows);
     pay_overhead(stats, overheads.recv_overhead_s);  // every receiver at once
-    pay_overhead(stats, reduce);                     // and its reduction
+    pay_overhead(stats, receive);                    // and its pass
   }
 }
 

@@ -129,11 +129,12 @@ class Group : public std::enable_shared_from_this<Group> {
   }
   // Analytic fidelity: the modelled duration of a schedule (worked out when entry() made it).
   double analytic_seconds(const CachedSchedule& entry);
-  // The copies a rank makes around the schedule of `call`, at the platform's [network] copy
-  // speeds, as the real backend makes them: an allgather's contribution into place, a
-  // reduce-scatter's input into its working buffer and its block out of it, and the blocks'
-  // permutation where the layout is not in place (the largest rank's share; 0 without speeds).
-  double copy_seconds(const CollCall& call) const;
+  // The local passes a rank makes around the schedule of `call`, at the platform's [network]
+  // speeds, as the real backend makes them: the copies (an allgather's contribution into place,
+  // a reduce-scatter's input into its working buffer and its block out of it, and the blocks'
+  // permutation where the layout is not in place: the largest rank's share), and a 16-bit
+  // reduction's rounding of the buffer (prepare_pass_seconds). 0 without speeds.
+  double setup_seconds(const CollCall& call) const;
 
   simgrid::s4u::Mailbox* mailbox(int src, int dst, Channel channel);
 
@@ -202,15 +203,16 @@ void prepare_rank(const CollCall& call, int p, std::span<float> data);
 void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
 
 // Message fidelity: runs rank `rank`'s steps of `call` with real SimGrid comms, in the calling
-// actor: its copies first (Group::copy_seconds), then each step, a reduction paying its local
-// pass after the receive. `blocked` (may be null) is updated with the step being waited on.
+// actor: its setup passes first (Group::setup_seconds), then each step, the sender paying its
+// encoding pass before the send and the receiver its pass after the receive (send_pass_seconds,
+// recv_pass_seconds). `blocked` (may be null) is updated with the step being waited on.
 // `job` (elastic runs, else null) keeps the segments sent.
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data,
                const CollCall& call, BlockedOn* blocked, Job* job = nullptr);
 
 // Flow fidelity: runs every round of `schedule` as concurrent host-to-host flows, in the calling
-// actor, one round after the other, each followed by its longest local pass; the copies of
-// `call` first.
+// actor, one round after the other, each between its senders' longest local pass and its
+// receivers'; the setup passes of `call` first.
 void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall& call);
 
 // Waits each comm; when one fails (a link or host of [[sim.faults]]), cancels the others, so

@@ -601,6 +601,12 @@ void divide_by_ranks(int p, std::span<float> data) {
   }
 }
 
+bool forwards_received(const Step* before, const Step& step) {
+  return step.send_to >= 0 && before != nullptr && before->recv_from >= 0 &&
+         before->action == RecvAction::kCopy && before->recv.offset == step.send.offset &&
+         before->recv.count == step.send.count;
+}
+
 void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
   if (wire == WireFormat::kFp32 || p == 1) return;
   if (op == ReduceOp::kAvg) divide_by_ranks(p, data);

@@ -73,7 +73,12 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
         "#   channel_ping_pong 67108864 B: ",
         // The local passes, 1 KiB to 32 MiB: one speed per size, the first from 0.
         "\nreduce_bandwidth = [\n  [0, ", "\ncopy_bandwidth = [\n  [0, ",
-        "],  # 33554432 B: ", "#   reduce_pass 1024 B: ", "#   copy_pass 33554432 B: "})
+        "],  # 33554432 B: ", "#   reduce_pass 1024 B: ", "#   copy_pass 33554432 B: ",
+        // The 16-bit wire formats' passes, 1 KiB to 16 MiB by fours.
+        "\n[network.fp16]  # ", "\n[network.bf16]  # ", "\nencode_bandwidth = [\n  [0, ",
+        "\ndecode_bandwidth = [\n  [0, ", "\nround_bandwidth = [\n  [0, ",
+        "],  # 16777216 B: ", "#   fp16_encode_pass 1024 B: ", "#   bf16_reduce_pass 16777216 B: ",
+        "#   bf16_round_pass 4096 B: "})
     EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
   // The node's cores online, which more workers than that time-share.
   EXPECT_NE(recipe.find("\ncores_per_node = " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +

@@ -26,7 +26,7 @@ fs::path scratch() { return syncopate::scratch_folder("collectives"); }
 using syncopate::mpirun;
 
 struct Row {
-  std::string algorithm;
+  std::string algorithm, wire;
   double median = 0, p10 = 0, p90 = 0;
 };
 
@@ -36,17 +36,17 @@ std::map<std::pair<std::string, long>, Row> read_rows(const fs::path& path) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line,
-            "backend,platform,fidelity,ranks,op,bytes,algorithm,median_s,p10_s,p90_s,repeats,"
-            "algbw_GBps,busbw_GBps");
+            "backend,platform,fidelity,ranks,op,bytes,algorithm,wire,median_s,p10_s,p90_s,"
+            "repeats,algbw_GBps,busbw_GBps");
   std::map<std::pair<std::string, long>, Row> rows;
   while (std::getline(in, line)) {
     std::vector<std::string> cells;
     std::istringstream fields(line);
     for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
-    EXPECT_EQ(cells.size(), 13u) << line;
-    if (cells.size() != 13u) continue;
-    rows[{cells[4], std::stol(cells[5])}] = {cells[6], std::stod(cells[7]), std::stod(cells[8]),
-                                             std::stod(cells[9])};
+    EXPECT_EQ(cells.size(), 14u) << line;
+    if (cells.size() != 14u) continue;
+    rows[{cells[4], std::stol(cells[5])}] = {cells[6], cells[7], std::stod(cells[8]),
+                                             std::stod(cells[9]), std::stod(cells[10])};
   }
   return rows;
 }
@@ -90,6 +90,33 @@ TEST(Collectives, SimulatedTimesGrowByTheBandwidthAndRepeatExactly) {
   }
 }
 
+// --wire: allreduce and allgather send 2 bytes per element. At 2 ranks on the plain platform
+// each of the allgather's and the allreduce's rounds moves half the bytes it moves in fp32.
+TEST(Collectives, AWireFormatHalvesWhatTravels) {
+  std::map<std::string, std::map<std::pair<std::string, long>, Row>> by_wire;
+  for (const std::string wire : {"fp32", "fp16"}) {
+    const fs::path out = scratch() / ("wire-" + wire + ".csv");
+    std::string log;
+    ASSERT_EQ(syncopate::run_command(plain_sim() +
+                                         " --workers 2 --sizes 1MiB --ops allreduce,allgather "
+                                         "--repeats 1 --wire " +
+                                         wire + " --out " + out.string(),
+                                     &log),
+              0)
+        << log;
+    by_wire[wire] = read_rows(out);
+  }
+  const double bandwidth = 5e9, mib = 1 << 20;
+  for (const auto& [key, row] : by_wire.at("fp16")) {
+    EXPECT_EQ(row.wire, "fp16");
+    const Row& fp32 = by_wire.at("fp32").at(key);
+    EXPECT_EQ(fp32.wire, "fp32");
+    // Each rank's link carries half the buffer (allgather) or twice that (allreduce) in fp32.
+    const double saved = (key.first == "allreduce" ? 2 : 1) * (mib / 2 / 2) / bandwidth;
+    EXPECT_NEAR(fp32.median - row.median, saved, 1e-3 * saved) << key.first;
+  }
+}
+
 TEST(Collectives, MeasuredUnderMpirunHasEveryRowAndTheSimulatorsAlgorithms) {
   const fs::path sim = scratch() / "sim-2.csv", mpi = scratch() / "mpi-2.csv";
   std::string log;
@@ -106,6 +133,20 @@ TEST(Collectives, MeasuredUnderMpirunHasEveryRowAndTheSimulatorsAlgorithms) {
       << log;
   const auto simulated = read_rows(sim), measured = read_rows(mpi);
   ASSERT_EQ(measured.size(), 3u * 3u);
+  const fs::path bf16 = scratch() / "mpi-2-bf16.csv";
+  ASSERT_EQ(syncopate::run_command(mpirun(2) + " " + kBin +
+                                       " collectives fmnist-mlp --backend mpi --sizes 64KiB"
+                                       " --ops allreduce,allgather --wire bf16 --repeats 3 --out " +
+                                       bf16.string(),
+                                   &log),
+            0)
+      << log;
+  const auto sixteen = read_rows(bf16);
+  ASSERT_EQ(sixteen.size(), 2u);
+  for (const auto& [key, row] : sixteen) {
+    EXPECT_EQ(row.wire, "bf16") << key.first;
+    EXPECT_GT(row.median, 0) << key.first;
+  }
   for (const auto& [key, row] : measured) {
     EXPECT_GT(row.median, 0) << key.first << " " << key.second;
     EXPECT_LE(row.p10, row.median);
@@ -126,6 +167,8 @@ TEST(Collectives, BadArgumentsAreRefusedBeforeAnythingIsTimed) {
       {"--sizes 64KiB:4KiB --out " + out, "the largest size is below the smallest", 2},
       {"--sizes 6 --out " + out, "multiple of 4 bytes", 2},
       {"--ops allreduce,scatter --out " + out, "\"scatter\" is not a collective", 2},
+      {"--wire fp8 --out " + out, "--wire: \"fp8\" is not a wire format", 2},
+      {"--wire fp16 --out " + out, "a broadcast sends fp32 only", 2},
       {"--out " + (scratch() / "no-such-dir" / "x.csv").string(), "is not a directory", 1},
       {"--out " + scratch().string(), "is a directory", 1},
   };

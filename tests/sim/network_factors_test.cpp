@@ -118,6 +118,12 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
        "entry 1: the bytes_per_second must be > 0 and at most 1e15"},
       {"reduce_bandwidth = [[8, 1e10]]", "entry 1: the first entry must be from 0"},
       {"reduce_bandwidth = [[0, \"fast\"]]", "entry 1: expected [from_bytes, bytes_per_second]"},
+      {"fp16.encode_bandwidth = 2e10",
+       "network.fp16.encode_bandwidth: expected an array of [from_bytes, bytes_per_second]"},
+      {"bf16.round_bandwidth = [[0, -1]]",
+       "network.bf16.round_bandwidth: entry 1: the bytes_per_second must be > 0"},
+      {"fp16.speed = [[0, 1e10]]", "fp16.speed"},
+      {"fp8.encode_bandwidth = [[0, 1e10]]", "fp8"},
   };
   for (const Case& c : cases) {
     const std::string msg = recipe_error(two_gpus("[network]\n" + c.table + "\n"));
@@ -132,7 +138,8 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
 // (gpus[0] to the next GPU, or to the master).
 std::vector<double> simulate(const fs::path& recipe, Fidelity fidelity, CollectiveKind kind,
                              size_t bytes, int workers, Algorithm algorithm,
-                             LinkModel Platform::*route = &Platform::intra_node) {
+                             LinkModel Platform::*route = &Platform::intra_node,
+                             WireFormat wire = WireFormat::kFp32) {
   const testing::ChildResult result = run_in_child([&] {
     const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, workers);
     double end = 0;
@@ -142,10 +149,11 @@ std::vector<double> simulate(const fs::path& recipe, Fidelity fidelity, Collecti
     options.cost_only = true;
     std::vector<float> all(bytes / sizeof(float)), block(all.size() / workers);
     run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
-      if (kind == CollectiveKind::kAllreduce) comm.allreduce(all, {.algorithm = algorithm});
-      if (kind == CollectiveKind::kAllgather) comm.allgather(block, all, {});
+      if (kind == CollectiveKind::kAllreduce)
+        comm.allreduce(all, {.algorithm = algorithm, .wire = wire});
+      if (kind == CollectiveKind::kAllgather) comm.allgather(block, all, {wire});
       if (kind == CollectiveKind::kReduceScatter)
-        comm.reduce_scatter(all, block, ReduceOp::kSum, {});
+        comm.reduce_scatter(all, block, ReduceOp::kSum, {wire});
       end = std::max(end, exec.now());
     });
     return encode({end, (platform.*route).latency_s, (platform.*route).bandwidth_Bps});
@@ -256,6 +264,67 @@ TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
     ASSERT_EQ(base.size(), 3u);
     EXPECT_NEAR(got[0] - base[0], c.local, 1e-6 * got[0])
         << to_string(c.kind) << " " << to_string(c.algorithm) << " " << c.bytes << " B";
+  }
+}
+
+// A 16-bit wire format's passes, on top of the same platform without them, in that format: a
+// reduction rounds its buffer first; each send encodes its segment, except where it forwards a
+// segment as it received it (a ring allgather's second round on); each received segment is added
+// as it is decoded, or decoded into place. Each format has its own speeds; fp32 pays none of them.
+TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
+  const std::string speeds =
+      "[network.fp16]\nencode_bandwidth = [[0, 2e10], [1048576, 5e9]]\n"
+      "decode_bandwidth = [[0, 3e10]]\nreduce_bandwidth = [[0, 1.5e10]]\n"
+      "round_bandwidth = [[0, 4e10]]\n"
+      "[network.bf16]\nencode_bandwidth = [[0, 1e10]]\ndecode_bandwidth = [[0, 6e9]]\n"
+      "reduce_bandwidth = [[0, 7e9]]\nround_bandwidth = [[0, 8e9]]\n";
+  const auto on_gpus = [](int gpus, std::string text) {
+    text.replace(text.find("gpus_per_node = 2"), 17, "gpus_per_node = " + std::to_string(gpus));
+    return text;
+  };
+  const auto encode = [](double s) { return s / (s < 1048576 ? 2e10 : 5e9); };
+  const auto decode = [](double s) { return s / 3e10; };
+  const auto reduce = [](double s) { return s / 1.5e10; };
+  const auto round = [](double s) { return s / 4e10; };
+  struct Case {
+    CollectiveKind kind;
+    Algorithm algorithm;
+    int workers;
+    size_t bytes;  // of floats
+    WireFormat wire;
+    double local;
+  };
+  const double kib = 1024, mib = 1024 * kib;
+  const Case cases[] = {
+      // Round, then the reduce-scatter's step and the allgather's (whose segment was reduced).
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 4 << 20, WireFormat::kFp16,
+       round(4 * mib) + 2 * encode(2 * mib) + reduce(2 * mib) + decode(2 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRecursiveDoubling, 2, 64 << 10, WireFormat::kFp16,
+       round(64 * kib) + encode(64 * kib) + reduce(64 * kib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 1 << 20, WireFormat::kBf16,
+       1 * mib / 8e9 + 2 * (512 * kib / 1e10) + 512 * kib / 7e9 + 512 * kib / 6e9},
+      {CollectiveKind::kReduceScatter, Algorithm::kAuto, 2, 1 << 20, WireFormat::kFp16,
+       round(1 * mib) + encode(512 * kib) + reduce(512 * kib)},
+      // Three ranks: two rounds, the second forwarding what the first received.
+      {CollectiveKind::kAllgather, Algorithm::kAuto, 3, 3 << 20, WireFormat::kFp16,
+       encode(1 * mib) + 2 * decode(1 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 3, 3 << 20, WireFormat::kFp16,
+       round(3 * mib) + 2 * (encode(1 * mib) + reduce(1 * mib)) + encode(1 * mib) +
+           2 * decode(1 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 1 << 20, WireFormat::kFp32, 0},
+  };
+  for (const Case& c : cases) {
+    const fs::path recipe = write_recipe(on_gpus(c.workers, two_gpus(speeds)));
+    const fs::path plain = write_recipe(on_gpus(c.workers, two_gpus("")), "plain");
+    const std::vector<double> got = simulate(recipe, GetParam(), c.kind, c.bytes, c.workers,
+                                             c.algorithm, &Platform::intra_node, c.wire);
+    const std::vector<double> base = simulate(plain, GetParam(), c.kind, c.bytes, c.workers,
+                                              c.algorithm, &Platform::intra_node, c.wire);
+    ASSERT_EQ(got.size(), 3u);
+    ASSERT_EQ(base.size(), 3u);
+    EXPECT_NEAR(got[0] - base[0], c.local, 1e-6 * got[0])
+        << to_string(c.kind) << " " << to_string(c.algorithm) << " at " << c.workers << ", "
+        << c.bytes << " B, " << to_string(c.wire);
   }
 }
 

@@ -37,6 +37,43 @@ double local_pass_seconds(std::span<const SizeFactor> speeds, double bytes) {
   return bytes / factor_at(speeds, bytes);
 }
 
+const WirePasses& NetworkFactors::passes(WireFormat wire) const {
+  static const WirePasses kNone;
+  switch (wire) {
+    case WireFormat::kFp16:
+      return fp16;
+    case WireFormat::kBf16:
+      return bf16;
+    case WireFormat::kFp32:
+      break;
+  }
+  return kNone;
+}
+
+namespace {
+double float_bytes(size_t count) { return static_cast<double>(count * sizeof(float)); }
+}  // namespace
+
+double send_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t count,
+                         bool forwarded) {
+  if (wire == WireFormat::kFp32 || forwarded) return 0;
+  return local_pass_seconds(network.passes(wire).encode, float_bytes(count));
+}
+
+double recv_pass_seconds(const NetworkFactors& network, WireFormat wire, RecvAction action,
+                         size_t count) {
+  if (wire == WireFormat::kFp32)
+    return action == RecvAction::kReduce ? local_pass_seconds(network.reduce, float_bytes(count))
+                                         : 0;
+  const WirePasses& passes = network.passes(wire);
+  return local_pass_seconds(action == RecvAction::kReduce ? passes.reduce : passes.decode,
+                            float_bytes(count));
+}
+
+double prepare_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t count) {
+  return local_pass_seconds(network.passes(wire).round, float_bytes(count));
+}
+
 namespace detail {
 namespace {
 
@@ -113,6 +150,14 @@ NetworkFactors read_network_factors(TomlReader& reader) {
   factors.latency = read_table(reader, "network.latency_factor", kLatencyFactor);
   factors.reduce = read_table(reader, "network.reduce_bandwidth", kSpeed);
   factors.copy = read_table(reader, "network.copy_bandwidth", kSpeed);
+  for (const auto& [name, passes] :
+       {std::pair{"network.fp16.", &factors.fp16}, std::pair{"network.bf16.", &factors.bf16}}) {
+    const std::string table = name;
+    passes->encode = read_table(reader, table + "encode_bandwidth", kSpeed);
+    passes->decode = read_table(reader, table + "decode_bandwidth", kSpeed);
+    passes->reduce = read_table(reader, table + "reduce_bandwidth", kSpeed);
+    passes->round = read_table(reader, table + "round_bandwidth", kSpeed);
+  }
   return factors;
 }
 

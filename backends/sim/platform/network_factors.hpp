@@ -4,9 +4,13 @@
 // [network] table; and one message's modelled seconds with them. The same table holds the local
 // passes of a collective on a rank's memory (the reduction of a received segment, the copy of a
 // contribution into place), which SMPI does not model: their speeds by size.
+#include <cstddef>
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "core/comm/collective_schedule.hpp"
+#include "core/comm/compression.hpp"
 
 namespace syncopate {
 class TomlReader;
@@ -20,6 +24,17 @@ struct SizeFactor {
   double factor = 1;
 };
 
+// A 16-bit wire format's local passes ([network.fp16] or [network.bf16]), each a table of
+// [from_bytes, bytes per second] over the floats' bytes (4 per element, as `reduce`'s): `encode`
+// turns a segment into the format before its send, `decode` puts a copy step's received segment
+// into the buffer, `reduce` adds a reduction step's received segment as it decodes it, and
+// `round` rounds a whole buffer to the format before a reduction's first round (prepare()).
+// Empty: free.
+struct WirePasses {
+  std::vector<SizeFactor> encode, decode, reduce, round;
+  bool empty() const { return encode.empty() && decode.empty() && reduce.empty() && round.empty(); }
+};
+
 struct NetworkFactors {
   double send_overhead_s = 0;  // per message, on the sender before its transfer starts
   double recv_overhead_s = 0;  // per message, on the receiver after its transfer ends
@@ -31,11 +46,19 @@ struct NetworkFactors {
   // moves s bytes into place (an allgather's contribution; a reduce-scatter's input and its
   // block). A pass of s bytes takes s / speed(s); empty: free, as before these tables.
   std::vector<SizeFactor> reduce, copy;
+  WirePasses fp16, bf16;  // in place of `reduce` (and of a free copy) for a 16-bit wire format
 
   bool empty() const {  // the plain model: no overheads, every factor 1, free local passes
     return send_overhead_s == 0 && recv_overhead_s == 0 && bandwidth.empty() && latency.empty() &&
-           reduce.empty() && copy.empty();
+           reduce.empty() && copy.empty() && fp16.empty() && bf16.empty();
   }
+  // Whether a collective in `wire` pays any local pass.
+  bool has_passes(WireFormat wire) const {
+    return wire == WireFormat::kFp32 ? !reduce.empty() || !copy.empty()
+                                     : !copy.empty() || !passes(wire).empty();
+  }
+  // fp16's or bf16's passes; kFp32 has none of these (an empty set).
+  const WirePasses& passes(WireFormat wire) const;
   bool has_tables() const { return !bandwidth.empty() || !latency.empty(); }
   double overhead_s() const { return send_overhead_s + recv_overhead_s; }
 };
@@ -56,10 +79,26 @@ double message_seconds(const NetworkFactors& factors, double latency_s, double b
 // empty table.
 double local_pass_seconds(std::span<const SizeFactor> speeds, double bytes);
 
+// The sender's pass before a message of `count` floats in `wire`: the encoding into a 16-bit
+// format, none in fp32 or where the step forwards the segment as it received it
+// (forwards_received).
+double send_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t count,
+                         bool forwarded);
+// The receiver's pass after it: in fp32 a reduction at `reduce` (a copy lands in place, free); in
+// a 16-bit format the format's reduce, or decode for a copy. kMax's 16-bit reduction, which
+// decodes into scratch before it reduces, is charged as a sum's.
+double recv_pass_seconds(const NetworkFactors& network, WireFormat wire, RecvAction action,
+                         size_t count);
+// A reduction's pass before its first round over `count` floats (prepare()): a 16-bit format's
+// rounding; nothing in fp32. kAvg's division is not charged (nor is fp32's in finish()).
+double prepare_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t count);
+
 namespace detail {
 // The optional [network] table of a recipe: keys send_overhead, recv_overhead (times),
 // bandwidth_factor, latency_factor (arrays of [from_bytes, factor] pairs, from_bytes ascending
-// from 0), and reduce_bandwidth, copy_bandwidth (arrays of [from_bytes, bytes per second]).
+// from 0), reduce_bandwidth, copy_bandwidth (arrays of [from_bytes, bytes per second]), and
+// fp16.* and bf16.* (encode_bandwidth, decode_bandwidth, reduce_bandwidth, round_bandwidth, the
+// same arrays).
 // Absent: the plain model. Errors name file:line: key.
 NetworkFactors read_network_factors(TomlReader& reader);
 }  // namespace detail

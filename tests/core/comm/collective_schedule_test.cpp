@@ -581,6 +581,40 @@ TEST(CollectiveSchedule, WireActionsGiveTheBitsOfDecodingFirst) {
 
 // kAvg's division: the correctly rounded quotient for every rank count, whether it divides or
 // (p a power of two) multiplies by the exact reciprocal; subnormal quotients and specials too.
+// A ring allgather's steps after the first send on what the step before received; a ring
+// allreduce's allgather starts from a block it reduced; a reduction step never forwards.
+TEST(CollectiveSchedule, ForwardsReceivedIsARingAllgathersSendingOnOfItsCopies) {
+  const int p = 5;
+  for (int r = 0; r < p; ++r) {
+    const std::vector<Step> gather = steps_of_rank(make_allgather_schedule(p, 1000), r);
+    ASSERT_EQ(gather.size(), static_cast<size_t>(p - 1));
+    EXPECT_FALSE(forwards_received(nullptr, gather[0])) << "rank " << r;
+    for (size_t k = 1; k < gather.size(); ++k)
+      EXPECT_TRUE(forwards_received(&gather[k - 1], gather[k])) << "rank " << r << " step " << k;
+    const std::vector<Step> ring =
+        steps_of_rank(make_allreduce_schedule(Algorithm::kRing, p, 1000), r);
+    ASSERT_EQ(ring.size(), static_cast<size_t>(2 * (p - 1)));
+    for (size_t k = 1; k < ring.size(); ++k)
+      EXPECT_EQ(forwards_received(&ring[k - 1], ring[k]), k >= static_cast<size_t>(p))
+          << "rank " << r << " step " << k;
+  }
+  Step copied;
+  copied.recv_from = 2;
+  copied.recv = {0, 10};
+  Step next;
+  next.send_to = 1;
+  next.send = {0, 10};
+  EXPECT_TRUE(forwards_received(&copied, next));
+  next.send = {0, 9};  // part of it
+  EXPECT_FALSE(forwards_received(&copied, next));
+  next.send = {0, 10};
+  copied.action = RecvAction::kReduce;
+  EXPECT_FALSE(forwards_received(&copied, next));
+  copied.action = RecvAction::kCopy;
+  next.send_to = -1;  // nothing sent
+  EXPECT_FALSE(forwards_received(&copied, next));
+}
+
 TEST(CollectiveSchedule, DivisionByRanksGivesTheCorrectlyRoundedQuotient) {
   std::mt19937 gen(11);
   std::uniform_int_distribution<uint32_t> any_bits;
