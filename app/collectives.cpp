@@ -66,11 +66,10 @@ struct Buffers {
 // Runs the point's collective once; returns the allreduce algorithm that ran (kAuto otherwise).
 Algorithm run_once(Communicator& comm, const CollectivePoint& point, Buffers& b) {
   switch (point.op) {
-    case CollectiveKind::kAllreduce: {
-      WorkPtr work = comm.allreduce_async(b.all, {.wire = point.wire});
-      work->wait();
-      return work->completion().algorithm;
-    }
+    case CollectiveKind::kAllreduce:
+      // As training calls an allreduce that it waits for at once (the weight averages, ddp's
+      // last bucket): on MPI, on the calling thread, without the hand-off to the helper.
+      return comm.allreduce_waited(b.all, {.wire = point.wire});
     case CollectiveKind::kBroadcast:
       comm.broadcast(b.all, 0);
       break;
