@@ -55,8 +55,9 @@ class RoundMaxima final : public ScheduleSink {
   PassSeconds passes_;
   bool forwarding_;
   std::vector<double> longest_;  // per round
-  // With forwarding_: per rank, its latest two receives among the streamed messages (a round's
-  // messages may come before the sender's receive of the round before is superseded).
+  // With forwarding_: per rank, its two latest receives among the streamed messages. When a
+  // rank's message of round k is timed, its receive of round k may be recorded already; the one
+  // of round k - 1 decides.
   std::vector<std::array<Received, 2>> received_;
 };
 

@@ -190,10 +190,10 @@ void apply_action(RecvAction action, ReduceOp op, std::span<float> dst, std::spa
 // `scratch` (at least src.size() floats) first. The bits of decode_wire, then apply_action.
 void apply_wire_action(RecvAction action, ReduceOp op, std::span<float> dst,
                        std::span<const uint16_t> src, WireFormat wire, std::span<float> scratch);
-// Whether `step` sends on, unchanged, the segment that `before` (the same rank's step in the round
-// before; nullptr in the first round) received and copied, as a ring's allgather does. In a 16-bit
-// wire format such a send goes out in the encoding it came in, with no encoding pass: decoding
-// and encoding are exact on every encoding that encode_wire makes.
+// Whether `step` sends on, unchanged, the segment that `before` (the same rank's step before it,
+// idle rounds skipped; nullptr for its first) received and copied, as a ring's allgather does. In a
+// 16-bit wire format such a send goes out in the encoding it came in, with no encoding pass:
+// decoding and encoding are exact on every encoding that encode_wire makes.
 bool forwards_received(const Step* before, const Step& step);
 // Starts a reduction in a 16-bit wire format over p > 1 ranks: for kAvg divides by p, then
 // rounds every element to the format. Nothing for kFp32 or p = 1.
