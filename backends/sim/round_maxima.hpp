@@ -27,7 +27,9 @@ class RoundMaxima final : public ScheduleSink {
   // backend (forwards_received) looks at the sender's previous step, idle rounds skipped: the two
   // differ only where a rank idles between receiving a segment and sending it on.
   explicit RoundMaxima(MessageSeconds seconds, PassSeconds passes = {}, bool forwarding = false)
-      : seconds_(std::move(seconds)), passes_(std::move(passes)), forwarding_(forwarding) {}
+      : seconds_(std::move(seconds)),
+        passes_(std::move(passes)),
+        forwarding_(forwarding && passes_) {}  // without passes, nothing to save
 
   void message(const ScheduledMessage& m) override;
   // A ring phase of m ranks in O(m log m) rather than its m (m - 1) messages, with the same
