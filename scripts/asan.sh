@@ -11,9 +11,10 @@
 # the regression datasets (RegressionBadInput.*, Trainer.RegressionWithMse), a SIGTERM's stop at a
 # step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*,
 # StopSignal.MpiRanksStopAt*: the process signals itself, so the handler and the ranks' stop latch
-# run sanitised too). Also the validation scripts end to end (Validation.*,
-# Collectives.Validation*): 165 s under ASan, mostly measured runs and calibration; their
-# commands run sanitised in the tests of calibrate, compare and collectives.
+# run sanitised too). Also the validation scripts' runs end to end (Validation.Script*,
+# Validation.ADoctored*, ValidationTargets.*, Collectives.Validation*): 165 s under ASan before
+# the last two were added, mostly measured runs and calibration; their commands run sanitised in
+# the tests of calibrate, compare and collectives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 training_volume=(
@@ -24,6 +25,8 @@ training_volume=(
   PowerSgd.FullRankIsUncompressedDdpUpToRounding
   PaperRegression.TrainingLossFallsAndTestR2Rises
   Validation.ScriptComparesEveryPairAndWritesTheTable
+  Validation.ADoctoredPlatformMissesTheTargets
+  ValidationTargets.ReducedValidationMeetsItsTargets
   Collectives.ValidationScriptWritesTheTable
 )
 exclude="^($(IFS='|'; echo "${training_volume[*]}"))\$"

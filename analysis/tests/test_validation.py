@@ -75,3 +75,48 @@ def test_repeated_measured_runs_stand_for_their_pair_by_the_median(tmp_path):
     assert rows[0][4] == (f"{per_epoch:.4g} ({0.8 * per_epoch:.4g} - {1.3 * per_epoch:.4g}, "
                           "3 runs)")
     assert rows[0][5] == "+0.0%"
+
+
+def test_check_exits_3_above_the_targets(tmp_path):
+    """--check: 0 at targets just above the pairs' median and worst errors, 3 just below."""
+    make_pairs(str(tmp_path))
+    errors = sorted(abs(e) for e in summarize.pair_errors(summarize.read_pairs(str(tmp_path))))
+    median, worst = 100 * (errors[0] + errors[1]) / 2, 100 * errors[1]
+    assert worst > 1.0  # ddp's doubled communication is an error to miss
+    out = str(tmp_path / "v.md")
+
+    def check(target_median, target_worst):
+        return summarize.main([str(tmp_path), "--out", out, "--check", "--target-median",
+                               f"{target_median}%", "--target-worst", str(target_worst)])
+
+    assert check(median + 0.01, worst + 0.01) == 0
+    assert "targets met" in open(out).read()
+    assert check(median - 0.01, worst + 0.01) == summarize.MISSED
+    assert check(median + 0.01, worst - 0.01) == summarize.MISSED
+    assert "targets MISSED" in open(out).read()
+    # Without --check the same miss still writes the table and exits 0.
+    assert summarize.main([str(tmp_path), "--out", out, "--target-worst", "0"]) == 0
+
+
+def test_check_fails_when_bytes_differ(tmp_path, capsys):
+    make_pairs(str(tmp_path))
+    path = os.path.join(str(tmp_path), "epoch_sync-w4", "compare.json")
+    with open(path) as f:
+        data = json.load(f)
+    data["bytes"]["equal"] = False
+    with open(path, "w") as f:
+        json.dump(data, f)
+    out = str(tmp_path / "v.md")
+    assert summarize.main([str(tmp_path), "--out", out, "--check", "--target-median", "1000",
+                           "--target-worst", "1000"]) == summarize.MISSED
+    assert "bytes differ in epoch_sync at 4" in capsys.readouterr().err
+    assert "1 pair(s) differ." in open(out).read()
+
+
+@pytest.mark.parametrize("bad", ["-1", "five", "nan", "inf", ""])
+def test_a_bad_target_is_refused(tmp_path, capsys, bad):
+    make_pairs(str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md"), "--target-worst", bad])
+    assert exit_info.value.code == 2
+    assert f"'{bad}': allowed: a percentage >= 0" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 """validation.md from the compare.json files of a validation (analysis/validation/validate.sh).
 
     python3 analysis/validation/summarize.py COMPARE_DIR --out validation.md [--note TEXT]...
+                                             [--target-median PCT] [--target-worst PCT] [--check]
 
 COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate compare
 SIMULATED MEASURED`. Several comparisons of one pair (strategy and worker count: the simulated
@@ -21,6 +22,7 @@ import sys
 
 PHASES = (("compute", "compute_s"), ("comm", "comm_s"), ("idle", "idle_s"))
 TARGET_MEDIAN, TARGET_WORST = 0.05, 0.15  # the issue's targets for the epoch time
+MISSED = 3  # --check's exit code when the targets are missed
 
 
 def key_of(pair):
@@ -86,18 +88,27 @@ def pair_row(pair):
     return "| " + " | ".join(cells) + " |"
 
 
-def verdict(errors):
+def meets(errors, targets):
+    """Whether the errors' median and worst (absolute) are within targets (median, worst)."""
+    errors = [abs(e) for e in errors if e is not None]
+    return bool(errors) and statistics.median(errors) <= targets[0] and max(errors) <= targets[1]
+
+
+def verdict(errors, targets):
     errors = [abs(e) for e in errors if e is not None]
     if not errors:
         return "no pairs"
     median, worst = statistics.median(errors), max(errors)
-    ok = median <= TARGET_MEDIAN and worst <= TARGET_WORST
-    return (f"median {100 * median:.1f}% (target <= {100 * TARGET_MEDIAN:g}%), worst "
-            f"{100 * worst:.1f}% (target <= {100 * TARGET_WORST:g}%): "
-            f"{'targets met' if ok else 'targets MISSED'}")
+    return (f"median {100 * median:.1f}% (target <= {100 * targets[0]:g}%), worst "
+            f"{100 * worst:.1f}% (target <= {100 * targets[1]:g}%): "
+            f"{'targets met' if meets(errors, targets) else 'targets MISSED'}")
 
 
-def summarize(pairs, notes=()):
+def pair_errors(pairs):
+    return [whole_run(p)["error"]["total_s"] for p in pairs]
+
+
+def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST)):
     md = ["# Validation: simulated vs measured, fmnist-mlp", ""]
     md += [f"- {n}" for n in notes]
     md += ["- seconds per epoch: the mean over the epochs of each epoch's mean over the workers;",
@@ -107,13 +118,13 @@ def summarize(pairs, notes=()):
     header += [f"{label} s/epoch" for label, _ in PHASES] + ["bytes equal"]
     md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += [pair_row(p) for p in pairs]
-    pair_errors = [whole_run(p)["error"]["total_s"] for p in pairs]
+    per_pair = pair_errors(pairs)
     epoch_errors = [r["error"]["total_s"] for p in pairs for r in epoch_means(p)]
     md += ["", "## Errors of the epoch time", "",
-           f"- per pair (whole run): {verdict(pair_errors)}",
-           f"- per epoch (every epoch of every pair): {verdict(epoch_errors)}",
+           f"- per pair (whole run): {verdict(per_pair, targets)}",
+           f"- per epoch (every epoch of every pair): {verdict(epoch_errors, targets)}",
            "", "| error of | median abs | worst abs | count |", "|---|---|---|---|",
-           stats_line("epoch time, per pair", pair_errors),
+           stats_line("epoch time, per pair", per_pair),
            stats_line("epoch time, per epoch", epoch_errors)]
     for label, key in PHASES:
         md.append(stats_line(f"{label}, per pair (share of the epoch)",
@@ -124,12 +135,31 @@ def summarize(pairs, notes=()):
     return "\n".join(md) + "\n"
 
 
+def percent(text):
+    """A target in percent: a number >= 0, with or without a trailing %."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"'{text}': allowed: a percentage >= 0, e.g. 5 or 5%")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("compare_dir")
     parser.add_argument("--out", required=True)
     parser.add_argument("--note", action="append", default=[])
+    parser.add_argument("--target-median", type=percent, default=100 * TARGET_MEDIAN,
+                        metavar="PCT")
+    parser.add_argument("--target-worst", type=percent, default=100 * TARGET_WORST,
+                        metavar="PCT")
+    parser.add_argument("--check", action="store_true",
+                        help=f"exit {MISSED} when the per-pair errors miss the targets or bytes "
+                             "differ")
     args = parser.parse_args(argv)
+    targets = (args.target_median / 100, args.target_worst / 100)
     if not os.path.isdir(args.compare_dir):
         print(f"summarize: {args.compare_dir}: no such directory", file=sys.stderr)
         return 2
@@ -138,8 +168,17 @@ def main(argv=None):
         print(f"summarize: {args.compare_dir}: no compare.json in its folders", file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
-        f.write(summarize(pairs, args.note))
+        f.write(summarize(pairs, args.note, targets))
     print(f"validation written to {args.out} ({len(pairs)} pairs)")
+    print(f"per pair: {verdict(pair_errors(pairs), targets)}")
+    if not args.check:
+        return 0
+    differ = [f"{p['a'].get('strategy', '?')} at {p['a'].get('workers', '?')}" for p in pairs
+              if not p["bytes"]["equal"]]
+    if differ:
+        print(f"summarize: bytes differ in {', '.join(differ)}", file=sys.stderr)
+    if differ or not meets(pair_errors(pairs), targets):
+        return MISSED
     return 0
 
 

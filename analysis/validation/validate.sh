@@ -6,6 +6,7 @@
 #   analysis/validation/validate.sh [--epochs N] [--workers "1 2 4"] [--strategies "ddp ..."]
 #                                   [--measured-runs 3] [--platform NAME|FILE] [--out DIR]
 #                                   [--md FILE] [--bin PATH] [--set key=value]...
+#                                   [--target-median PCT] [--target-worst PCT] [--check]
 #
 # The simulated runs use a platform that `syncopate calibrate` measures first, under the same
 # settings (DIR/platform/loopback.toml; this machine's speed changes from minute to minute: see
@@ -17,9 +18,11 @@
 # DIR/compare/<strategy>-w<W>-m<k>;
 # a run already there is kept, and so is the calibrated platform (re-running finishes an
 # interrupted validation; remove DIR to start over). --set overrides apply to both runs of every
-# pair. The table goes to --md (default: validation.md beside this script). Exit 0 when every
-# pair was compared (whatever the errors: validation.md says them), 1 when a run or a comparison
-# failed.
+# pair. The table goes to --md (default: validation.md beside this script), with the per-pair
+# errors against the targets (default: median <= 5%, worst <= 15%). Exit 0 when every pair was
+# compared (whatever the errors: validation.md says them), 1 when a run or a comparison failed;
+# with --check, 3 when every pair was compared but the per-pair median or worst error exceeds
+# its target or a pair's bytes differ.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -32,6 +35,7 @@ strategies="serial ddp epoch_sync epoch_async local_sgd hierarchical"
 sets=()
 platform=
 measured_runs=3
+check=()
 args="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -44,6 +48,12 @@ while [ $# -gt 0 ]; do
     --measured-runs) measured_runs=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
+    --target-median | --target-worst)  # checked here, not by summarize.py after every run
+      case ${2%\%} in
+        '' | . | *[!0-9.]* | *.*.*) echo "validate.sh: $1 '$2'; allowed: a percentage >= 0, e.g. 5 or 5%" >&2; exit 2 ;;
+      esac
+      check+=("$1" "$2"); shift 2 ;;
+    --check) check+=(--check); shift ;;
     *) echo "validate.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -110,5 +120,7 @@ notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
        --note "simulated: sim backend, platform $platform_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}; local_sgd strategy.every=8")
-/usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$md" "${notes[@]}"
-exit $failed
+rc=0
+/usr/bin/python3 "$here/summarize.py" "$out/compare" --out "$md" "${notes[@]}" "${check[@]}" || rc=$?
+[ "$failed" = 1 ] && exit 1
+exit $rc

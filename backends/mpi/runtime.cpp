@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -35,6 +36,18 @@ double parse_watchdog(const char* text) {
     throw UserError(std::string("environment: SYNCOPATE_MPI_WATCHDOG_S: '") + text +
                     "' is not a number of seconds; allowed: >= 0 (0 disables the watchdog)");
   return value;
+}
+
+// SYNCOPATE_MPI_HELPER_POLL_US: whole microseconds, 0 (yield) to 1,000,000.
+int parse_helper_poll(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || value < 0 || value > 1'000'000)
+    throw UserError(std::string("environment: SYNCOPATE_MPI_HELPER_POLL_US: '") + text +
+                    "' is not a number of microseconds; allowed: an integer from 0 (yield) to "
+                    "1000000");
+  return static_cast<int>(value);
 }
 
 int requested_thread_level() {
@@ -225,7 +238,7 @@ Runtime::Runtime(int* argc, char*** argv) {
   if (const char* text = std::getenv("SYNCOPATE_MPI_WATCHDOG_S"))
     g_watchdog_seconds.store(parse_watchdog(text));
   if (const char* text = std::getenv("SYNCOPATE_MPI_HELPER_POLL_US"))
-    g_helper_poll_us = std::atoi(text);
+    g_helper_poll_us = parse_helper_poll(text);
   int provided = MPI_THREAD_SINGLE;
   SYNC_MPI(MPI_Init_thread(argc, argv, wanted, &provided));
   // From here on MPI errors are return codes that SYNC_MPI turns into MpiError.

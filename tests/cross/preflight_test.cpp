@@ -143,4 +143,39 @@ TEST(Preflight, SummaryNamesTheGemmKernelThatRan) {
                   "\"gemm_kernel\": \"generic\""));
 }
 
+// The MPI backend's settings in the environment: text that is not a value is refused, naming
+// the variable, before the run writes its folder (read with atoi, "5ms" had been 5 and "soon"
+// 0). Every rank refuses, but mpirun may end a rank before it prints once another has failed.
+TEST(Preflight, BadMpiEnvironmentSettingsAreRefused) {
+  const struct {
+    const char* assignment;
+    const char* message;
+  } cases[] = {
+      {"SYNCOPATE_MPI_HELPER_POLL_US=5ms",
+       "SYNCOPATE_MPI_HELPER_POLL_US: '5ms' is not a number of microseconds"},
+      {"SYNCOPATE_MPI_HELPER_POLL_US=-1", "SYNCOPATE_MPI_HELPER_POLL_US: '-1' is not a number"},
+      {"SYNCOPATE_MPI_HELPER_POLL_US=2000000",
+       "SYNCOPATE_MPI_HELPER_POLL_US: '2000000' is not a number"},
+      {"SYNCOPATE_MPI_WATCHDOG_S=soon", "SYNCOPATE_MPI_WATCHDOG_S: 'soon' is not a number"},
+      {"SYNCOPATE_MPI_THREADS=many", "SYNCOPATE_MPI_THREADS: 'many' is unknown"},
+  };
+  int k = 0;
+  for (const auto& c : cases) {
+    const std::string name = "mpi-env-" + std::to_string(k++);
+    std::string out;
+    EXPECT_NE(syncopate::run_command("cd " + scratch().string() + " && " + c.assignment + " " +
+                                         syncopate::mpirun(2) + " " + kBin + " run --quiet " +
+                                         kLongRun + "--backend mpi --workers 2 --out " + name,
+                                     &out),
+              0)
+        << c.assignment << "\n"
+        << out;
+    EXPECT_TRUE(has(out, std::string("syncopate: error: environment: ") + c.message))
+        << c.assignment << "\n"
+        << out;
+    EXPECT_FALSE(fs::exists(scratch() / name))
+        << c.assignment << ": a refused run wrote its folder";
+  }
+}
+
 }  // namespace

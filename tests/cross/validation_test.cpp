@@ -1,8 +1,11 @@
 // analysis/validation/validate.sh end to end, reduced: every pair simulated, measured under
-// mpirun and compared, and validation.md written with its rows.
+// mpirun and compared, and validation.md written with its rows; a reduced validation held to
+// targets of its size, and a doctored platform that misses them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tests/common/run_command.hpp"
@@ -11,6 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kBin = SYNCOPATE_BIN;
+const std::string kScript =
+    std::string(SYNCOPATE_SOURCE_DIR) + "/analysis/validation/validate.sh --bin " + kBin;
 
 fs::path scratch() { return syncopate::scratch_folder("validation"); }
 
@@ -21,17 +26,17 @@ size_t count_of(const std::string& text, const std::string& what) {
 }
 
 // 2,048 samples, one epoch, serial and epoch_sync at 1 and 2 workers (serial at 1 only), each
-// measured twice, on the committed loopback platform. No error target is asserted: the errors
-// are timings of a shared machine, which validation.md states against the targets.
+// measured twice, on the committed loopback platform: the table's rows. The errors are held to
+// targets in ValidationTargets below, on a platform calibrated at once.
 TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   const fs::path runs = scratch() / "runs";
   const fs::path md = scratch() / "validation.md";
   std::string log;
-  ASSERT_EQ(syncopate::run_command(std::string(SYNCOPATE_SOURCE_DIR) +
-                                       "/analysis/validation/validate.sh --epochs 1 --workers "
-                                       "'1 2' --strategies 'serial epoch_sync' --measured-runs 2 "
-                                       "--platform loopback --set data.train_samples=2048 --bin " +
-                                       kBin + " --out " + runs.string() + " --md " + md.string(),
+  ASSERT_EQ(syncopate::run_command(kScript +
+                                       " --epochs 1 --workers '1 2' --strategies 'serial "
+                                       "epoch_sync' --measured-runs 2 --platform loopback --set "
+                                       "data.train_samples=2048 --out " +
+                                       runs.string() + " --md " + md.string(),
                                    &log),
             0)
       << log;
@@ -46,6 +51,112 @@ TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   EXPECT_NE(text.find("settings: --set data.train_samples=2048 --epochs 1"), std::string::npos)
       << text;
   EXPECT_TRUE(fs::exists(runs / "compare" / "epoch_sync-w2-m2"));
+}
+
+// Arguments the script cannot use stop it before it calibrates or runs anything.
+TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--target-worst 5x", "validate.sh: --target-worst '5x'; allowed: a percentage >= 0"},
+      {"--target-median -1", "validate.sh: --target-median '-1'; allowed: a percentage >= 0"},
+      {"--measured-runs 0", "validate.sh: --measured-runs '0'; allowed: an integer >= 1"},
+      {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
+  };
+  const fs::path out = scratch() / "refused";
+  for (const auto& c : cases) {
+    std::string log;
+    EXPECT_EQ(syncopate::run_command(kScript + " --check " + c.args + " --out " + out.string() +
+                                         " --md " + (out / "v.md").string(),
+                                     &log),
+              2)
+        << c.args << "\n"
+        << log;
+    EXPECT_NE(log.find(c.message), std::string::npos) << c.args << "\n" << log;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
+// The committed loopback platform with its profile's compute 10x faster than measured: every
+// layer pass, the step overhead, and the speeds per layer kind (the loss and the optimizer).
+fs::path doctored_platform(const fs::path& dir) {
+  const fs::path platforms = fs::path(SYNCOPATE_SOURCE_DIR) / "platforms";
+  fs::create_directories(dir / "profiles");
+  fs::copy_file(platforms / "loopback.toml", dir / "loopback.toml");
+  std::istringstream in(syncopate::read_text(platforms / "profiles" / "loopback-cpu.toml"));
+  std::ofstream out(dir / "profiles" / "loopback-cpu.toml");
+  std::string section;
+  int doctored = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("[")) section = line;
+    const size_t eq = line.find(" = ");
+    const std::string key = line.substr(0, eq);
+    const bool seconds = key == "forward_s" || key == "backward_s" || key == "step_overhead";
+    const bool speed = section == "[flops_per_s]" || key == "memory_bandwidth";
+    if (eq != std::string::npos && !line.starts_with("#") && (seconds || speed)) {
+      const double value = std::stod(line.substr(eq + 3));
+      std::ostringstream text;
+      text << key << " = " << (seconds ? value / 10 : value * 10);
+      line = text.str();
+      ++doctored;
+    }
+    out << line << "\n";
+  }
+  EXPECT_GT(doctored, 12);  // 6 layers' two passes, the overhead and the speeds
+  return dir / "loopback.toml";
+}
+
+// --check fails a validation whose errors exceed the targets: the simulated side predicts a
+// tenth of the measured compute (about -90%; a loaded machine only makes the measured side
+// slower), so the pair misses the issue's targets and the script exits 3 with the table written.
+TEST(Validation, ADoctoredPlatformMissesTheTargets) {
+  const fs::path dir = scratch() / "doctored";
+  const fs::path md = dir / "validation.md";
+  const fs::path platform = doctored_platform(dir / "platform");
+  std::string log;
+  EXPECT_EQ(syncopate::run_command(kScript +
+                                       " --epochs 1 --workers 1 --strategies serial "
+                                       "--measured-runs 1 --set data.train_samples=2048 "
+                                       "--platform " +
+                                       platform.string() + " --out " + (dir / "runs").string() +
+                                       " --md " + md.string() + " --check",
+                                   &log),
+            3)
+      << log;
+  const std::string text = syncopate::read_text(md);
+  EXPECT_NE(text.find("| serial | 1 | 1 | "), std::string::npos) << text;
+  EXPECT_NE(text.find("(target <= 15%): targets MISSED"), std::string::npos) << text;
+  EXPECT_NE(log.find("per pair: median "), std::string::npos) << log;
+}
+
+// The reduced validation held to targets of its size. The issue's are 5% median and 15% worst
+// per pair over 3 epochs of the whole data set. A quarter of it over 2 epochs, calibrated and
+// measured within two minutes on this shared machine, gave per-pair medians of 5.3-10.6% and
+// worsts of 11.3-15.9% in four runs, its compute phase moving by up to 14% between the
+// calibration and the measured runs (README, "Validation against this machine"). So the
+// targets here are 20% and 40%: they hold the model to its calibrated figures (before
+// calibrate, the simulator's compute was 77% off on this machine) without failing on the
+// machine's own drift. It calibrates this machine first, then measures each pair three times;
+// ctest runs it alone (RUN_SERIAL), since other tests' load would be measured as the model's
+// error. It fails when the per-pair median or worst error exceeds its target, or a pair's bytes
+// differ.
+constexpr const char* kReducedMedian = "20%";
+constexpr const char* kReducedWorst = "40%";
+
+TEST(ValidationTargets, ReducedValidationMeetsItsTargets) {
+  const fs::path dir = scratch() / "targets";
+  const fs::path md = dir / "validation.md";
+  std::string log;
+  const int rc = syncopate::run_command(
+      kScript +
+          " --epochs 2 --workers '1 2' --strategies 'ddp epoch_sync epoch_async' "
+          "--measured-runs 3 --set data.train_samples=16384 --out " +
+          (dir / "runs").string() + " --md " + md.string() + " --check --target-median " +
+          kReducedMedian + " --target-worst " + kReducedWorst,
+      &log);
+  EXPECT_EQ(rc, 0) << log << "\n" << syncopate::read_text(md);
+  EXPECT_NE(syncopate::read_text(md).find("targets met"), std::string::npos);
 }
 
 }  // namespace
