@@ -34,7 +34,8 @@ using syncopate::PeerTimeout;
 //
 // Settings (environment): SYNCOPATE_MPI_WATCHDOG_S (seconds, default 600, 0 = off),
 // SYNCOPATE_MPI_THREADS (multiple | funneled), SYNCOPATE_MPI_HELPER_POLL_US (how long the
-// allreduce helper thread sleeps between polls once a wait is not quick; default 50, 0 = yield),
+// allreduce helper thread sleeps between polls once a wait is not quick: whole microseconds up
+// to 1,000,000; default 50, 0 = yield),
 // SYNCOPATE_MPI_RANKS_PER_NODE (k > 0: pretend world ranks [0,k) are node 0, [k,2k) node 1, ...,
 // to exercise hierarchical algorithms on one machine; read when a communicator is created).
 // Runtime also defaults OMPI_MCA_osc to ^rdma (kept if already set): Open MPI 4.1.4's osc/rdma
