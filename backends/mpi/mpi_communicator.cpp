@@ -2,8 +2,10 @@
 #include "backends/mpi/mpi_communicator.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "backends/mpi/async_engine.hpp"
@@ -34,8 +36,9 @@ int fake_ranks_per_node() {
   const char* text = std::getenv("SYNCOPATE_MPI_RANKS_PER_NODE");
   if (text == nullptr || *text == '\0') return 0;
   char* end = nullptr;
+  errno = 0;
   const long k = std::strtol(text, &end, 10);
-  if (*end != '\0' || k < 0)
+  if (*end != '\0' || errno != 0 || k < 0 || k > std::numeric_limits<int>::max())
     throw UserError(std::string("environment: SYNCOPATE_MPI_RANKS_PER_NODE: '") + text +
                     "' is not a rank count; allowed: integer >= 0 (0: real nodes)");
   return static_cast<int>(k);
