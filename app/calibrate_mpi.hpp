@@ -45,8 +45,9 @@ struct TransportSamples {
   TransportSeries recv_overhead{"recv_overhead", 8, {}};  // seconds per receive of an arrived one
   std::vector<TransportSeries> collectives;               // per kind, sizes ascending
   // Local passes on rank 0 over a buffer that rank 1 has just received, seconds per pass; sizes
-  // ascending: a copy into it ("copy_pass") and a reduction into it ("reduce_pass").
-  std::vector<TransportSeries> copy_pass, reduce_pass;
+  // ascending: a copy into it ("copy_pass"), a reduction into it ("reduce_pass"), and kAvg's
+  // division of it by 2 ("scale_pass", a multiplication) and by 3 ("divide_pass").
+  std::vector<TransportSeries> copy_pass, reduce_pass, scale_pass, divide_pass;
   std::vector<WirePassSamples> wire_passes{{WireFormat::kFp16, {}, {}, {}, {}},
                                            {WireFormat::kBf16, {}, {}, {}, {}}};
 };

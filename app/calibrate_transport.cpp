@@ -225,6 +225,18 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
     t.reduce_pass.push_back(sample("reduce_pass", bytes, buffer, true, received, [&] {
       apply_action(RecvAction::kReduce, ReduceOp::kSum, buffer, source);
     }));
+    // kAvg's division by 2 (a multiplication) and by 3. Every 64th pass first refills the buffer
+    // with ones, inside the timing (about 1/128 of a pass more), so that repeated division never
+    // reaches subnormal floats, whose slow arithmetic no collective meets.
+    for (const int p : {2, 3}) {
+      int passes = 0;
+      (p == 2 ? t.scale_pass : t.divide_pass)
+          .push_back(
+              sample(p == 2 ? "scale_pass" : "divide_pass", bytes, buffer, true, received, [&] {
+                if (++passes % 64 == 0) std::fill(buffer.begin(), buffer.end(), 1.0f);
+                divide_by_ranks(p, buffer);
+              }));
+    }
   }
   // The 16-bit wire formats' passes over the same buffers (sizes in the floats' bytes), every
   // fourth power of two: a format's speeds change little between.

@@ -162,8 +162,9 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
 
 // Every series of the transport after the overheads, in the order the tables list them.
 std::vector<const std::vector<TransportSeries>*> measured(const TransportSamples& t) {
-  std::vector<const std::vector<TransportSeries>*> lists{&t.ping_pong, &t.channel_ping_pong,
-                                                         &t.exchange, &t.copy_pass, &t.reduce_pass};
+  std::vector<const std::vector<TransportSeries>*> lists{
+      &t.ping_pong,   &t.channel_ping_pong, &t.exchange,   &t.copy_pass,
+      &t.reduce_pass, &t.scale_pass,        &t.divide_pass};
   for (const WirePassSamples& passes : t.wire_passes)
     lists.insert(lists.end(), {&passes.encode, &passes.decode, &passes.reduce, &passes.round});
   lists.push_back(&t.collectives);
@@ -204,10 +205,14 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
   out << "# Local passes on a rank's memory, [from_bytes, bytes per second]: a pass of s bytes\n"
       << "# takes s / speed(s). Timed on rank 0 right after rank 1 received the buffer, as a\n"
       << "# collective's next call finds it: reduce_bandwidth adds a received segment into it,\n"
-      << "# copy_bandwidth moves a contribution into place. Each entry is one size's median, from\n"
+      << "# copy_bandwidth moves a contribution into place, and an average (kAvg) divides it by\n"
+      << "# the rank count p: scale_bandwidth where p is a power of two (times 1/p, timed at 2),\n"
+      << "# divide_bandwidth otherwise (timed at 3). Each entry is one size's median, from\n"
       << "# halfway (geometric mean) to the size before.\n";
   write_speeds(out, "reduce_bandwidth", t.reduce_pass);
   write_speeds(out, "copy_bandwidth", t.copy_pass);
+  write_speeds(out, "scale_bandwidth", t.scale_pass);
+  write_speeds(out, "divide_bandwidth", t.divide_pass);
   for (const WirePassSamples& passes : t.wire_passes) {
     if (passes.encode.empty()) continue;
     out << "\n[network." << to_string(passes.wire) << "]  # a collective in "

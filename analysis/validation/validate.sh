@@ -61,6 +61,27 @@ case $measured_runs in
   '' | *[!0-9]* | 0) echo "validate.sh: --measured-runs '$measured_runs'; allowed: an integer >= 1" >&2; exit 2 ;;
 esac
 [ -n "$epochs" ] && sets+=(--epochs "$epochs")
+[ -z "${strategies// /}" ] && { echo "validate.sh: --strategies is empty; allowed: strategies, e.g. \"ddp epoch_sync\"" >&2; exit 2; }
+[ -z "${workers// /}" ] && { echo "validate.sh: --workers is empty; allowed: worker counts, e.g. \"1 2 4\"" >&2; exit 2; }
+
+# A strategy's settings beyond the scenario's: local_sgd averages every 8 steps (its default, 1,
+# would average after every step).
+knobs() { [ "$1" = local_sgd ] && echo "--set strategy.every=8" || true; }
+
+# Every pair's settings are resolved before any calibration or run (--print-scenario), so that a
+# strategy, worker count, --epochs or --set that the binary refuses stops here with its message.
+for strategy in $strategies; do
+  for w in $workers; do
+    [ "$strategy" = serial ] && [ "$w" != 1 ] && continue
+    read -r -a extra <<<"$(knobs "$strategy")"
+    if ! refusal=$("$bin" run fmnist-mlp --strategy "$strategy" --workers "$w" "${sets[@]}" \
+        "${extra[@]}" --backend sim --print-scenario 2>&1 >/dev/null); then
+      echo "validate.sh: $strategy at $w workers: $refusal" >&2
+      exit 2
+    fi
+  done
+done
+
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1
@@ -73,10 +94,6 @@ if [ -z "$platform" ]; then
     "${mpirun[@]}" -np 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$platform" >/dev/null
   fi
 fi
-
-# A strategy's settings beyond the scenario's: local_sgd averages every 8 steps (its default, 1,
-# would average after every step).
-knobs() { [ "$1" = local_sgd ] && echo "--set strategy.every=8" || true; }
 
 failed=0
 for strategy in $strategies; do

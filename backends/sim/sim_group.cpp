@@ -126,7 +126,7 @@ const CachedSchedule& Group::entry(const CollCall& call) {
     };
   RoundMaxima rounds(RouteSeconds(*this, wire), std::move(passes), wire != WireFormat::kFp32);
   const CachedSchedule& e = schedules_.entry(key, &rounds);
-  analytic_seconds_.emplace(key, setup_seconds(call) + rounds.total());
+  analytic_seconds_.emplace(key, rounds.total());
   return e;
 }
 
@@ -135,17 +135,22 @@ double Group::setup_seconds(const CollCall& call) const {
   const int p = size();
   const bool reduction =
       call.kind == CollectiveKind::kAllreduce || call.kind == CollectiveKind::kReduceScatter;
-  const double rounding = reduction && p > 1 ? prepare_pass_seconds(network, call.wire, call.count)
-                                             : 0.0;  // as prepare_rank
+  const size_t block = (call.count + static_cast<size_t>(p) - 1) / static_cast<size_t>(p);
+  // A 16-bit format's passes before the first round, as prepare(): a reduction's (kAvg's
+  // division and the rounding of its buffer), an allgather's rounding of its own block.
+  double rounding = 0;
+  if (reduction)
+    rounding = prepare_pass_seconds(network, call.op, call.wire, p, call.count);
+  else if (call.kind == CollectiveKind::kAllgather)
+    rounding = prepare_pass_seconds(network, ReduceOp::kSum, call.wire, p, block);
   if (network.copy.empty()) return rounding;
   const auto pass = [&network](size_t floats) {
     return local_pass_seconds(network.copy, static_cast<double>(floats * sizeof(float)));
   };
-  const size_t block = (call.count + static_cast<size_t>(p) - 1) / static_cast<size_t>(p);
   const bool permuted = !gather_layout(call.algorithm).in_place();
   switch (call.kind) {
     case CollectiveKind::kAllgather:  // the contribution; then to the caller's layout and back
-      return pass(block) + (permuted ? 2 * pass(call.count) : 0.0);
+      return rounding + pass(block) + (permuted ? 2 * pass(call.count) : 0.0);
     case CollectiveKind::kReduceScatter:  // the input (permuted or not), then the block out
       return rounding + pass(call.count) + pass(block);
     default:
@@ -153,11 +158,37 @@ double Group::setup_seconds(const CollCall& call) const {
   }
 }
 
-double Group::analytic_seconds(const CachedSchedule& e) {
+double Group::finish_seconds(const CollCall& call, int rank) const {
+  const int p = size();
+  size_t count = 0;  // the floats that rank divides, as finish_rank and ScatterWork
+  switch (call.kind) {
+    case CollectiveKind::kAllreduce:
+      count = call.count;
+      break;
+    case CollectiveKind::kReduce:
+      count = rank == call.root ? call.count : 0;
+      break;
+    case CollectiveKind::kReduceScatter:
+      count = block_of(call.count, p, rank).count;
+      break;
+    default:
+      return 0;
+  }
+  return finish_pass_seconds(world_.platform().network, call.op, call.wire, p, count);
+}
+
+double Group::finish_seconds(const CollCall& call) const {
+  // The largest share: the root's result, the whole buffer, or rank 0's block (blocks differ
+  // by at most one float, the first ranks' the larger).
+  return finish_seconds(call, call.kind == CollectiveKind::kReduce ? call.root : 0);
+}
+
+double Group::analytic_seconds(const CachedSchedule& e, const CollCall& call) {
   const auto it = analytic_seconds_.find(e.key);
   SYNC_CHECK(it != analytic_seconds_.end(),
              "no analytic duration for a schedule of " << e.key.count << " floats");
-  return it->second;
+  // The passes around the rounds depend on the call's op too, which the key leaves out.
+  return setup_seconds(call) + it->second + finish_seconds(call);
 }
 
 simgrid::s4u::Mailbox* Group::mailbox(int src, int dst, Channel channel) {
@@ -296,8 +327,8 @@ void Group::launch(const std::shared_ptr<Job>& job) {
 
   const bool master = runs_through_master(world_, *job->entry);
   if (world_.fidelity() == Fidelity::kAnalytic) {
-    const double seconds =
-        master ? through_master_seconds(*this, job->call.count) : analytic_seconds(*job->entry);
+    const double seconds = master ? through_master_seconds(*this, job->call.count)
+                                  : analytic_seconds(*job->entry, job->call);
     // Flushed members arrive in date order: the last one's date is the engine clock.
     const double start = std::max(job->last_arrival, stream_free_at_);
     job->end_time = stream_free_at_ = start + seconds;
@@ -442,6 +473,7 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
                    wire);
     }
   }
+  pay_overhead(stats, group.finish_seconds(call, rank));
 }
 
 void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall& call) {
@@ -481,6 +513,7 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall&
     pay_overhead(stats, overheads.recv_overhead_s);  // every receiver at once
     pay_overhead(stats, receive);                    // and its pass
   }
+  pay_overhead(stats, group.finish_seconds(call));  // the longest finish
 }
 
 }  // namespace syncopate::sim

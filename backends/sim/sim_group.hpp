@@ -127,14 +127,22 @@ class Group : public std::enable_shared_from_this<Group> {
   std::shared_ptr<const Schedule> schedule(const CachedSchedule& entry) {
     return schedules_.schedule(entry);
   }
-  // Analytic fidelity: the modelled duration of a schedule (worked out when entry() made it).
-  double analytic_seconds(const CachedSchedule& entry);
+  // Analytic fidelity: the modelled duration of `call` on its schedule `entry`: its rounds (worked
+  // out when entry() made it) and the passes around them (setup_seconds, finish_seconds).
+  double analytic_seconds(const CachedSchedule& entry, const CollCall& call);
   // The local passes a rank makes around the schedule of `call`, at the platform's [network]
   // speeds, as the real backend makes them: the copies (an allgather's contribution into place,
   // a reduce-scatter's input into its working buffer and its block out of it, and the blocks'
-  // permutation where the layout is not in place: the largest rank's share), and a 16-bit
-  // reduction's rounding of the buffer (prepare_pass_seconds). 0 without speeds.
+  // permutation where the layout is not in place: the largest rank's share), a 16-bit
+  // reduction's kAvg division and rounding of the buffer, and a 16-bit allgather's rounding of
+  // its own block (prepare_pass_seconds). 0 without speeds.
   double setup_seconds(const CollCall& call) const;
+  // The pass rank `rank` makes after the schedule of `call`, as the real backend's finish():
+  // kAvg's division in fp32 of an allreduce's buffer, a reduce-scatter's block, or a reduce's
+  // result on its root (finish_pass_seconds). 0 without speeds and for every other call.
+  double finish_seconds(const CollCall& call, int rank) const;
+  // The longest of finish_seconds over the ranks: the part of the collective after its last round.
+  double finish_seconds(const CollCall& call) const;
 
   simgrid::s4u::Mailbox* mailbox(int src, int dst, Channel channel);
 
@@ -205,14 +213,15 @@ void finish_rank(const CollCall& call, int rank, int p, std::span<float> data);
 // Message fidelity: runs rank `rank`'s steps of `call` with real SimGrid comms, in the calling
 // actor: its setup passes first (Group::setup_seconds), then each step, the sender paying its
 // encoding pass before the send and the receiver its pass after the receive (send_pass_seconds,
-// recv_pass_seconds). `blocked` (may be null) is updated with the step being waited on.
-// `job` (elastic runs, else null) keeps the segments sent.
+// recv_pass_seconds), and its finish pass last (Group::finish_seconds). `blocked` (may be null)
+// is updated with the step being waited on. `job` (elastic runs, else null) keeps the segments
+// sent.
 void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float> data,
                const CollCall& call, BlockedOn* blocked, Job* job = nullptr);
 
 // Flow fidelity: runs every round of `schedule` as concurrent host-to-host flows, in the calling
 // actor, one round after the other, each between its senders' longest local pass and its
-// receivers'; the setup passes of `call` first.
+// receivers'; the setup passes of `call` first, the longest finish pass last.
 void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall& call);
 
 // Waits each comm; when one fails (a link or host of [[sim.faults]]), cancels the others, so

@@ -614,7 +614,7 @@ void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
 }
 
 void finish(ReduceOp op, int p, std::span<float> data, WireFormat wire) {
-  if (op != ReduceOp::kAvg || wire != WireFormat::kFp32) return;
+  if (op != ReduceOp::kAvg || wire != WireFormat::kFp32 || p == 1) return;
   divide_by_ranks(p, data);
 }
 

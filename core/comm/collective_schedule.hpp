@@ -199,7 +199,7 @@ bool forwards_received(const Step* before, const Step& step);
 // rounds every element to the format. Nothing for kFp32 or p = 1.
 void prepare(ReduceOp op, int p, std::span<float> data, WireFormat wire);
 // Completes a reduction: for kAvg in fp32 divides by p (a 16-bit format divided in prepare());
-// nothing for kSum/kMax.
+// nothing for kSum/kMax, or for p = 1 (x / 1 is x: the pass would only cost time).
 void finish(ReduceOp op, int p, std::span<float> data, WireFormat wire = WireFormat::kFp32);
 // data[i] / p, correctly rounded (kAvg's division in prepare() and finish()).
 void divide_by_ranks(int p, std::span<float> data);

@@ -74,6 +74,9 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
         // The local passes, 1 KiB to 32 MiB: one speed per size, the first from 0.
         "\nreduce_bandwidth = [\n  [0, ", "\ncopy_bandwidth = [\n  [0, ",
         "],  # 33554432 B: ", "#   reduce_pass 1024 B: ", "#   copy_pass 33554432 B: ",
+        // kAvg's division by 2 (a multiplication) and by 3, over the same sizes.
+        "\nscale_bandwidth = [\n  [0, ", "\ndivide_bandwidth = [\n  [0, ",
+        "#   scale_pass 33554432 B: ", "#   divide_pass 1024 B: ",
         // The 16-bit wire formats' passes, 1 KiB to 16 MiB by fours.
         "\n[network.fp16]  # ", "\n[network.bf16]  # ", "\nencode_bandwidth = [\n  [0, ",
         "\ndecode_bandwidth = [\n  [0, ", "\nround_bandwidth = [\n  [0, ",

@@ -63,6 +63,13 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--target-median -1", "validate.sh: --target-median '-1'; allowed: a percentage >= 0"},
       {"--measured-runs 0", "validate.sh: --measured-runs '0'; allowed: an integer >= 1"},
       {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
+      // Every pair's settings, resolved by the binary before the calibration.
+      {"--strategies 'ddp fedavg'",
+       "validate.sh: fedavg at 1 workers: syncopate: error: --set strategy.name=\"fedavg\": "
+       "strategy.name: unknown value 'fedavg'"},
+      {"--workers '2 0'", "validate.sh: ddp at 0 workers: syncopate: error: --set workers=0"},
+      {"--set optimizer.momentum=fast", "optimizer.momentum"},
+      {"--workers ' '", "validate.sh: --workers is empty"},
   };
   const fs::path out = scratch() / "refused";
   for (const auto& c : cases) {

@@ -114,6 +114,10 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
        "network.reduce_bandwidth: expected an array of [from_bytes, bytes_per_second] pairs"},
       {"copy_bandwidth = [[0, 0]]",
        "network.copy_bandwidth: entry 1: the bytes_per_second must be > 0"},
+      {"scale_bandwidth = [[0, 0]]",
+       "network.scale_bandwidth: entry 1: the bytes_per_second must be > 0"},
+      {"divide_bandwidth = [[1, 1e9]]",
+       "network.divide_bandwidth: entry 1: the first entry must be from 0"},
       {"copy_bandwidth = [[0, 1e16]]",
        "entry 1: the bytes_per_second must be > 0 and at most 1e15"},
       {"reduce_bandwidth = [[8, 1e10]]", "entry 1: the first entry must be from 0"},
@@ -139,7 +143,7 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
 std::vector<double> simulate(const fs::path& recipe, Fidelity fidelity, CollectiveKind kind,
                              size_t bytes, int workers, Algorithm algorithm,
                              LinkModel Platform::*route = &Platform::intra_node,
-                             WireFormat wire = WireFormat::kFp32) {
+                             WireFormat wire = WireFormat::kFp32, ReduceOp op = ReduceOp::kSum) {
   const testing::ChildResult result = run_in_child([&] {
     const Platform platform = load_platform(testing::make_engine(), recipe.string(), {}, workers);
     double end = 0;
@@ -150,10 +154,9 @@ std::vector<double> simulate(const fs::path& recipe, Fidelity fidelity, Collecti
     std::vector<float> all(bytes / sizeof(float)), block(all.size() / workers);
     run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
       if (kind == CollectiveKind::kAllreduce)
-        comm.allreduce(all, {.algorithm = algorithm, .wire = wire});
+        comm.allreduce(all, {.op = op, .algorithm = algorithm, .wire = wire});
       if (kind == CollectiveKind::kAllgather) comm.allgather(block, all, {wire});
-      if (kind == CollectiveKind::kReduceScatter)
-        comm.reduce_scatter(all, block, ReduceOp::kSum, {wire});
+      if (kind == CollectiveKind::kReduceScatter) comm.reduce_scatter(all, block, op, {wire});
       end = std::max(end, exec.now());
     });
     return encode({end, (platform.*route).latency_s, (platform.*route).bandwidth_Bps});
@@ -229,6 +232,12 @@ TEST_P(NetworkFactorsTiming, AnAllreduceThroughTheMasterPaysTheTermsOfOneMessage
   }
 }
 
+// two_gpus(...) with `gpus` GPUs on its node.
+std::string on_gpus(int gpus, std::string text) {
+  text.replace(text.find("gpus_per_node = 2"), 17, "gpus_per_node = " + std::to_string(gpus));
+  return text;
+}
+
 // The local passes at 2 ranks, on top of the same platform without them: recursive doubling
 // reduces the whole buffer once, Rabenseifner (and the ring) half of it; an allgather copies its
 // contribution (half) into place, a reduce-scatter its input and then its block out, and
@@ -268,9 +277,10 @@ TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
 }
 
 // A 16-bit wire format's passes, on top of the same platform without them, in that format: a
-// reduction rounds its buffer first; each send encodes its segment, except where it forwards a
-// segment as it received it (a ring allgather's second round on); each received segment is added
-// as it is decoded, or decoded into place. Each format has its own speeds; fp32 pays none of them.
+// reduction rounds its buffer first, an allgather its own block; each send encodes its segment,
+// except where it forwards a segment as it received it (a ring allgather's second round on); each
+// received segment is added as it is decoded, or decoded into place. Each format has its own
+// speeds; fp32 pays none of them.
 TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
   const std::string speeds =
       "[network.fp16]\nencode_bandwidth = [[0, 2e10], [1048576, 5e9]]\n"
@@ -278,10 +288,6 @@ TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
       "round_bandwidth = [[0, 4e10]]\n"
       "[network.bf16]\nencode_bandwidth = [[0, 1e10]]\ndecode_bandwidth = [[0, 6e9]]\n"
       "reduce_bandwidth = [[0, 7e9]]\nround_bandwidth = [[0, 8e9]]\n";
-  const auto on_gpus = [](int gpus, std::string text) {
-    text.replace(text.find("gpus_per_node = 2"), 17, "gpus_per_node = " + std::to_string(gpus));
-    return text;
-  };
   const auto encode = [](double s) { return s / (s < 1048576 ? 2e10 : 5e9); };
   const auto decode = [](double s) { return s / 3e10; };
   const auto reduce = [](double s) { return s / 1.5e10; };
@@ -305,9 +311,10 @@ TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
        1 * mib / 8e9 + 2 * (512 * kib / 1e10) + 512 * kib / 7e9 + 512 * kib / 6e9},
       {CollectiveKind::kReduceScatter, Algorithm::kAuto, 2, 1 << 20, WireFormat::kFp16,
        round(1 * mib) + encode(512 * kib) + reduce(512 * kib)},
-      // Three ranks: two rounds, the second forwarding what the first received.
+      // Three ranks: its own block rounded, then two rounds, the second forwarding what the
+      // first received.
       {CollectiveKind::kAllgather, Algorithm::kAuto, 3, 3 << 20, WireFormat::kFp16,
-       encode(1 * mib) + 2 * decode(1 * mib)},
+       round(1 * mib) + encode(1 * mib) + 2 * decode(1 * mib)},
       {CollectiveKind::kAllreduce, Algorithm::kRing, 3, 3 << 20, WireFormat::kFp16,
        round(3 * mib) + 2 * (encode(1 * mib) + reduce(1 * mib)) + encode(1 * mib) +
            2 * decode(1 * mib)},
@@ -328,16 +335,72 @@ TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
   }
 }
 
+// An average (kAvg) against the same sum: its division by p is one pass more, at scale_bandwidth
+// where p is a power of two and divide_bandwidth otherwise, over the floats each rank divides
+// as the real backend does: after the schedule in fp32 (an allreduce's whole buffer, a
+// reduce-scatter's block), before it in a 16-bit format (the whole input, before its rounding).
+// Nothing at one rank, nor without the tables.
+TEST_P(NetworkFactorsTiming, AnAverageDividesItsResultAtTheScaleOrDivideSpeed) {
+  const std::string speeds =
+      "[network]\nscale_bandwidth = [[0, 2e10], [1048576, 5e9]]\n"
+      "divide_bandwidth = [[0, 4e9]]\n[network.fp16]\nround_bandwidth = [[0, 4e10]]\n";
+  const auto scale = [](double s) { return s / (s < 1048576 ? 2e10 : 5e9); };
+  const auto divide = [](double s) { return s / 4e9; };
+  struct Case {
+    CollectiveKind kind;
+    Algorithm algorithm;
+    int workers;
+    size_t bytes;
+    WireFormat wire;
+    double division;
+  };
+  const double kib = 1024, mib = 1024 * kib;
+  const Case cases[] = {
+      {CollectiveKind::kAllreduce, Algorithm::kRabenseifner, 2, 4 << 20, WireFormat::kFp32,
+       scale(4 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 4, 256 << 10, WireFormat::kFp32,
+       scale(256 * kib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 3, 3 << 20, WireFormat::kFp32,
+       divide(3 * mib)},
+      {CollectiveKind::kReduceScatter, Algorithm::kAuto, 2, 1 << 20, WireFormat::kFp32,
+       scale(512 * kib)},
+      {CollectiveKind::kReduceScatter, Algorithm::kAuto, 3, 3 << 20, WireFormat::kFp32,
+       divide(1 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 1 << 20, WireFormat::kFp16, scale(1 * mib)},
+      {CollectiveKind::kAllreduce, Algorithm::kRing, 1, 1 << 20, WireFormat::kFp32, 0},
+  };
+  for (const Case& c : cases) {
+    const fs::path recipe = write_recipe(on_gpus(std::max(c.workers, 2), two_gpus(speeds)));
+    const fs::path plain = write_recipe(on_gpus(std::max(c.workers, 2), two_gpus("")), "plain");
+    const auto seconds = [&](const fs::path& path, ReduceOp op) {
+      const std::vector<double> got = simulate(path, GetParam(), c.kind, c.bytes, c.workers,
+                                               c.algorithm, &Platform::intra_node, c.wire, op);
+      EXPECT_EQ(got.size(), 3u);
+      return got.empty() ? 0.0 : got[0];
+    };
+    const double sum = seconds(recipe, ReduceOp::kSum), avg = seconds(recipe, ReduceOp::kAvg);
+    EXPECT_NEAR(avg - sum, c.division, 1e-6 * avg)
+        << to_string(c.kind) << " " << to_string(c.algorithm) << " at " << c.workers << ", "
+        << c.bytes << " B, " << to_string(c.wire);
+    EXPECT_EQ(seconds(plain, ReduceOp::kAvg), seconds(plain, ReduceOp::kSum))
+        << to_string(c.kind) << " at " << c.workers << ", plain";
+  }
+}
+
 TEST(NetworkFactors, LocalPassSpeedsParseAndLookUpByPassSize) {
   const detail::Recipe recipe = detail::parse_recipe(
       write_recipe(two_gpus("[network]\nreduce_bandwidth = [[0, 2e10], [65536, 9e9]]\n"
-                            "copy_bandwidth = [[0, 3e10]]\n"))
+                            "copy_bandwidth = [[0, 3e10]]\nscale_bandwidth = [[0, 5e10]]\n"
+                            "divide_bandwidth = [[0, 7e9]]\n"))
           .string(),
       {});
   EXPECT_FALSE(recipe.network.empty());
   EXPECT_DOUBLE_EQ(local_pass_seconds(recipe.network.reduce, 65536), 65536 / 9e9);
   EXPECT_DOUBLE_EQ(local_pass_seconds(recipe.network.reduce, 4096), 4096 / 2e10);
   EXPECT_DOUBLE_EQ(local_pass_seconds(recipe.network.copy, 1e9), 1e9 / 3e10);
+  EXPECT_DOUBLE_EQ(average_pass_seconds(recipe.network, 4, 1000), 4000 / 5e10);
+  EXPECT_DOUBLE_EQ(average_pass_seconds(recipe.network, 6, 1000), 4000 / 7e9);
+  EXPECT_EQ(average_pass_seconds(recipe.network, 1, 1000), 0);
   EXPECT_EQ(local_pass_seconds({}, 1e9), 0);
 }
 

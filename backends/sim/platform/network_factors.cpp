@@ -70,8 +70,23 @@ double recv_pass_seconds(const NetworkFactors& network, WireFormat wire, RecvAct
                             float_bytes(count));
 }
 
-double prepare_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t count) {
-  return local_pass_seconds(network.passes(wire).round, float_bytes(count));
+double average_pass_seconds(const NetworkFactors& network, int p, size_t count) {
+  if (p <= 1) return 0;
+  const bool power_of_two = (p & (p - 1)) == 0;  // as divide_by_ranks
+  return local_pass_seconds(power_of_two ? network.scale : network.divide, float_bytes(count));
+}
+
+double prepare_pass_seconds(const NetworkFactors& network, ReduceOp op, WireFormat wire, int p,
+                            size_t count) {
+  if (wire == WireFormat::kFp32 || p <= 1) return 0;  // as prepare()
+  const double division = op == ReduceOp::kAvg ? average_pass_seconds(network, p, count) : 0.0;
+  return division + local_pass_seconds(network.passes(wire).round, float_bytes(count));
+}
+
+double finish_pass_seconds(const NetworkFactors& network, ReduceOp op, WireFormat wire, int p,
+                           size_t count) {
+  if (op != ReduceOp::kAvg || wire != WireFormat::kFp32) return 0;  // as finish()
+  return average_pass_seconds(network, p, count);
 }
 
 namespace detail {
@@ -150,6 +165,8 @@ NetworkFactors read_network_factors(TomlReader& reader) {
   factors.latency = read_table(reader, "network.latency_factor", kLatencyFactor);
   factors.reduce = read_table(reader, "network.reduce_bandwidth", kSpeed);
   factors.copy = read_table(reader, "network.copy_bandwidth", kSpeed);
+  factors.scale = read_table(reader, "network.scale_bandwidth", kSpeed);
+  factors.divide = read_table(reader, "network.divide_bandwidth", kSpeed);
   for (const auto& [name, passes] :
        {std::pair{"network.fp16.", &factors.fp16}, std::pair{"network.bf16.", &factors.bf16}}) {
     const std::string table = name;

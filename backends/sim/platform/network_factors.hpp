@@ -46,11 +46,15 @@ struct NetworkFactors {
   // moves s bytes into place (an allgather's contribution; a reduce-scatter's input and its
   // block). A pass of s bytes takes s / speed(s); empty: free, as before these tables.
   std::vector<SizeFactor> reduce, copy;
+  // ReduceOp::kAvg's division of a reduction's buffer by the rank count p, the same way: `scale`
+  // where p is a power of two (a multiplication by 1/p), `divide` otherwise (divide_by_ranks).
+  std::vector<SizeFactor> scale, divide;
   WirePasses fp16, bf16;  // in place of `reduce` (and of a free copy) for a 16-bit wire format
 
   bool empty() const {  // the plain model: no overheads, every factor 1, free local passes
     return send_overhead_s == 0 && recv_overhead_s == 0 && bandwidth.empty() && latency.empty() &&
-           reduce.empty() && copy.empty() && fp16.empty() && bf16.empty();
+           reduce.empty() && copy.empty() && scale.empty() && divide.empty() && fp16.empty() &&
+           bf16.empty();
   }
   // Whether a collective in `wire` pays any local pass.
   bool has_passes(WireFormat wire) const {
@@ -89,17 +93,25 @@ double send_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t 
 // decodes into scratch before it reduces, is charged as a sum's.
 double recv_pass_seconds(const NetworkFactors& network, WireFormat wire, RecvAction action,
                          size_t count);
-// A reduction's pass before its first round over `count` floats (prepare()): a 16-bit format's
-// rounding; nothing in fp32. kAvg's division is not charged (nor is fp32's in finish()).
-double prepare_pass_seconds(const NetworkFactors& network, WireFormat wire, size_t count);
+// kAvg's division of `count` floats by p (divide_by_ranks): `scale` or `divide` by p; 0 for
+// p <= 1, where nothing is divided.
+double average_pass_seconds(const NetworkFactors& network, int p, size_t count);
+// A reduction's passes before its first round over `count` floats on p ranks (prepare()): in a
+// 16-bit format kAvg's division, then the format's rounding; nothing in fp32 or for p <= 1.
+double prepare_pass_seconds(const NetworkFactors& network, ReduceOp op, WireFormat wire, int p,
+                            size_t count);
+// A reduction's pass after its last round over the `count` floats it finishes (finish()): kAvg's
+// division in fp32; nothing otherwise.
+double finish_pass_seconds(const NetworkFactors& network, ReduceOp op, WireFormat wire, int p,
+                           size_t count);
 
 namespace detail {
 // The optional [network] table of a recipe: keys send_overhead, recv_overhead (times),
 // bandwidth_factor, latency_factor (arrays of [from_bytes, factor] pairs, from_bytes ascending
-// from 0), reduce_bandwidth, copy_bandwidth (arrays of [from_bytes, bytes per second]), and
-// fp16.* and bf16.* (encode_bandwidth, decode_bandwidth, reduce_bandwidth, round_bandwidth, the
-// same arrays).
-// Absent: the plain model. Errors name file:line: key.
+// from 0), reduce_bandwidth, copy_bandwidth, scale_bandwidth, divide_bandwidth (arrays of
+// [from_bytes, bytes per second]), and fp16.* and bf16.* (encode_bandwidth, decode_bandwidth,
+// reduce_bandwidth, round_bandwidth, the same arrays). Absent: the plain model. Errors name
+// file:line: key.
 NetworkFactors read_network_factors(TomlReader& reader);
 }  // namespace detail
 
