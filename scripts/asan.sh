@@ -12,7 +12,7 @@
 # step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*,
 # StopSignal.MpiRanksStopAt*: the process signals itself, so the handler and the ranks' stop latch
 # run sanitised too). Also the validation scripts' runs end to end (Validation.Script*,
-# Validation.ADoctored*, ValidationTargets.*, Collectives.Validation*): 165 s under ASan before
+# Validation.ADoctored*, ValidationTargets.*, Collectives.ADoctored*): 165 s under ASan before
 # the last two were added, mostly measured runs and calibration; their commands run sanitised in
 # the tests of calibrate, compare and collectives.
 set -euo pipefail
@@ -27,7 +27,8 @@ training_volume=(
   Validation.ScriptComparesEveryPairAndWritesTheTable
   Validation.ADoctoredPlatformMissesTheTargets
   ValidationTargets.ReducedValidationMeetsItsTargets
-  Collectives.ValidationScriptWritesTheTable
+  ValidationTargets.ReducedCollectivesMeetTheirTarget
+  Collectives.ADoctoredPlatformMissesTheTarget
 )
 exclude="^($(IFS='|'; echo "${training_volume[*]}"))\$"
 scripts/setup.sh

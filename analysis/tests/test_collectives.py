@@ -3,6 +3,8 @@
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation"))
 import collectives  # noqa: E402
 
@@ -47,6 +49,28 @@ def test_check_fails_above_the_target_only(tmp_path):
     assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md"), "--check"]) == 1
     make(str(tmp_path), 1.05)
     assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md"), "--check"]) == 0
+
+
+def test_the_target_can_be_set(tmp_path, capsys):
+    # errors 20%, 20%, 0%: median 20%.
+    make(str(tmp_path), 1.2)
+    out = str(tmp_path / "c.md")
+    assert collectives.main([str(tmp_path), "--out", out, "--check", "--target-median", "21%"]) == 0
+    assert "| all (3) | 20.0% | 20.0% | 21% | yes |" in open(out).read()
+    assert collectives.main([str(tmp_path), "--out", out, "--check", "--target-median", "19"]) == 1
+    assert "median error 20.0% exceeds the target 19%" in capsys.readouterr().err
+    assert "| all (3) | 20.0% | 20.0% | 19% | no |" in open(out).read()
+
+
+def test_a_bad_target_is_refused(tmp_path, capsys):
+    make(str(tmp_path), 1.2)
+    for bad in ("ten", "-5", "inf"):
+        with pytest.raises(SystemExit) as exit:
+            collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md"), "--target-median",
+                              bad])
+        assert exit.value.code == 2
+        assert f"'{bad}': allowed: a percentage >= 0" in capsys.readouterr().err
+    assert not os.path.exists(str(tmp_path / "c.md"))
 
 
 def test_no_pair_is_an_error(tmp_path, capsys):
