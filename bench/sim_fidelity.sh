@@ -5,6 +5,10 @@
 #   bench/sim_fidelity.sh            (build first: scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ $# -gt 0 ]; then
+  echo "sim_fidelity.sh: takes no arguments (got '$*')" >&2
+  exit 2
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 run() {  # workers nodes fidelity

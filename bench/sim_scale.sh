@@ -22,11 +22,29 @@
 # goes on. Build first (scripts/setup.sh). Needs GNU time (/usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ $# -gt 0 ]; then
+  echo "sim_scale.sh: takes no arguments (got '$*'); set GPUS, STEPS, FIDELITIES, FAST_FORWARD or NOISE instead (see the header)" >&2
+  exit 2
+fi
 GPUS=${GPUS:-"1024 4096 16384 65536"}
 STEPS=${STEPS:-"epoch"}
 FIDELITIES=${FIDELITIES:-"analytic"}
 FAST_FORWARD=${FAST_FORWARD:-"true"}
 NOISE=${NOISE:-"none"}
+case $STEPS in
+  epoch | one) ;;
+  *) echo "sim_scale.sh: STEPS='$STEPS'; allowed: epoch, one" >&2; exit 2 ;;
+esac
+for gpus in $GPUS; do  # 4 GPUs per node: a count that is not a multiple would lose GPUs
+  case $gpus in
+    '' | *[!0-9]* | 0*) bad=1 ;;
+    *) bad=$((gpus % 4)) ;;
+  esac
+  if [ "$bad" != 0 ]; then
+    echo "sim_scale.sh: GPUS='$GPUS': '$gpus'; allowed: positive multiples of 4 (4 GPUs per node)" >&2
+    exit 2
+  fi
+done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

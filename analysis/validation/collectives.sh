@@ -31,19 +31,22 @@ wire=fp32
 check=()
 platform=
 args="$*"
+# An option's value, or exit 2 naming the option when it has none.
+value() { [ $# -ge 2 ] || { echo "collectives.sh: $1 needs a value" >&2; exit 2; }; printf '%s' "$2"; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --ranks) ranks=$2; shift 2 ;;
-    --sizes) sizes=$2; shift 2 ;;
-    --repeats) repeats=$2; shift 2 ;;
-    --ops) ops=$2; shift 2 ;;
-    --wire) wire=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --platform) platform=$2; shift 2 ;;
-    --md) md=$2; shift 2 ;;
-    --bin) bin=$2; shift 2 ;;
+    --ranks) ranks=$(value "$@"); shift 2 ;;
+    --sizes) sizes=$(value "$@"); shift 2 ;;
+    --repeats) repeats=$(value "$@"); shift 2 ;;
+    --ops) ops=$(value "$@"); shift 2 ;;
+    --wire) wire=$(value "$@"); shift 2 ;;
+    --out) out=$(value "$@"); shift 2 ;;
+    --platform) platform=$(value "$@"); shift 2 ;;
+    --md) md=$(value "$@"); shift 2 ;;
+    --bin) bin=$(value "$@"); shift 2 ;;
     --check) check+=(--check); shift ;;
     --target-median)
+      value "$@" >/dev/null
       case ${2%\%} in
         '' | . | *[!0-9.]* | *.*.*) echo "collectives.sh: $1 '$2'; allowed: a percentage >= 0, e.g. 10 or 10%" >&2; exit 2 ;;
       esac
@@ -51,6 +54,12 @@ while [ $# -gt 0 ]; do
     *) echo "collectives.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+for w in $ranks; do
+  case $w in
+    '' | *[!0-9]* | 0* | 1) echo "collectives.sh: --ranks '$ranks': '$w'; allowed: rank counts >= 2" >&2; exit 2 ;;
+  esac
+done
+[ -z "${ranks// /}" ] && { echo "collectives.sh: --ranks is empty; allowed: rank counts >= 2, e.g. \"2 4\"" >&2; exit 2; }
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1

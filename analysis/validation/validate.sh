@@ -37,18 +37,21 @@ platform=
 measured_runs=3
 check=()
 args="$*"
+# An option's value, or exit 2 naming the option when it has none.
+value() { [ $# -ge 2 ] || { echo "validate.sh: $1 needs a value" >&2; exit 2; }; printf '%s' "$2"; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --epochs) epochs=$2; shift 2 ;;
-    --workers) workers=$2; shift 2 ;;
-    --strategies) strategies=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --md) md=$2; shift 2 ;;
-    --platform) platform=$2; shift 2 ;;
-    --measured-runs) measured_runs=$2; shift 2 ;;
-    --bin) bin=$2; shift 2 ;;
-    --set) sets+=(--set "$2"); shift 2 ;;
+    --epochs) epochs=$(value "$@"); shift 2 ;;
+    --workers) workers=$(value "$@"); shift 2 ;;
+    --strategies) strategies=$(value "$@"); shift 2 ;;
+    --out) out=$(value "$@"); shift 2 ;;
+    --md) md=$(value "$@"); shift 2 ;;
+    --platform) platform=$(value "$@"); shift 2 ;;
+    --measured-runs) measured_runs=$(value "$@"); shift 2 ;;
+    --bin) bin=$(value "$@"); shift 2 ;;
+    --set) sets+=(--set "$(value "$@")"); shift 2 ;;
     --target-median | --target-worst)  # checked here, not by summarize.py after every run
+      value "$@" >/dev/null
       case ${2%\%} in
         '' | . | *[!0-9.]* | *.*.*) echo "validate.sh: $1 '$2'; allowed: a percentage >= 0, e.g. 5 or 5%" >&2; exit 2 ;;
       esac

@@ -187,6 +187,34 @@ TEST(Collectives, BadArgumentsAreRefusedBeforeAnythingIsTimed) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// The validation script's own arguments are checked before it calibrates or runs anything.
+TEST(Collectives, ValidationScriptRefusesBadArgumentsBeforeAnyRun) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"--target-median 5x", "collectives.sh: --target-median '5x'; allowed: a percentage >= 0"},
+      {"--ranks '2 x'", "collectives.sh: --ranks '2 x': 'x'; allowed: rank counts >= 2"},
+      {"--ranks 1", "collectives.sh: --ranks '1': '1'; allowed: rank counts >= 2"},
+      {"--ranks ''", "collectives.sh: --ranks is empty"},
+      {"--epochs 3", "collectives.sh: unknown argument --epochs"},
+      {"--check --sizes", "collectives.sh: --sizes needs a value"},
+  };
+  const fs::path out = scratch() / "refused";
+  for (const auto& c : cases) {
+    std::string log;
+    EXPECT_EQ(syncopate::run_command(
+                  std::string(SYNCOPATE_SOURCE_DIR) + "/analysis/validation/collectives.sh --out " +
+                      out.string() + " --md " + (out / "c.md").string() + " " + c.args,
+                  &log),
+              2)
+        << c.args << "\n"
+        << log;
+    EXPECT_NE(log.find(c.message), std::string::npos) << c.args << "\n" << log;
+    EXPECT_FALSE(fs::exists(out)) << c.args;
+  }
+}
+
 // The validation's reduced form, held to a target: allreduce and allgather at 2 ranks from
 // 64 KiB to 1 MiB, joined into collectives.md, the simulated side on a platform calibrated just
 // before. The target is 50%, not the 10%: on this shared 2-core machine such runs gave

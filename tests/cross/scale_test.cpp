@@ -1,5 +1,6 @@
 // The simulator at scale, through the binary: cost-only ResNet-50 ddp on 4,096 GPUs of mn5-acc
-// (1,024 nodes) completes, and every worker carries a ring allreduce's volume on every step.
+// (1,024 nodes) completes, and every worker carries a ring allreduce's volume on every step; the
+// scale benchmarks refuse settings they would ignore.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -42,6 +43,29 @@ TEST(Scale, FourThousandGpuDdpEpochCompletesWithRingVolumes) {
     EXPECT_LT(e.end_s, 60.0) << e.worker;  // 4.6 s of simulated time when measured
   }
   EXPECT_EQ(sent, received);  // every byte sent is received by someone
+}
+
+// The scale benchmarks take their settings from the environment: an argument, an unknown STEPS or
+// a GPU count that the 4-GPU nodes cannot hold is refused before anything runs, not ignored.
+TEST(Scale, BenchScriptsRefuseArgumentsAndBadSettings) {
+  const std::string bench = std::string(SYNCOPATE_SOURCE_DIR) + "/bench/";
+  const struct {
+    std::string command;
+    const char* message;
+  } cases[] = {
+      {bench + "sim_scale.sh --gpus 1024", "sim_scale.sh: takes no arguments (got '--gpus 1024')"},
+      {"STEPS=two " + bench + "sim_scale.sh", "sim_scale.sh: STEPS='two'; allowed: epoch, one"},
+      {"GPUS='1024 1026' " + bench + "sim_scale.sh",
+       "sim_scale.sh: GPUS='1024 1026': '1026'; allowed: positive multiples of 4"},
+      {"GPUS=many " + bench + "sim_scale.sh", "'many'; allowed: positive multiples of 4"},
+      {bench + "sim_fidelity.sh 256", "sim_fidelity.sh: takes no arguments (got '256')"},
+  };
+  for (const auto& c : cases) {
+    std::string log;
+    EXPECT_EQ(syncopate::run_command(c.command, &log), 2) << c.command << "\n" << log;
+    EXPECT_NE(log.find(c.message), std::string::npos) << c.command << "\n" << log;
+    EXPECT_EQ(log.find("GPUs  fidelity"), std::string::npos) << "a grid ran: " << c.command;
+  }
 }
 
 }  // namespace

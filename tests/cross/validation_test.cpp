@@ -70,12 +70,13 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--workers '2 0'", "validate.sh: ddp at 0 workers: syncopate: error: --set workers=0"},
       {"--set optimizer.momentum=fast", "optimizer.momentum"},
       {"--workers ' '", "validate.sh: --workers is empty"},
+      {"--epochs", "validate.sh: --epochs needs a value"},
   };
   const fs::path out = scratch() / "refused";
   for (const auto& c : cases) {
     std::string log;
-    EXPECT_EQ(syncopate::run_command(kScript + " --check " + c.args + " --out " + out.string() +
-                                         " --md " + (out / "v.md").string(),
+    EXPECT_EQ(syncopate::run_command(kScript + " --check --out " + out.string() + " --md " +
+                                         (out / "v.md").string() + " " + c.args,
                                      &log),
               2)
         << c.args << "\n"
