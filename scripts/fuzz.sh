@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+# libFuzzer reads -max_total_time as a number and takes text or 0 as "no limit": refuse them here.
+case $# in 0 | 1) ;; *) echo "fuzz: at most one argument, the seconds per target (got '$*')" >&2; exit 2 ;; esac
+case $seconds in
+  '' | *[!0-9]* | 0*) echo "fuzz: seconds per target '$seconds'; allowed: a whole number >= 1" >&2; exit 2 ;;
+esac
 targets=(scenario platform_recipe simgrid_xml idx csv checkpoint)
 
 if ! command -v clang++ >/dev/null; then

@@ -1,6 +1,6 @@
 // The simulator at scale, through the binary: cost-only ResNet-50 ddp on 4,096 GPUs of mn5-acc
 // (1,024 nodes) completes, and every worker carries a ring allreduce's volume on every step; the
-// scale benchmarks refuse settings they would ignore.
+// scale benchmarks (and the fuzzing script) refuse settings they would ignore.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -47,8 +47,10 @@ TEST(Scale, FourThousandGpuDdpEpochCompletesWithRingVolumes) {
 
 // The scale benchmarks take their settings from the environment: an argument, an unknown STEPS or
 // a GPU count that the 4-GPU nodes cannot hold is refused before anything runs, not ignored.
-TEST(Scale, BenchScriptsRefuseArgumentsAndBadSettings) {
+// So is a fuzzing time that libFuzzer would read as "no limit".
+TEST(Scripts, RefuseArgumentsAndSettingsTheyWouldIgnore) {
   const std::string bench = std::string(SYNCOPATE_SOURCE_DIR) + "/bench/";
+  const std::string fuzz = std::string(SYNCOPATE_SOURCE_DIR) + "/scripts/fuzz.sh";
   const struct {
     std::string command;
     const char* message;
@@ -59,6 +61,9 @@ TEST(Scale, BenchScriptsRefuseArgumentsAndBadSettings) {
        "sim_scale.sh: GPUS='1024 1026': '1026'; allowed: positive multiples of 4"},
       {"GPUS=many " + bench + "sim_scale.sh", "'many'; allowed: positive multiples of 4"},
       {bench + "sim_fidelity.sh 256", "sim_fidelity.sh: takes no arguments (got '256')"},
+      {fuzz + " 20s", "fuzz: seconds per target '20s'; allowed: a whole number >= 1"},
+      {fuzz + " 0", "fuzz: seconds per target '0'"},
+      {fuzz + " 5 6", "fuzz: at most one argument"},
   };
   for (const auto& c : cases) {
     std::string log;
