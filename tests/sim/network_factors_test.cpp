@@ -276,6 +276,17 @@ TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
   }
 }
 
+// A collective at `workers` ranks over `bytes` of floats in `wire`, and the seconds of local
+// passes it should add.
+struct PassCase {
+  CollectiveKind kind;
+  Algorithm algorithm;
+  int workers;
+  size_t bytes;
+  WireFormat wire;
+  double seconds;
+};
+
 // A 16-bit wire format's passes, on top of the same platform without them, in that format: a
 // reduction rounds its buffer first, an allgather its own block; each send encodes its segment,
 // except where it forwards a segment as it received it (a ring allgather's second round on); each
@@ -292,16 +303,8 @@ TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
   const auto decode = [](double s) { return s / 3e10; };
   const auto reduce = [](double s) { return s / 1.5e10; };
   const auto round = [](double s) { return s / 4e10; };
-  struct Case {
-    CollectiveKind kind;
-    Algorithm algorithm;
-    int workers;
-    size_t bytes;  // of floats
-    WireFormat wire;
-    double local;
-  };
   const double kib = 1024, mib = 1024 * kib;
-  const Case cases[] = {
+  const PassCase cases[] = {
       // Round, then the reduce-scatter's step and the allgather's (whose segment was reduced).
       {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 4 << 20, WireFormat::kFp16,
        round(4 * mib) + 2 * encode(2 * mib) + reduce(2 * mib) + decode(2 * mib)},
@@ -320,7 +323,7 @@ TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
            2 * decode(1 * mib)},
       {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 1 << 20, WireFormat::kFp32, 0},
   };
-  for (const Case& c : cases) {
+  for (const PassCase& c : cases) {
     const fs::path recipe = write_recipe(on_gpus(c.workers, two_gpus(speeds)));
     const fs::path plain = write_recipe(on_gpus(c.workers, two_gpus("")), "plain");
     const std::vector<double> got = simulate(recipe, GetParam(), c.kind, c.bytes, c.workers,
@@ -329,7 +332,7 @@ TEST_P(NetworkFactorsTiming, WireFormatPassesAddRoundingEncodingsAndDecodings) {
                                               c.algorithm, &Platform::intra_node, c.wire);
     ASSERT_EQ(got.size(), 3u);
     ASSERT_EQ(base.size(), 3u);
-    EXPECT_NEAR(got[0] - base[0], c.local, 1e-6 * got[0])
+    EXPECT_NEAR(got[0] - base[0], c.seconds, 1e-6 * got[0])
         << to_string(c.kind) << " " << to_string(c.algorithm) << " at " << c.workers << ", "
         << c.bytes << " B, " << to_string(c.wire);
   }
@@ -346,16 +349,8 @@ TEST_P(NetworkFactorsTiming, AnAverageDividesItsResultAtTheScaleOrDivideSpeed) {
       "divide_bandwidth = [[0, 4e9]]\n[network.fp16]\nround_bandwidth = [[0, 4e10]]\n";
   const auto scale = [](double s) { return s / (s < 1048576 ? 2e10 : 5e9); };
   const auto divide = [](double s) { return s / 4e9; };
-  struct Case {
-    CollectiveKind kind;
-    Algorithm algorithm;
-    int workers;
-    size_t bytes;
-    WireFormat wire;
-    double division;
-  };
   const double kib = 1024, mib = 1024 * kib;
-  const Case cases[] = {
+  const PassCase cases[] = {
       {CollectiveKind::kAllreduce, Algorithm::kRabenseifner, 2, 4 << 20, WireFormat::kFp32,
        scale(4 * mib)},
       {CollectiveKind::kAllreduce, Algorithm::kRing, 4, 256 << 10, WireFormat::kFp32,
@@ -369,7 +364,7 @@ TEST_P(NetworkFactorsTiming, AnAverageDividesItsResultAtTheScaleOrDivideSpeed) {
       {CollectiveKind::kAllreduce, Algorithm::kRing, 2, 1 << 20, WireFormat::kFp16, scale(1 * mib)},
       {CollectiveKind::kAllreduce, Algorithm::kRing, 1, 1 << 20, WireFormat::kFp32, 0},
   };
-  for (const Case& c : cases) {
+  for (const PassCase& c : cases) {
     const fs::path recipe = write_recipe(on_gpus(std::max(c.workers, 2), two_gpus(speeds)));
     const fs::path plain = write_recipe(on_gpus(std::max(c.workers, 2), two_gpus("")), "plain");
     const auto seconds = [&](const fs::path& path, ReduceOp op) {
@@ -379,7 +374,7 @@ TEST_P(NetworkFactorsTiming, AnAverageDividesItsResultAtTheScaleOrDivideSpeed) {
       return got.empty() ? 0.0 : got[0];
     };
     const double sum = seconds(recipe, ReduceOp::kSum), avg = seconds(recipe, ReduceOp::kAvg);
-    EXPECT_NEAR(avg - sum, c.division, 1e-6 * avg)
+    EXPECT_NEAR(avg - sum, c.seconds, 1e-6 * avg)
         << to_string(c.kind) << " " << to_string(c.algorithm) << " at " << c.workers << ", "
         << c.bytes << " B, " << to_string(c.wire);
     EXPECT_EQ(seconds(plain, ReduceOp::kAvg), seconds(plain, ReduceOp::kSum))
