@@ -56,7 +56,8 @@ struct NetworkFactors {
            reduce.empty() && copy.empty() && scale.empty() && divide.empty() && fp16.empty() &&
            bf16.empty();
   }
-  // Whether a collective in `wire` pays any local pass.
+  // Whether a collective in `wire` pays any local pass besides an average's division (which
+  // has its own speeds, `scale` and `divide`): its steps' passes or the copies around them.
   bool has_passes(WireFormat wire) const {
     return wire == WireFormat::kFp32 ? !reduce.empty() || !copy.empty()
                                      : !copy.empty() || !passes(wire).empty();
