@@ -12,12 +12,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import summarize  # noqa: E402
 
 
-def make_pairs(path):
-    """Two pairs: ddp at 2 workers (A's communication 2x B's) and epoch_sync at 4 (equal)."""
-    for name, strategy, workers, factor in (("ddp-w2", "ddp", 2, 2.0),
+def make_pairs(path, scenario="fmnist-mlp", ddp_factor=2.0):
+    """Two pairs of a scenario: ddp at 2 workers (A's communication ddp_factor x B's) and
+    epoch_sync at 4 (equal)."""
+    for name, strategy, workers, factor in (("ddp-w2", "ddp", 2, ddp_factor),
                                             ("epoch_sync-w4", "epoch_sync", 4, 1.0)):
         data = make_compare(os.path.join(path, name), workers=workers, comm_factor=factor)
-        data["a"].update(strategy=strategy, workers=workers)
+        data["a"].update(name=scenario, strategy=strategy, workers=workers)
         with open(os.path.join(path, name, "compare.json"), "w") as f:
             json.dump(data, f)
 
@@ -46,8 +47,42 @@ def test_table_and_errors(tmp_path):
     assert "Bytes: equal in every pair." in text
 
 
+def test_each_scenario_has_its_table_and_errors(tmp_path):
+    """Two scenarios' folders, given cnn first: a table each in that order, the same strategy
+    and worker count kept apart, and errors over both and per scenario."""
+    cnn, mlp = str(tmp_path / "cnn"), str(tmp_path / "mlp")
+    make_pairs(cnn, "fmnist-cnn", ddp_factor=3.0)
+    make_pairs(mlp, "fmnist-mlp", ddp_factor=2.0)
+    out = str(tmp_path / "validation.md")
+    assert summarize.main([cnn, mlp, "--out", out]) == 0
+    text = open(out).read()
+    assert text.startswith("# Validation: simulated vs measured, fmnist-cnn, fmnist-mlp\n")
+    assert text.index("## fmnist-cnn") < text.index("## fmnist-mlp")
+    cnn_rows = md_table(text[text.index("## fmnist-cnn"):], "strategy")
+    mlp_rows = md_table(text[text.index("## fmnist-mlp"):], "strategy")
+    assert [(r[0], r[1]) for r in cnn_rows] == [("ddp", "2"), ("epoch_sync", "4")]
+    assert [(r[0], r[1]) for r in mlp_rows] == [("ddp", "2"), ("epoch_sync", "4")]
+    assert cnn_rows[0][5] != mlp_rows[0][5]  # each table holds its own scenario's pair
+    pairs = summarize.read_pairs(cnn, mlp)
+    assert [summarize.key_of(p) for p in pairs] == [
+        ("fmnist-cnn", "ddp", 2), ("fmnist-cnn", "epoch_sync", 4),
+        ("fmnist-mlp", "ddp", 2), ("fmnist-mlp", "epoch_sync", 4)]
+    errors = dict((r[0], r) for r in md_table(text, "error of"))
+    assert errors["epoch time, per pair"][3] == "4"
+    worst = max(abs(e) for e in summarize.pair_errors(pairs))
+    assert float(errors["epoch time, per pair"][2].rstrip("%")) == pytest.approx(100 * worst,
+                                                                                   abs=0.05)
+    for scenario in ("fmnist-cnn", "fmnist-mlp"):
+        own = [abs(e) for e in summarize.pair_errors(
+            [p for p in pairs if summarize.scenario_of(p) == scenario])]
+        assert f"- {scenario}, per pair: median {100 * (own[0] + own[1]) / 2:.1f}%" in text
+
+
 def test_no_pairs_exits_2(tmp_path):
     assert summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md")]) == 2
+    make_pairs(str(tmp_path / "mlp"))  # a second folder that does not exist is refused too
+    assert summarize.main([str(tmp_path / "mlp"), str(tmp_path / "none"), "--out",
+                           str(tmp_path / "v.md")]) == 2
 
 
 def test_repeated_measured_runs_stand_for_their_pair_by_the_median(tmp_path):
@@ -109,7 +144,7 @@ def test_check_fails_when_bytes_differ(tmp_path, capsys):
     out = str(tmp_path / "v.md")
     assert summarize.main([str(tmp_path), "--out", out, "--check", "--target-median", "1000",
                            "--target-worst", "1000"]) == summarize.MISSED
-    assert "bytes differ in epoch_sync at 4" in capsys.readouterr().err
+    assert "bytes differ in fmnist-mlp epoch_sync at 4" in capsys.readouterr().err
     assert "1 pair(s) differ." in open(out).read()
 
 

@@ -1,17 +1,19 @@
 #!/usr/bin/python3
 """validation.md from the compare.json files of a validation (analysis/validation/validate.sh).
 
-    python3 analysis/validation/summarize.py COMPARE_DIR --out validation.md [--note TEXT]...
+    python3 analysis/validation/summarize.py COMPARE_DIR... --out validation.md [--note TEXT]...
                                              [--target-median PCT] [--target-worst PCT] [--check]
 
-COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate compare
-SIMULATED MEASURED`. Several comparisons of one pair (strategy and worker count: the simulated
-run against each of repeated measured runs) stand for the pair by the one whose measured run is
-the median by its training time (of an even count, the lower middle); the table gives the range
-of the measured runs beside it. The table gives seconds per epoch (the mean over the epochs of
-each epoch's mean over the workers) and its split into phases, simulated and measured, and the
-error of each: (simulated - measured) / the measured epoch time. The errors summarised: each
-pair's whole-run epoch time, and every epoch of every pair.
+Each COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate
+compare SIMULATED MEASURED`. Several comparisons of one pair (scenario, strategy and worker
+count: the simulated run against each of repeated measured runs) stand for the pair by the one
+whose measured run is the median by its training time (of an even count, the lower middle); the
+table gives the range of the measured runs beside it. A table per scenario (in the order of
+their first COMPARE_DIR) gives seconds per epoch (the mean over the epochs of each epoch's mean
+over the workers) and its split into phases, simulated and measured, and the error of each:
+(simulated - measured) / the measured epoch time. The errors summarised, over every scenario
+and per scenario: each pair's whole-run epoch time, and every epoch of every pair. The targets
+hold over every pair.
 """
 
 import argparse
@@ -25,22 +27,30 @@ TARGET_MEDIAN, TARGET_WORST = 0.05, 0.15  # the issue's targets for the epoch ti
 MISSED = 3  # --check's exit code when the targets are missed
 
 
+def scenario_of(pair):
+    return pair["a"].get("name", "")
+
+
 def key_of(pair):
-    return (pair["a"].get("strategy", ""), pair["a"].get("workers", 0))
+    return (scenario_of(pair), pair["a"].get("strategy", ""), pair["a"].get("workers", 0))
 
 
-def read_pairs(compare_dir):
-    """[(compare.json dict)] sorted by strategy and worker count, one per pair: the median of
-    its repeated measured runs, with "measured_runs" (every run's measured seconds per epoch)."""
+def read_pairs(*compare_dirs):
+    """[(compare.json dict)] by scenario (in the order the directories first hold them), then
+    strategy and worker count, one per pair: the median of its repeated measured runs, with
+    "measured_runs" (every run's measured seconds per epoch)."""
     groups = {}
-    for name in sorted(os.listdir(compare_dir)):
-        path = os.path.join(compare_dir, name, "compare.json")
-        if os.path.isfile(path):
-            with open(path) as f:
-                pair = json.load(f)
-            groups.setdefault(key_of(pair), []).append(pair)
+    order = {}
+    for compare_dir in compare_dirs:
+        for name in sorted(os.listdir(compare_dir)):
+            path = os.path.join(compare_dir, name, "compare.json")
+            if os.path.isfile(path):
+                with open(path) as f:
+                    pair = json.load(f)
+                order.setdefault(scenario_of(pair), len(order))
+                groups.setdefault(key_of(pair), []).append(pair)
     pairs = []
-    for key in sorted(groups):
+    for key in sorted(groups, key=lambda k: (order[k[0]],) + k[1:]):
         runs = sorted(groups[key], key=lambda p: whole_run(p)["b"]["total_s"])
         pair = runs[(len(runs) - 1) // 2]
         pair["measured_runs"] = [seconds_per_epoch(p, "b") for p in runs]
@@ -108,22 +118,33 @@ def pair_errors(pairs):
     return [whole_run(p)["error"]["total_s"] for p in pairs]
 
 
+def scenarios_of(pairs):
+    """The scenarios' names in the pairs' order, each once."""
+    return list(dict.fromkeys(scenario_of(p) for p in pairs))
+
+
 def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST)):
-    md = ["# Validation: simulated vs measured, fmnist-mlp", ""]
+    scenarios = scenarios_of(pairs)
+    md = [f"# Validation: simulated vs measured, {', '.join(scenarios)}", ""]
     md += [f"- {n}" for n in notes]
     md += ["- seconds per epoch: the mean over the epochs of each epoch's mean over the workers;",
-           "  phases as simulated / measured (error), errors as a share of the measured epoch",
-           ""]
+           "  phases as simulated / measured (error), errors as a share of the measured epoch"]
     header = ["strategy", "workers", "epochs", "simulated s/epoch", "measured s/epoch", "error"]
     header += [f"{label} s/epoch" for label, _ in PHASES] + ["bytes equal"]
-    md += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += [pair_row(p) for p in pairs]
+    for scenario in scenarios:
+        md += ["", f"## {scenario}", "", "| " + " | ".join(header) + " |",
+               "|" + "---|" * len(header)]
+        md += [pair_row(p) for p in pairs if scenario_of(p) == scenario]
     per_pair = pair_errors(pairs)
     epoch_errors = [r["error"]["total_s"] for p in pairs for r in epoch_means(p)]
     md += ["", "## Errors of the epoch time", "",
            f"- per pair (whole run): {verdict(per_pair, targets)}",
-           f"- per epoch (every epoch of every pair): {verdict(epoch_errors, targets)}",
-           "", "| error of | median abs | worst abs | count |", "|---|---|---|---|",
+           f"- per epoch (every epoch of every pair): {verdict(epoch_errors, targets)}"]
+    if len(scenarios) > 1:
+        md += [f"- {scenario}, per pair: "
+               f"{verdict(pair_errors([p for p in pairs if scenario_of(p) == scenario]), targets)}"
+               for scenario in scenarios]
+    md += ["", "| error of | median abs | worst abs | count |", "|---|---|---|---|",
            stats_line("epoch time, per pair", per_pair),
            stats_line("epoch time, per epoch", epoch_errors)]
     for label, key in PHASES:
@@ -148,7 +169,7 @@ def percent(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("compare_dir")
+    parser.add_argument("compare_dirs", nargs="+", metavar="compare_dir")
     parser.add_argument("--out", required=True)
     parser.add_argument("--note", action="append", default=[])
     parser.add_argument("--target-median", type=percent, default=100 * TARGET_MEDIAN,
@@ -160,12 +181,14 @@ def main(argv=None):
                              "differ")
     args = parser.parse_args(argv)
     targets = (args.target_median / 100, args.target_worst / 100)
-    if not os.path.isdir(args.compare_dir):
-        print(f"summarize: {args.compare_dir}: no such directory", file=sys.stderr)
-        return 2
-    pairs = read_pairs(args.compare_dir)
+    for compare_dir in args.compare_dirs:
+        if not os.path.isdir(compare_dir):
+            print(f"summarize: {compare_dir}: no such directory", file=sys.stderr)
+            return 2
+    pairs = read_pairs(*args.compare_dirs)
     if not pairs:
-        print(f"summarize: {args.compare_dir}: no compare.json in its folders", file=sys.stderr)
+        print(f"summarize: {' '.join(args.compare_dirs)}: no compare.json in their folders",
+              file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
         f.write(summarize(pairs, args.note, targets))
@@ -173,8 +196,8 @@ def main(argv=None):
     print(f"per pair: {verdict(pair_errors(pairs), targets)}")
     if not args.check:
         return 0
-    differ = [f"{p['a'].get('strategy', '?')} at {p['a'].get('workers', '?')}" for p in pairs
-              if not p["bytes"]["equal"]]
+    differ = [f"{scenario_of(p)} {p['a'].get('strategy', '?')} at {p['a'].get('workers', '?')}"
+              for p in pairs if not p["bytes"]["equal"]]
     if differ:
         print(f"summarize: bytes differ in {', '.join(differ)}", file=sys.stderr)
     if differ or not meets(pair_errors(pairs), targets):

@@ -25,19 +25,20 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-// 2,048 samples, one epoch, serial and epoch_sync at 1 and 2 workers (serial at 1 only), each
-// measured twice, on the committed loopback platform: the table's rows. The errors are held to
-// targets in ValidationTargets below, on a platform calibrated at once.
+// fmnist-mlp on 2,048 samples, one epoch, serial and epoch_sync at 1 and 2 workers (serial at 1
+// only), each measured twice, on the committed loopback platform: the table's rows. The errors are
+// held to targets in ValidationTargets below, on a platform calibrated at once.
 TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   const fs::path runs = scratch() / "runs";
   const fs::path md = scratch() / "validation.md";
   std::string log;
-  ASSERT_EQ(syncopate::run_command(kScript +
-                                       " --epochs 1 --workers '1 2' --strategies 'serial "
-                                       "epoch_sync' --measured-runs 2 --platform loopback --set "
-                                       "data.train_samples=2048 --out " +
-                                       runs.string() + " --md " + md.string(),
-                                   &log),
+  ASSERT_EQ(syncopate::run_command(
+                kScript +
+                    " --scenarios fmnist-mlp --epochs 1 --workers '1 2' "
+                    "--strategies 'serial epoch_sync' --measured-runs 2 --platform loopback --set "
+                    "data.train_samples=2048 --out " +
+                    runs.string() + " --md " + md.string(),
+                &log),
             0)
       << log;
   const std::string text = syncopate::read_text(md);
@@ -50,7 +51,9 @@ TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   EXPECT_NE(text.find("- per pair (whole run): median "), std::string::npos) << text;
   EXPECT_NE(text.find("settings: --set data.train_samples=2048 --epochs 1"), std::string::npos)
       << text;
-  EXPECT_TRUE(fs::exists(runs / "compare" / "epoch_sync-w2-m2"));
+  EXPECT_NE(text.find("\n## fmnist-mlp\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fmnist-cnn"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(runs / "fmnist-mlp" / "compare" / "epoch_sync-w2-m2"));
 }
 
 // Arguments the script cannot use stop it before it calibrates or runs anything.
@@ -65,9 +68,16 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
       // Every pair's settings, resolved by the binary before the calibration.
       {"--strategies 'ddp fedavg'",
-       "validate.sh: fedavg at 1 workers: syncopate: error: --set strategy.name=\"fedavg\": "
+       "validate.sh: fmnist-mlp, fedavg at 1 workers: syncopate: error: --set "
+       "strategy.name=\"fedavg\": "
        "strategy.name: unknown value 'fedavg'"},
-      {"--workers '2 0'", "validate.sh: ddp at 0 workers: syncopate: error: --set workers=0"},
+      {"--workers '2 0'",
+       "validate.sh: fmnist-mlp, ddp at 0 workers: syncopate: error: --set workers=0"},
+      {"--scenarios 'fmnist-cnn nope'",
+       "validate.sh: nope, ddp at 1 workers: syncopate: error: scenario 'nope': no such file"},
+      {"--scenarios scenarios/fmnist-cnn.toml",
+       "validate.sh: --scenarios 'scenarios/fmnist-cnn.toml'; allowed: names"},
+      {"--scenarios ''", "validate.sh: --scenarios is empty"},
       {"--set optimizer.momentum=fast", "optimizer.momentum"},
       {"--workers ' '", "validate.sh: --workers is empty"},
       {"--epochs", "validate.sh: --epochs needs a value"},
@@ -75,10 +85,14 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
   const fs::path out = scratch() / "refused";
   for (const auto& c : cases) {
     std::string log;
-    EXPECT_EQ(syncopate::run_command(kScript + " --check --out " + out.string() + " --md " +
-                                         (out / "v.md").string() + " " + c.args,
-                                     &log),
-              2)
+    // One scenario, strategy and worker count unless the case sets them (the last one counts).
+    EXPECT_EQ(
+        syncopate::run_command(kScript +
+                                   " --scenarios fmnist-mlp --strategies ddp --workers 1 "
+                                   "--check --out " +
+                                   out.string() + " --md " + (out / "v.md").string() + " " + c.args,
+                               &log),
+        2)
         << c.args << "\n"
         << log;
     EXPECT_NE(log.find(c.message), std::string::npos) << c.args << "\n" << log;
@@ -123,13 +137,14 @@ TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   const fs::path md = dir / "validation.md";
   const fs::path platform = doctored_platform(dir / "platform");
   std::string log;
-  EXPECT_EQ(syncopate::run_command(kScript +
-                                       " --epochs 1 --workers 1 --strategies serial "
-                                       "--measured-runs 1 --set data.train_samples=2048 "
-                                       "--platform " +
-                                       platform.string() + " --out " + (dir / "runs").string() +
-                                       " --md " + md.string() + " --check",
-                                   &log),
+  EXPECT_EQ(syncopate::run_command(
+                kScript +
+                    " --scenarios fmnist-mlp --epochs 1 --workers 1 "
+                    "--strategies serial --measured-runs 1 --set data.train_samples=2048 "
+                    "--platform " +
+                    platform.string() + " --out " + (dir / "runs").string() + " --md " +
+                    md.string() + " --check",
+                &log),
             3)
       << log;
   const std::string text = syncopate::read_text(md);
@@ -158,7 +173,8 @@ TEST(ValidationTargets, ReducedValidationMeetsItsTargets) {
   std::string log;
   const int rc = syncopate::run_command(
       kScript +
-          " --epochs 2 --workers '1 2' --strategies 'ddp epoch_sync epoch_async' "
+          " --scenarios fmnist-mlp --epochs 2 --workers '1 2' --strategies 'ddp epoch_sync "
+          "epoch_async' "
           "--measured-runs 3 --set data.train_samples=16384 --out " +
           (dir / "runs").string() + " --md " + md.string() + " --check --target-median " +
           kReducedMedian + " --target-worst " + kReducedWorst,
