@@ -123,23 +123,29 @@ platform_of() {
     echo "$out/$1/platform/loopback.toml"
   fi
 }
-for scenario in $scenarios; do
-  file=$(platform_of "$scenario")
+# A scenario's platform is calibrated just before its first pair runs, not all at the start: the
+# machine's speed drifts over the minutes that another scenario's pairs take.
+calibrated=
+calibrate() {
+  local file knob note
+  file=$(platform_of "$1")
   if [ -z "$platform" ] && [ ! -f "$file" ]; then
-    echo "== $scenario: calibrating this machine (mpirun -np 2): $file"
+    echo "== $1: calibrating this machine (mpirun -np 2): $file"
     mkdir -p "$(dirname "$file")"
-    "${mpirun[@]}" -np 2 "$bin" calibrate "$scenario" --repeats 30 --out "$file" >/dev/null
+    "${mpirun[@]}" -np 2 "$bin" calibrate "$1" --repeats 30 --out "$file" >/dev/null
   fi
-  note="$scenario: ${file#"$root"/}"
+  note="$1: ${file#"$root"/}"
   [ -f "$file" ] && note+=" (calibrated $(sed -n 's/^# date: //p' "$file" | head -n 1))"
   platforms_note+="${platforms_note:+; }$note"
-  knob=$(scenario_knobs "$scenario")
-  if [ -n "$knob" ]; then scenario_notes+="; $scenario $knob"; fi
-done
+  knob=$(scenario_knobs "$1")
+  if [ -n "$knob" ]; then scenario_notes+="; $1 $knob"; fi
+  calibrated+=" $1 "
+}
 
 failed=0
 for pair in "${pairs[@]}"; do
   read -r scenario strategy w <<<"$pair"
+  [[ $calibrated == *" $scenario "* ]] || calibrate "$scenario"
   dir=$out/$scenario
   name=$strategy-w$w
   mkdir -p "$dir/sim" "$dir/mpi" "$dir/compare"
