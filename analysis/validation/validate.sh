@@ -175,12 +175,18 @@ for pair in "${pairs[@]}"; do
   done
 done
 
+# The pairs' own settings, before --set: those of the strategies and scenarios that ran.
+strategy_notes=
+for strategy in $strategies; do
+  knob=$(strategy_knobs "$strategy")
+  if [ -n "$knob" ]; then strategy_notes+="; $strategy $knob"; fi
+done
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
        --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
-       --note "settings: ${sets[*]:-none}; before them, local_sgd and diloco $(strategy_knobs diloco)${scenario_notes}")
+       --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
 for scenario in $scenarios; do compare_dirs+=("$out/$scenario/compare"); done
 rc=0
