@@ -220,8 +220,9 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
   for (size_t bytes = size_t{1} << 10; bytes <= (size_t{32} << 20); bytes *= 2) {
     const size_t count = bytes / sizeof(float);
     std::vector<float> buffer(count, 1.0f), source(count, 0.5f), received(rank == 1 ? count : 0);
-    t.copy_pass.push_back(sample("copy_pass", bytes, buffer, true, received,
-                                 [&] { std::memmove(buffer.data(), source.data(), bytes); }));
+    const auto copy = [&] { std::memmove(buffer.data(), source.data(), bytes); };
+    t.copy_pass.push_back(sample("copy_pass", bytes, buffer, true, received, copy));
+    t.solo_copy_pass.push_back(sample("solo_copy_pass", bytes, buffer, false, received, copy));
     t.reduce_pass.push_back(sample("reduce_pass", bytes, buffer, true, received, [&] {
       apply_action(RecvAction::kReduce, ReduceOp::kSum, buffer, source);
     }));

@@ -163,8 +163,8 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
 // Every series of the transport after the overheads, in the order the tables list them.
 std::vector<const std::vector<TransportSeries>*> measured(const TransportSamples& t) {
   std::vector<const std::vector<TransportSeries>*> lists{
-      &t.ping_pong,   &t.channel_ping_pong, &t.exchange,   &t.copy_pass,
-      &t.reduce_pass, &t.scale_pass,        &t.divide_pass};
+      &t.ping_pong,   &t.channel_ping_pong, &t.exchange,    &t.copy_pass,
+      &t.reduce_pass, &t.scale_pass,        &t.divide_pass, &t.solo_copy_pass};
   for (const WirePassSamples& passes : t.wire_passes)
     lists.insert(lists.end(), {&passes.encode, &passes.decode, &passes.reduce, &passes.round});
   lists.push_back(&t.collectives);
@@ -207,12 +207,14 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
       << "# collective's next call finds it: reduce_bandwidth adds a received segment into it,\n"
       << "# copy_bandwidth moves a contribution into place, and an average (kAvg) divides it by\n"
       << "# the rank count p: scale_bandwidth where p is a power of two (times 1/p, timed at 2),\n"
-      << "# divide_bandwidth otherwise (timed at 3). Each entry is one size's median, from\n"
-      << "# halfway (geometric mean) to the size before.\n";
+      << "# divide_bandwidth otherwise (timed at 3). solo_copy_bandwidth is the copy timed\n"
+      << "# with no other rank touching the buffer, as a one-rank collective's copies run.\n"
+      << "# Each entry is one size's median, from halfway (geometric mean) to the size before.\n";
   write_speeds(out, "reduce_bandwidth", t.reduce_pass);
   write_speeds(out, "copy_bandwidth", t.copy_pass);
   write_speeds(out, "scale_bandwidth", t.scale_pass);
   write_speeds(out, "divide_bandwidth", t.divide_pass);
+  write_speeds(out, "solo_copy_bandwidth", t.solo_copy_pass);
   for (const WirePassSamples& passes : t.wire_passes) {
     if (passes.encode.empty()) continue;
     out << "\n[network." << to_string(passes.wire) << "]  # a collective in "

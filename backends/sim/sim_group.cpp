@@ -143,9 +143,12 @@ double Group::setup_seconds(const CollCall& call) const {
     rounding = prepare_pass_seconds(network, call.op, call.wire, p, call.count);
   else if (call.kind == CollectiveKind::kAllgather)
     rounding = prepare_pass_seconds(network, ReduceOp::kSum, call.wire, p, block);
-  if (network.copy.empty()) return rounding;
-  const auto pass = [&network](size_t floats) {
-    return local_pass_seconds(network.copy, static_cast<double>(floats * sizeof(float)));
+  // One rank's copies touch buffers that no other rank does: solo_copy's speeds where known.
+  const std::vector<SizeFactor>& copy =
+      p == 1 && !network.solo_copy.empty() ? network.solo_copy : network.copy;
+  if (copy.empty()) return rounding;
+  const auto pass = [&copy](size_t floats) {
+    return local_pass_seconds(copy, static_cast<double>(floats * sizeof(float)));
   };
   const bool permuted = !gather_layout(call.algorithm).in_place();
   switch (call.kind) {

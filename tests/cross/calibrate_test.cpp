@@ -77,6 +77,8 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
         // kAvg's division by 2 (a multiplication) and by 3, over the same sizes.
         "\nscale_bandwidth = [\n  [0, ", "\ndivide_bandwidth = [\n  [0, ",
         "#   scale_pass 33554432 B: ", "#   divide_pass 1024 B: ",
+        // The copy with no other rank touching the buffer, a one-rank collective's.
+        "\nsolo_copy_bandwidth = [\n  [0, ", "#   solo_copy_pass 33554432 B: ",
         // The 16-bit wire formats' passes, 1 KiB to 16 MiB by fours.
         "\n[network.fp16]  # ", "\n[network.bf16]  # ", "\nencode_bandwidth = [\n  [0, ",
         "\ndecode_bandwidth = [\n  [0, ", "\nround_bandwidth = [\n  [0, ",

@@ -118,6 +118,8 @@ TEST(NetworkFactors, BadTablesAreRefusedWithFileLineAndKey) {
        "network.scale_bandwidth: entry 1: the bytes_per_second must be > 0"},
       {"divide_bandwidth = [[1, 1e9]]",
        "network.divide_bandwidth: entry 1: the first entry must be from 0"},
+      {"solo_copy_bandwidth = [[0, -1]]",
+       "network.solo_copy_bandwidth: entry 1: the bytes_per_second must be > 0"},
       {"copy_bandwidth = [[0, 1e16]]",
        "entry 1: the bytes_per_second must be > 0 and at most 1e15"},
       {"reduce_bandwidth = [[8, 1e10]]", "entry 1: the first entry must be from 0"},
@@ -273,6 +275,43 @@ TEST_P(NetworkFactorsTiming, LocalPassesAddTheirReductionsAndCopies) {
     ASSERT_EQ(base.size(), 3u);
     EXPECT_NEAR(got[0] - base[0], c.local, 1e-6 * got[0])
         << to_string(c.kind) << " " << to_string(c.algorithm) << " " << c.bytes << " B";
+  }
+}
+
+// One rank's copies touch buffers that no other rank does, and pay solo_copy_bandwidth where the
+// recipe has it: a reduce-scatter copies its input and then its block (the whole buffer), an
+// allgather its contribution. From two ranks on, the copies pay copy_bandwidth as before.
+TEST_P(NetworkFactorsTiming, OneRanksCopiesPaySoloCopySpeeds) {
+  const std::string copies = "[network]\ncopy_bandwidth = [[0, 8e9]]\n";
+  const std::string solo = copies + "solo_copy_bandwidth = [[0, 5e10], [1048576, 2e10]]\n";
+  const auto solo_copy = [](double s) { return s / (s < 1048576 ? 5e10 : 2e10); };
+  const double mib = 1024 * 1024;
+  struct Case {
+    CollectiveKind kind;
+    size_t bytes;
+    double one_rank;  // the copies' seconds at one rank
+    double two_ranks;
+  };
+  const Case cases[] = {
+      {CollectiveKind::kReduceScatter, 1 << 20, 2 * solo_copy(mib), mib / 8e9 + mib / 2 / 8e9},
+      {CollectiveKind::kReduceScatter, 512 << 10, 2 * solo_copy(mib / 2),
+       mib / 2 / 8e9 + mib / 4 / 8e9},
+      {CollectiveKind::kAllgather, 2 << 20, solo_copy(2 * mib), mib / 8e9},
+  };
+  for (const Case& c : cases) {
+    for (const int workers : {1, 2}) {
+      const fs::path recipe = write_recipe(on_gpus(workers, two_gpus(solo)));
+      const fs::path plain = write_recipe(on_gpus(workers, two_gpus("")), "plain");
+      const std::vector<double> got =
+          simulate(recipe, GetParam(), c.kind, c.bytes, workers, Algorithm::kAuto);
+      const std::vector<double> base =
+          simulate(plain, GetParam(), c.kind, c.bytes, workers, Algorithm::kAuto);
+      ASSERT_EQ(got.size(), 3u);
+      ASSERT_EQ(base.size(), 3u);
+      const double expected = workers == 1 ? c.one_rank : c.two_ranks;
+      EXPECT_NEAR(got[0] - base[0], expected, 1e-6 * got[0])
+          << to_string(c.kind) << " " << c.bytes << " B at " << workers << " ranks";
+    }
   }
 }
 

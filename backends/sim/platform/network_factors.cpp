@@ -165,6 +165,7 @@ NetworkFactors read_network_factors(TomlReader& reader) {
   factors.latency = read_table(reader, "network.latency_factor", kLatencyFactor);
   factors.reduce = read_table(reader, "network.reduce_bandwidth", kSpeed);
   factors.copy = read_table(reader, "network.copy_bandwidth", kSpeed);
+  factors.solo_copy = read_table(reader, "network.solo_copy_bandwidth", kSpeed);
   factors.scale = read_table(reader, "network.scale_bandwidth", kSpeed);
   factors.divide = read_table(reader, "network.divide_bandwidth", kSpeed);
   for (const auto& [name, passes] :

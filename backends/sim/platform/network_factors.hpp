@@ -46,6 +46,9 @@ struct NetworkFactors {
   // moves s bytes into place (an allgather's contribution; a reduce-scatter's input and its
   // block). A pass of s bytes takes s / speed(s); empty: free, as before these tables.
   std::vector<SizeFactor> reduce, copy;
+  // `copy` where no other rank touches the buffers, a one-rank collective's: they stay in the
+  // rank's caches. Empty: `copy`'s speeds.
+  std::vector<SizeFactor> solo_copy;
   // ReduceOp::kAvg's division of a reduction's buffer by the rank count p, the same way: `scale`
   // where p is a power of two (a multiplication by 1/p), `divide` otherwise (divide_by_ranks).
   std::vector<SizeFactor> scale, divide;
@@ -53,8 +56,8 @@ struct NetworkFactors {
 
   bool empty() const {  // the plain model: no overheads, every factor 1, free local passes
     return send_overhead_s == 0 && recv_overhead_s == 0 && bandwidth.empty() && latency.empty() &&
-           reduce.empty() && copy.empty() && scale.empty() && divide.empty() && fp16.empty() &&
-           bf16.empty();
+           reduce.empty() && copy.empty() && solo_copy.empty() && scale.empty() && divide.empty() &&
+           fp16.empty() && bf16.empty();
   }
   // Whether a collective in `wire` pays any local pass besides an average's division (which
   // has its own speeds, `scale` and `divide`): its steps' passes or the copies around them.
@@ -109,10 +112,10 @@ double finish_pass_seconds(const NetworkFactors& network, ReduceOp op, WireForma
 namespace detail {
 // The optional [network] table of a recipe: keys send_overhead, recv_overhead (times),
 // bandwidth_factor, latency_factor (arrays of [from_bytes, factor] pairs, from_bytes ascending
-// from 0), reduce_bandwidth, copy_bandwidth, scale_bandwidth, divide_bandwidth (arrays of
-// [from_bytes, bytes per second]), and fp16.* and bf16.* (encode_bandwidth, decode_bandwidth,
-// reduce_bandwidth, round_bandwidth, the same arrays). Absent: the plain model. Errors name
-// file:line: key.
+// from 0), reduce_bandwidth, copy_bandwidth, solo_copy_bandwidth, scale_bandwidth,
+// divide_bandwidth (arrays of [from_bytes, bytes per second]), and fp16.* and bf16.*
+// (encode_bandwidth, decode_bandwidth, reduce_bandwidth, round_bandwidth, the same arrays).
+// Absent: the plain model. Errors name file:line: key.
 NetworkFactors read_network_factors(TomlReader& reader);
 }  // namespace detail
 
