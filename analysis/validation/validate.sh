@@ -5,14 +5,18 @@
 #
 #   analysis/validation/validate.sh [--scenarios "fmnist-mlp fmnist-cnn"] [--epochs N]
 #                                   [--workers "1 2 4"] [--strategies "ddp ..."]
-#                                   [--measured-runs 3] [--platform NAME|FILE] [--out DIR]
+#                                   [--measured-runs 3] [--calibrate scenario|pair]
+#                                   [--platform NAME|FILE] [--out DIR]
 #                                   [--md FILE] [--bin PATH] [--set key=value]...
 #                                   [--target-median PCT] [--target-worst PCT] [--check]
 #
 # The simulated runs of each scenario use a platform that `syncopate calibrate SCENARIO` measures
 # first, under the same settings, at that scenario's layer shapes
 # (DIR/SCENARIO/platform/loopback.toml; this machine's speed changes from minute to minute: see
-# collectives.sh); --platform uses a committed one instead (e.g. loopback) for every scenario.
+# collectives.sh); --calibrate pair calibrates again before every pair, into
+# DIR/SCENARIO/platform/<strategy>-w<W>/ (about 12 s a pair), so that the measured runs follow
+# their calibration within seconds; --platform uses a committed one instead (e.g. loopback) for
+# every scenario.
 # Each pair's measured side runs --measured-runs times (one run on this machine varies by more
 # than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with the simulated
 # run; validation.md takes the comparison whose measured run is the median (summarize.py).
@@ -39,6 +43,7 @@ scenarios="fmnist-mlp fmnist-cnn"
 sets=()
 platform=
 measured_runs=3
+calibrate_each=scenario
 check=()
 args="$*"
 # An option's value, or exit 2 naming the option when it has none.
@@ -53,6 +58,7 @@ while [ $# -gt 0 ]; do
     --md) md=$(value "$@"); shift 2 ;;
     --platform) platform=$(value "$@"); shift 2 ;;
     --measured-runs) measured_runs=$(value "$@"); shift 2 ;;
+    --calibrate) calibrate_each=$(value "$@"); shift 2 ;;
     --bin) bin=$(value "$@"); shift 2 ;;
     --set) sets+=(--set "$(value "$@")"); shift 2 ;;
     --target-median | --target-worst)  # checked here, not by summarize.py after every run
@@ -68,6 +74,12 @@ done
 case $measured_runs in
   '' | *[!0-9]* | 0) echo "validate.sh: --measured-runs '$measured_runs'; allowed: an integer >= 1" >&2; exit 2 ;;
 esac
+case $calibrate_each in
+  scenario | pair) ;;
+  *) echo "validate.sh: --calibrate '$calibrate_each'; allowed: scenario, pair" >&2; exit 2 ;;
+esac
+[ "$calibrate_each" = pair ] && [ -n "$platform" ] &&
+  { echo "validate.sh: --calibrate pair and --platform: a committed platform is not calibrated; give one of them" >&2; exit 2; }
 [ -n "$epochs" ] && sets+=(--epochs "$epochs")
 [ -z "${strategies// /}" ] && { echo "validate.sh: --strategies is empty; allowed: strategies, e.g. \"ddp epoch_sync\"" >&2; exit 2; }
 for scenario in $scenarios; do
@@ -115,27 +127,38 @@ mpirun=(mpirun --oversubscribe --bind-to none)
 export OMP_NUM_THREADS=1
 platforms_note=
 scenario_notes=
-# The platform of a scenario's simulated runs: --platform, or one calibrated at its shapes.
+# The platform of a pair's simulated run (scenario, pair name): --platform, or one calibrated at
+# the scenario's shapes (with --calibrate pair, one per pair).
 platform_of() {
   if [ -n "$platform" ]; then
     echo "$platform"
+  elif [ "$calibrate_each" = pair ]; then
+    echo "$out/$1/platform/$2/loopback.toml"
   else
     echo "$out/$1/platform/loopback.toml"
   fi
 }
+# The date a calibrated platform's header gives.
+calibrated_at() { sed -n 's/^# date: //p' "$1" | head -n 1; }
 # A scenario's platform is calibrated just before its first pair runs, not all at the start: the
-# machine's speed drifts over the minutes that another scenario's pairs take.
+# machine's speed drifts over the minutes that another scenario's pairs take. With --calibrate
+# pair, before each of its pairs.
 calibrated=
 calibrate() {
   local file knob note
-  file=$(platform_of "$1")
+  file=$(platform_of "$1" "$2")
   if [ -z "$platform" ] && [ ! -f "$file" ]; then
-    echo "== $1: calibrating this machine (mpirun -np 2): $file"
+    echo "== $1${2:+ $2}: calibrating this machine (mpirun -np 2): $file"
     mkdir -p "$(dirname "$file")"
     "${mpirun[@]}" -np 2 "$bin" calibrate "$1" --repeats 30 --out "$file" >/dev/null
   fi
-  note="$1: ${file#"$root"/}"
-  [ -f "$file" ] && note+=" (calibrated $(sed -n 's/^# date: //p' "$file" | head -n 1))"
+  [[ $calibrated == *" $1 "* ]] && return
+  if [ "$calibrate_each" = pair ] && [ -z "$platform" ]; then
+    note="$1: ${out#"$root"/}/$1/platform/<strategy>-w<W>/loopback.toml, calibrated before each pair"
+  else
+    note="$1: ${file#"$root"/}"
+    [ -f "$file" ] && note+=" (calibrated $(calibrated_at "$file"))"
+  fi
   platforms_note+="${platforms_note:+; }$note"
   knob=$(scenario_knobs "$1")
   if [ -n "$knob" ]; then scenario_notes+="; $1 $knob"; fi
@@ -145,15 +168,19 @@ calibrate() {
 failed=0
 for pair in "${pairs[@]}"; do
   read -r scenario strategy w <<<"$pair"
-  [[ $calibrated == *" $scenario "* ]] || calibrate "$scenario"
   dir=$out/$scenario
   name=$strategy-w$w
+  if [ "$calibrate_each" = pair ]; then
+    calibrate "$scenario" "$name"
+  elif [[ $calibrated != *" $scenario "* ]]; then
+    calibrate "$scenario"
+  fi
   mkdir -p "$dir/sim" "$dir/mpi" "$dir/compare"
   pair_args "$scenario" "$strategy" "$w"
   if [ ! -f "$dir/sim/$name/summary.json" ]; then
     echo "== $scenario $name: simulated"
     # The platform models this machine's two workers; more workers are more GPUs on its node.
-    "$bin" run "${args_of_pair[@]}" --backend sim --platform "$(platform_of "$scenario")" \
+    "$bin" run "${args_of_pair[@]}" --backend sim --platform "$(platform_of "$scenario" "$name")" \
       --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$dir/sim/$name" \
       >"$dir/sim/$name.log" 2>&1 || { echo "   failed: $dir/sim/$name.log"; failed=1; continue; }
   fi

@@ -56,6 +56,36 @@ TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   EXPECT_TRUE(fs::exists(runs / "fmnist-mlp" / "compare" / "epoch_sync-w2-m2"));
 }
 
+// --calibrate pair: each pair's simulated run uses a platform calibrated for it alone, and the
+// table says so.
+TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
+  const fs::path runs = scratch() / "pair-runs";
+  const fs::path md = scratch() / "pair-validation.md";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(
+                kScript +
+                    " --scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
+                    "--measured-runs 1 --calibrate pair --set data.train_samples=2048 --out " +
+                    runs.string() + " --md " + md.string(),
+                &log),
+            0)
+      << log;
+  for (const char* pair : {"epoch_sync-w1", "epoch_sync-w2"}) {
+    const fs::path platform = runs / "fmnist-mlp" / "platform" / pair / "loopback.toml";
+    EXPECT_TRUE(fs::exists(platform)) << platform;
+    const std::string summary =
+        syncopate::read_text(runs / "fmnist-mlp" / "sim" / pair / "summary.json");
+    EXPECT_NE(summary.find("\"platform\": \"" + platform.string() + "\""), std::string::npos)
+        << summary;
+  }
+  EXPECT_FALSE(fs::exists(runs / "fmnist-mlp" / "platform" / "loopback.toml"));
+  EXPECT_EQ(count_of(log, "calibrating this machine"), 2u) << log;
+  EXPECT_NE(syncopate::read_text(md).find("<strategy>-w<W>/loopback.toml, calibrated before each "
+                                          "pair"),
+            std::string::npos)
+      << syncopate::read_text(md);
+}
+
 // Arguments the script cannot use stop it before it calibrates or runs anything.
 TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
   const struct {
@@ -66,6 +96,9 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--target-median -1", "validate.sh: --target-median '-1'; allowed: a percentage >= 0"},
       {"--measured-runs 0", "validate.sh: --measured-runs '0'; allowed: an integer >= 1"},
       {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
+      {"--calibrate each", "validate.sh: --calibrate 'each'; allowed: scenario, pair"},
+      {"--calibrate pair --platform loopback",
+       "validate.sh: --calibrate pair and --platform: a committed platform is not calibrated"},
       // Every pair's settings, resolved by the binary before the calibration.
       {"--strategies 'ddp fedavg'",
        "validate.sh: fmnist-mlp, fedavg at 1 workers: syncopate: error: --set "
