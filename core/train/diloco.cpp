@@ -76,9 +76,17 @@ class Diloco final : public Strategy {
     const double start = ctx.exec.now();
     const std::span<float> local = ctx.params.subspan(r.offset, r.count);
     ctx.comm.allreduce(local, {.op = ReduceOp::kAvg, .algorithm = algorithm_, .wire = wire_});
-    if (!ctx.exec.cost_only()) apply_outer_update(r, local);
+    ctx.exec.compute(outer_update_cost(r.count), [&] { apply_outer_update(r, local); });
     pending_[static_cast<size_t>(f)] = false;
     ctx.tracer.span("outer_step", "sync", start, ctx.exec.now());
+  }
+  // apply_outer_update over `count` parameters: per parameter 6 flops (8 with Nesterov); it
+  // reads the global model, the momentum buffer and the mean, and writes all three: an
+  // optimizer's pass, as the simulator charges it (outside the step's compute phase, as a real
+  // run spends it).
+  Cost outer_update_cost(size_t count) const {
+    const double n = static_cast<double>(count);
+    return {n * (nesterov_ ? 8 : 6), n * 6 * sizeof(float), OpKind::kOptimizer};
   }
   // `mean` holds the workers' mean of fragment `r`; it becomes the new global model there.
   void apply_outer_update(const BlockRange& r, std::span<float> mean) {
