@@ -1,7 +1,6 @@
 // DiLoCo (Douillard et al. 2023, arXiv 2311.08105), optionally streaming (Douillard et al.
 // 2025): H local steps of the scenario's optimizer, then an outer SGD step on the averaged
 // pseudo-gradient (the global model minus the mean of the local ones).
-#include <cmath>
 #include <vector>
 
 #include "core/base/check.hpp"
@@ -88,7 +87,10 @@ class Diloco final : public Strategy {
     const double n = static_cast<double>(count);
     return {n * (nesterov_ ? 8 : 6), n * 6 * sizeof(float), OpKind::kOptimizer};
   }
-  // `mean` holds the workers' mean of fragment `r`; it becomes the new global model there.
+  // `mean` holds the workers' mean of fragment `r`; it becomes the new global model there. No
+  // std::fma: in the default build (generic x86-64, no FMA instructions) each call is a libm
+  // call and the loop does not vectorise, about 10x slower (0.52 ms against 0.05 ms per
+  // update of fmnist-mlp's 235,146 parameters here).
   void apply_outer_update(const BlockRange& r, std::span<float> mean) {
     for (size_t i = 0; i < r.count; ++i) {
       float& global = global_[r.offset + i];
@@ -96,7 +98,7 @@ class Diloco final : public Strategy {
       const float d = global - mean[i];
       buf = momentum_ * buf + d;
       const float u = nesterov_ ? d + momentum_ * buf : buf;
-      mean[i] -= std::fma(lr_, u, -d);
+      mean[i] -= lr_ * u - d;
       global = mean[i];
     }
   }
