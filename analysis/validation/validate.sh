@@ -138,8 +138,6 @@ platform_of() {
     echo "$out/$1/platform/loopback.toml"
   fi
 }
-# The date a calibrated platform's header gives.
-calibrated_at() { sed -n 's/^# date: //p' "$1" | head -n 1; }
 # A scenario's platform is calibrated just before its first pair runs, not all at the start: the
 # machine's speed drifts over the minutes that another scenario's pairs take. With --calibrate
 # pair, before each of its pairs.
@@ -157,7 +155,7 @@ calibrate() {
     note="$1: ${out#"$root"/}/$1/platform/<strategy>-w<W>/loopback.toml, calibrated before each pair"
   else
     note="$1: ${file#"$root"/}"
-    [ -f "$file" ] && note+=" (calibrated $(calibrated_at "$file"))"
+    [ -f "$file" ] && note+=" (calibrated $(sed -n 's/^# date: //p' "$file" | head -n 1))"
   fi
   platforms_note+="${platforms_note:+; }$note"
   knob=$(scenario_knobs "$1")
