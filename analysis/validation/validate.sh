@@ -143,10 +143,10 @@ platform_of() {
 # pair, before each of its pairs.
 calibrated=
 calibrate() {
-  local file knob note
-  file=$(platform_of "$1" "$2")
+  local pair=${2-} file knob note
+  file=$(platform_of "$1" "$pair")
   if [ -z "$platform" ] && [ ! -f "$file" ]; then
-    echo "== $1${2:+ $2}: calibrating this machine (mpirun -np 2): $file"
+    echo "== $1${pair:+ $pair}: calibrating this machine (mpirun -np 2): $file"
     mkdir -p "$(dirname "$file")"
     "${mpirun[@]}" -np 2 "$bin" calibrate "$1" --repeats 30 --out "$file" >/dev/null
   fi
