@@ -39,6 +39,10 @@ struct TransportSamples {
   // from rank 1): one-way messages as every collective's steps send them. The link is fitted to
   // these; sizes ascending, as ping_pong's.
   std::vector<TransportSeries> channel_ping_pong;
+  // A collective's round through the communicator (a 2-rank allreduce of 8 B: one exchange),
+  // seconds per call: "round", ranks 0 and 1 on two cores, then "turn_round", the two on one
+  // core, where each message waits for its receiver's turn. Empty where they share no host.
+  std::vector<TransportSeries> turn;
   std::vector<TransportSeries> exchange;  // ranks 0 and 1 sending to each other at once,
                                           // seconds per exchange; sizes ascending
   TransportSeries send_overhead{"send_overhead", 8, {}};  // seconds per blocking eager send

@@ -1,7 +1,9 @@
-// Timing the MPI transport: ping-pong and exchanges between ranks 0 and 1, and allreduce,
-// broadcast and allgather over all ranks, each over a range of message sizes.
+// Timing the MPI transport: ping-pong and exchanges between ranks 0 and 1 (also with the two on
+// one core), and allreduce, broadcast and allgather over all ranks, each over a range of message
+// sizes.
 #if defined(SYNCOPATE_HAVE_MPI)
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
@@ -47,6 +49,49 @@ double ping_pong(MPI_Comm comm, int rank, std::vector<char>& buffer) {
   return seconds;
 }
 
+// While it lives, ranks 0 and 1 run on one core, rank 0's, as two workers on a node with fewer
+// cores than workers take turns on theirs: each message of a ping-pong then waits until the
+// scheduler gives its receiver the core (with Open MPI's mpi_yield_when_idle, as soon as the
+// spinning sender yields). Only the calling threads are pinned, and each gets its own affinity
+// back. `active()` is false on every rank where ranks 0 and 1 do not share a host.
+class SharedCore {
+ public:
+  SharedCore(MPI_Comm comm, int rank) {
+    std::array<char, MPI_MAX_PROCESSOR_NAME> mine{}, first{};
+    int length = 0;
+    MPI_Get_processor_name(mine.data(), &length);
+    first = mine;
+    MPI_Bcast(first.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, comm);
+    int cpu = sched_getcpu();
+    MPI_Bcast(&cpu, 1, MPI_INT, 0, comm);
+    const int mine_ok = rank > 1 || (cpu >= 0 && std::strcmp(mine.data(), first.data()) == 0);
+    int all_ok = 0;
+    MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    int pinned = 1;
+    if (all_ok == 1 && rank < 2) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pinned_ = sched_getaffinity(0, sizeof saved_, &saved_) == 0 &&
+                sched_setaffinity(0, sizeof one, &one) == 0;
+      pinned = pinned_ ? 1 : 0;
+    }
+    int both = 0;
+    MPI_Allreduce(&pinned, &both, 1, MPI_INT, MPI_MIN, comm);
+    active_ = all_ok == 1 && both == 1;
+  }
+  SharedCore(const SharedCore&) = delete;
+  SharedCore& operator=(const SharedCore&) = delete;
+  ~SharedCore() {
+    if (pinned_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  bool active() const { return active_; }
+
+ private:
+  bool active_ = false, pinned_ = false;
+  cpu_set_t saved_{};
+};
+
 // One sample of ping-pong between ranks 0 and 1 through the training communicator (`pair`, those
 // two ranks; null on the others): a broadcast from rank 0, then one from rank 1, each one
 // message as a schedule's step sends it (chunked, polled: ScheduleChannel). Seconds one way.
@@ -60,6 +105,18 @@ double channel_ping_pong(MPI_Comm comm, Communicator* pair, std::vector<float>& 
       pair->broadcast(buffer, 1);
     }
   double seconds = (MPI_Wtime() - start) / (2.0 * iters);
+  MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
+  return seconds;
+}
+
+// One sample of `calls` allreduces of `buffer` over `pair` (ranks 0 and 1; null on the others):
+// seconds per call.
+double channel_round(MPI_Comm comm, Communicator* pair, std::vector<float>& buffer, int calls) {
+  MPI_Barrier(comm);
+  const double start = MPI_Wtime();
+  if (pair != nullptr)
+    for (int i = 0; i < calls; ++i) pair->allreduce(buffer);
+  double seconds = (MPI_Wtime() - start) / calls;
   MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
   return seconds;
 }
@@ -197,6 +254,22 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
         series.seconds.push_back(channel_ping_pong(comm, mine, buffer));
       t.channel_ping_pong.push_back(std::move(series));
     }
+    // A round of a collective (a 2-rank allreduce of 8 B: one exchange), with ranks 0 and 1
+    // on two cores and then on one. Calls per sample: each message may wait a whole time slice
+    // (milliseconds) for its turn where the MPI library spins without yielding.
+    constexpr int kRoundCalls = 20;
+    std::vector<float> buffer(2, 1.0f);
+    Communicator* mine = rank < 2 ? pair.get() : nullptr;
+    const auto rounds = [&](std::string name) {
+      TransportSeries series{std::move(name), buffer.size() * sizeof(float), {}};
+      channel_round(comm, mine, buffer, kRoundCalls);  // warm-up
+      for (int r = 0; r < repeats; ++r)
+        series.seconds.push_back(channel_round(comm, mine, buffer, kRoundCalls));
+      return series;
+    };
+    TransportSeries apart = rounds("round");
+    const SharedCore core(comm, rank);
+    if (core.active()) t.turn = {std::move(apart), rounds("turn_round")};
   }
   // Exchanges from 32 KiB (the size of a 2-rank ring allreduce's messages from 64 KiB), where
   // bandwidth rather than latency sets the time.

@@ -163,7 +163,7 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
 // Every series of the transport after the overheads, in the order the tables list them.
 std::vector<const std::vector<TransportSeries>*> measured(const TransportSamples& t) {
   std::vector<const std::vector<TransportSeries>*> lists{
-      &t.ping_pong,   &t.channel_ping_pong, &t.exchange,    &t.copy_pass,
+      &t.ping_pong,   &t.channel_ping_pong, &t.turn,        &t.exchange,      &t.copy_pass,
       &t.reduce_pass, &t.scale_pass,        &t.divide_pass, &t.solo_copy_pass};
   for (const WirePassSamples& passes : t.wire_passes)
     lists.insert(lists.end(), {&passes.encode, &passes.decode, &passes.reduce, &passes.round});
@@ -253,9 +253,19 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << " MPI ranks on one node, shared-memory link, local master\"\n"
       << "topology = \"star\"\nnodes = 1\ngpus_per_node = " << ranks << "\nprofile = \"" << profile
       << "\"\n";
-  if (c.cores > 0)
+  if (c.cores > 0) {
     out << "cores_per_node = " << c.cores
         << "  # cores online: more workers than this on the node time-share them\n";
+    const std::vector<TransportSeries>& turn = c.transport.turn;
+    if (!turn.empty()) {  // on two cores, then on one
+      const double apart = spread(turn[0].seconds).median;
+      const double shared = spread(turn[1].seconds).median;
+      out << "turn_latency = " << num(std::max(0.0, shared - apart))
+          << "  # s: a round of the communicator's 2-rank allreduce of " << turn[1].bytes
+          << " B with ranks 0 and 1 on one core, " << num(shared) << " s, less on two, "
+          << num(apart) << " s: a message's wait for its receiver's turn on a core\n";
+    }
+  }
   out << "\n"
       << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1 through the "
          "communicator's schedules\n"

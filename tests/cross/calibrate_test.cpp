@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -90,6 +91,19 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
                         "  # cores online"),
             std::string::npos)
       << recipe;
+  // The wait for a turn on a core: a round (a 2-rank allreduce of 8 B) with ranks 0 and 1 on one
+  // core, less the same on two.
+  std::smatch turn;
+  ASSERT_TRUE(
+      std::regex_search(recipe, turn,
+                        std::regex("\nturn_latency = ([-+0-9.eE]+)  # s: a round of the "
+                                   "communicator's 2-rank allreduce of 8 B with ranks 0 and 1 "
+                                   "on one core, ([-+0-9.eE]+) s, less on two, ([-+0-9.eE]+) s: ")))
+      << recipe;
+  const double shared = std::stod(turn[2]), apart = std::stod(turn[3]);
+  EXPECT_NEAR(std::stod(turn[1]), std::max(0.0, shared - apart), 1e-3 * shared) << turn[0];
+  for (const char* field : {"#   round 8 B: ", "#   turn_round 8 B: "})
+    EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
   // The port's duplex, from the exchanges at 32 KiB to 2 MiB (four sizes).
   EXPECT_TRUE(std::regex_search(
       recipe, std::regex("\nduplex = \"(split|shared)\"  # an exchange took [0-9.]+x the one-way "

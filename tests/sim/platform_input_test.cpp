@@ -169,5 +169,23 @@ TEST(RecipeInput, CoresPerNodeIsReadAndANegativeCountIsRefused) {
   EXPECT_TRUE(has(msg, ":5: cores_per_node: ")) << msg;
 }
 
+TEST(RecipeInput, TurnLatencyNeedsCoresPerNodeAndATime) {
+  const std::string base =
+      "topology = \"star\"\nnodes = 1\ngpus_per_node = 4\nprofile = \"cpu\"\n"
+      "gpu_link.bandwidth = \"1GBps\"\n";
+  EXPECT_EQ(recipe_error(base + "cores_per_node = 2\nturn_latency = \"12us\"\n"), "");
+  const fs::path path =
+      fs::temp_directory_path() / ("syncopate-turn-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(path) << base << "cores_per_node = 2\nturn_latency = 1.5e-05\n";
+  EXPECT_DOUBLE_EQ(detail::parse_recipe(path.string(), {}).turn_latency, 1.5e-05);
+  fs::remove(path);
+  std::string msg = recipe_error(base + "turn_latency = \"12us\"\n");
+  EXPECT_TRUE(has(msg, ":6: turn_latency: needs cores_per_node")) << msg;
+  msg = recipe_error(base + "cores_per_node = 2\nturn_latency = -1\n");
+  EXPECT_TRUE(has(msg, ":7: turn_latency: ")) << msg;
+  msg = recipe_error(base + "cores_per_node = 2\nturn_latency = \"12GBps\"\n");
+  EXPECT_TRUE(has(msg, ":7: turn_latency: ")) << msg;
+}
+
 }  // namespace
 }  // namespace syncopate::sim

@@ -496,6 +496,35 @@ TEST(PlatformTransfers, TransfersInsideANodeShareItsCores) {
   }
 }
 
+// turn_latency: a message inside a node whose workers outnumber its cores waits that long more
+// for the receiver's turn on a core (the cores link's latency), on SimGrid's comms and in the
+// route figures the analytic fidelity reads; with a core per worker there is no wait.
+TEST(PlatformTransfers, MessagesInsideATimeSharedNodeWaitForATurn) {
+  const fs::path path = write_file("test-tree.toml", kTestRecipe);
+  constexpr double kBytes = 1e6, kTurn = 10e-6;
+  for (const std::string cores : {"2", "4"}) {
+    SCOPED_TRACE(cores);
+    EXPECT_EQ(run_in_child([&] {
+                sg4::Engine engine = make_engine();
+                configure_engine(engine);
+                const Platform p = load_platform(
+                    engine, path.string(),
+                    {{"gpus_per_node", "4"}, {"cores_per_node", cores}, {"turn_latency", "10us"}},
+                    16);
+                const double latency = 2e-6 + (cores == "2" ? kTurn : 0);
+                const double one_way = latency + kBytes / 100e9;
+                for (double t : simulate(p, engine, {{0, 1}}, kBytes))
+                  EXPECT_TRUE(near(t, one_way, 1e-9)) << t << " vs " << one_way;
+                EXPECT_TRUE(near(route_model(p.gpus[0], p.gpus[3]).latency_s, latency));
+                EXPECT_TRUE(near(p.intra_node.latency_s, latency)) << p.intra_node.latency_s;
+                // Between nodes (on one leaf switch) no core is shared: two NICs, two hops.
+                const double between = route_model(p.gpus[0], p.gpus[4]).latency_s;
+                EXPECT_TRUE(near(between, 2 * 3e-6 + 2 * 0.25e-6)) << between;
+              }),
+              0);
+  }
+}
+
 // ---- SimGrid XML
 // ---------------------------------------------------------------------------------
 

@@ -115,7 +115,8 @@ sg4::LinkInRoute port_in_route(sg4::Link* port, Direction direction) {
 // platform with more GPUs (worker processes) than cores, its cores: a shared link of
 // cores_per_node x gpu_link.bandwidth that every transfer inside the node crosses. There the
 // transport is a copy by the processes' cores, so four concurrent copies on two cores go at half
-// speed each, while two go at full speed.
+// speed each, while two go at full speed. Its latency is the recipe's turn_latency: the receiver
+// of a message may be waiting for a core.
 //
 // All of them are made in the root zone before any other zone exists. SimGrid 3.32 checks that a
 // new link's name is unique by searching every zone of the platform, so a link made once the
@@ -144,6 +145,7 @@ NodeLinks make_node_links(const Recipe& recipe, sg4::NetZone* root, int index) {
   if (recipe.cores_per_node > 0 && gpus > recipe.cores_per_node)
     links.cores =
         root->create_link(name + "-cores", recipe.cores_per_node * recipe.gpu_link.bandwidth)
+            ->set_latency(recipe.turn_latency)
             ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
             ->seal();
   return links;

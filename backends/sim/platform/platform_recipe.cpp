@@ -178,6 +178,11 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.nodes = static_cast<int>(reader.integer("nodes", std::nullopt, 1, kMaxNodes));
   recipe.gpus_per_node = static_cast<int>(reader.integer("gpus_per_node", std::nullopt, 1, 4096));
   recipe.cores_per_node = static_cast<int>(reader.integer("cores_per_node", 0, 0, 1 << 20));
+  recipe.turn_latency = quantity(reader, "turn_latency", Quantity::kTime, 0.0, true);
+  if (recipe.turn_latency > 0 && recipe.cores_per_node == 0)
+    reader.fail("turn_latency",
+                "needs cores_per_node: it is the wait of workers that outnumber "
+                "their node's cores for a turn on one");
 
   // The profile: a name or path of a profile file, or an inline [profile] table.
   const toml::node* profile = reader.node("profile");

@@ -48,7 +48,11 @@ struct Recipe {
   int nodes = 1;
   int gpus_per_node = 1;
   int cores_per_node = 0;  // 0: every worker computes on a device of its own (Platform)
-  LinkSpec gpu_link;       // each GPU's port inside its node; latency = GPU-to-GPU end to end
+  // s: the wait of a message between two workers of a node that time-share its cores (more
+  // workers than cores_per_node) for the receiver's turn on a core; the latency of the node's
+  // cores link. 0 without cores_per_node.
+  double turn_latency = 0;
+  LinkSpec gpu_link;  // each GPU's port inside its node; latency = GPU-to-GPU end to end
   Duplex gpu_link_duplex = Duplex::kSplit;
   int nics_per_node = 1;
   LinkSpec nic;     // each NIC; latency counted once per NIC on a route
