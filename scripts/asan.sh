@@ -12,9 +12,10 @@
 # step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*,
 # StopSignal.MpiRanksStopAt*: the process signals itself, so the handler and the ranks' stop latch
 # run sanitised too). Also the validation scripts' runs end to end (Validation.Script*,
-# Validation.ADoctored*, ValidationTargets.*, Collectives.ADoctored*): 165 s under ASan before
-# the last two were added, mostly measured runs and calibration; their commands run sanitised in
-# the tests of calibrate, compare and collectives.
+# Validation.ADoctored*, Validation.CalibratePair*, ValidationTargets.*, Collectives.ADoctored*):
+# 165 s under ASan before the last three were added (Validation.CalibratePair* alone took 177 s),
+# mostly measured runs and calibration; their commands run sanitised in the tests of calibrate,
+# compare and collectives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 training_volume=(
@@ -26,6 +27,7 @@ training_volume=(
   PaperRegression.TrainingLossFallsAndTestR2Rises
   Validation.ScriptComparesEveryPairAndWritesTheTable
   Validation.ADoctoredPlatformMissesTheTargets
+  Validation.CalibratePairCalibratesBeforeEachPair
   ValidationTargets.ReducedValidationMeetsItsTargets
   ValidationTargets.ReducedCollectivesMeetTheirTarget
   Collectives.ADoctoredPlatformMissesTheTarget
