@@ -50,7 +50,7 @@ double ping_pong(MPI_Comm comm, int rank, std::vector<char>& buffer) {
 }
 
 // While it lives, ranks 0 and 1 run on one core, rank 0's, as two workers on a node with fewer
-// cores than workers take turns on theirs: each message of a ping-pong then waits until the
+// cores than workers take turns on theirs: each message between them then waits until the
 // scheduler gives its receiver the core (with Open MPI's mpi_yield_when_idle, as soon as the
 // spinning sender yields). Only the calling threads are pinned, and each gets its own affinity
 // back. `active()` is false on every rank where ranks 0 and 1 do not share a host.
