@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kFormat = "syncopate-check-1";
+constexpr const char* kCheckFormat = "syncopate-check-1";
 
 // The figures compared, all "smaller is better", from a run's summary.json.
 struct Metric {
@@ -73,9 +73,9 @@ std::map<std::string, Figures> read_baseline(const std::string& path) {
                     ": not a check baseline: " + std::string(e.description()));
   }
   const auto* format = root.get("format");
-  if (format == nullptr || format->value<std::string>() != std::string(kFormat))
+  if (format == nullptr || format->value<std::string>() != std::string(kCheckFormat))
     throw UserError(path + ":1: format: not a check baseline (expected format = \"" +
-                    std::string(kFormat) + "\")");
+                    std::string(kCheckFormat) + "\")");
   const auto* scenarios = root.get("scenario");
   if (scenarios == nullptr) return out;
   if (!scenarios->is_array_of_tables())
@@ -117,7 +117,7 @@ void write_baseline(const std::string& path, const std::map<std::string, Figures
   std::ostringstream out;
   out << "# syncopate check baseline: communication figures of cost-only simulated runs.\n"
       << "# Regenerate: syncopate check SCENARIO... --baseline " << path << " --update\n"
-      << "format = \"" << kFormat << "\"\n";
+      << "format = \"" << kCheckFormat << "\"\n";
   for (const auto& [file, f] : all) {
     out << "\n[[scenario]]\nfile = " << toml::value<std::string>(file) << "\nsets = [";
     for (size_t i = 0; i < f.sets.size(); ++i)

@@ -25,7 +25,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kFormat = "syncopate-compare-1";
+constexpr const char* kCompareFormat = "syncopate-compare-1";
 
 struct RunDir {
   std::string path;
@@ -378,7 +378,7 @@ Json compare_json(const Outcome& o, const RunDir& a, const RunDir& b,
   Json rows = Json::array();
   for (const Row& r : o.rows) rows.push_back(row_json(r));
   const Json time_error = std::isfinite(o.time_error) ? Json(o.time_error) : Json();
-  return {{"format", kFormat},
+  return {{"format", kCompareFormat},
           {"a", run_json(a)},
           {"b", run_json(b)},
           {"tolerance", tolerance},

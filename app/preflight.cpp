@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 // Room the run directory may add to its last name: "-NN" for a fresh name, ".partial".
 constexpr size_t kSuffixRoom = 16;
 
-std::string shape_text(const Shape& shape) {
+std::string dims_text(const Shape& shape) {
   std::string out;
   for (const int64_t d : shape) out += (out.empty() ? "" : "x") + std::to_string(d);
   return out;
@@ -66,7 +66,7 @@ void check_model_and_data(const Scenario& s) {
           : "backend \"" + std::string(to_string(s.backend)) + "\" trains for real";
   if (s.data.dataset == DatasetKind::kFashionMnist && sample != Shape{1, 28, 28})
     throw UserError(s.source + ": model.name: " + s.model.name + " takes samples of " +
-                    shape_text(sample) + ", data.dataset = \"fashion-mnist\" has 1x28x28 (" +
+                    dims_text(sample) + ", data.dataset = \"fashion-mnist\" has 1x28x28 (" +
                     real_run +
                     "); run it cost-only (backend = \"sim\", sim.mode = "
                     "\"cost_only\") or on a synthetic dataset");
@@ -80,7 +80,7 @@ void check_model_and_data(const Scenario& s) {
   const double memory = physical_memory_bytes();
   if (memory > 0 && bytes > memory)
     throw UserError(s.source + ": data.train_samples: " + std::to_string(int64_t(n)) +
-                    " synthetic samples of " + shape_text(sample) + " floats need " +
+                    " synthetic samples of " + dims_text(sample) + " floats need " +
                     std::to_string(int64_t(bytes / 1e9)) + " GB; this machine has " +
                     std::to_string(int64_t(memory / 1e9)) + " GB (" + real_run + ")");
 }

@@ -20,7 +20,7 @@ namespace syncopate::app {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 fs::path restarts_path(const std::string& partial) { return fs::path(partial) / "restarts.json"; }
 
@@ -47,8 +47,8 @@ std::vector<FaultRestart> read_restarts(const std::string& partial) {
   if (!fs::exists(path)) return restarts;
   std::ifstream in(path);
   try {
-    const Json j = Json::parse(in);
-    for (const Json& r : j.at("restarts"))
+    const OrderedJson j = OrderedJson::parse(in);
+    for (const OrderedJson& r : j.at("restarts"))
       restarts.push_back({.kind = r.at("kind").get<std::string>(),
                           .worker = r.value("worker", -1),
                           .link = r.value("link", std::string()),
@@ -56,7 +56,7 @@ std::vector<FaultRestart> read_restarts(const std::string& partial) {
                           .resumed_from_s = r.at("resumed_from_s").get<double>(),
                           .lost_seconds = r.at("lost_seconds").get<double>(),
                           .recovery_s = r.at("recovery_s").get<double>()});
-  } catch (const Json::exception& e) {
+  } catch (const OrderedJson::exception& e) {
     throw UserError(path.string() + ": not a restart record (" + e.what() + ")");
   }
   return restarts;
@@ -125,9 +125,9 @@ void apply_restarts(RunTarget& target) {
   if (!fs::exists(fault)) return;
   std::ifstream in(fault);
   try {
-    const double at_s = Json::parse(in).at("at_s").get<double>();
+    const double at_s = OrderedJson::parse(in).at("at_s").get<double>();
     target.replayed_after_s = std::max(target.replayed_after_s, at_s);
-  } catch (const Json::exception& e) {
+  } catch (const OrderedJson::exception& e) {
     throw UserError(fault.string() + ": not a fault record (" + e.what() + ")");
   }
 }

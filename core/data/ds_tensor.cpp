@@ -10,14 +10,14 @@
 #include "core/base/rng.hpp"
 
 namespace syncopate {
-namespace {
 
-// Part `i` of `n` items split into `parts`, sizes differing by at most one, larger ones first.
 IndexRange even_part(int64_t n, int64_t parts, int64_t i) {
   const int64_t base = n / parts, extra = n % parts;
   const int64_t begin = i * base + std::min(i, extra);
   return {begin, begin + base + (i < extra ? 1 : 0)};
 }
+
+namespace {
 
 void check_grid(const Dataset& data, int64_t row_blocks, int64_t col_blocks) {
   if (row_blocks < 1 || row_blocks > data.size()) {

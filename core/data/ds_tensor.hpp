@@ -23,8 +23,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/data/data.hpp"
 #include "core/base/function_ref.hpp"
+#include "core/data/data.hpp"
 
 namespace syncopate {
 
@@ -34,6 +34,9 @@ struct IndexRange {
   int64_t end = 0;
   int64_t size() const { return end - begin; }
 };
+
+// Part `i` of `n` items split into `parts`, sizes differing by at most one, larger ones first.
+IndexRange even_part(int64_t n, int64_t parts, int64_t i);
 
 class DsTensor {
  public:

@@ -15,7 +15,7 @@ namespace syncopate {
 namespace {
 
 constexpr int64_t kMaxElements = int64_t{1} << 40;
-constexpr size_t kChunk = size_t{1} << 22;
+constexpr size_t kReadChunk = size_t{1} << 22;
 constexpr int64_t kMaxTrailingCounted = int64_t{1} << 20;  // trailing bytes counted, at most
 
 struct GzCloser {
@@ -44,7 +44,7 @@ class IdxStream {
   size_t read(uint8_t* out, size_t n) {
     size_t done = 0;
     while (done < n) {
-      const auto want = static_cast<unsigned>(std::min(n - done, kChunk));
+      const auto want = static_cast<unsigned>(std::min(n - done, kReadChunk));
       const int got = gzread(file_.get(), out + done, want);
       if (got < 0) corrupt(static_cast<int64_t>(done));
       if (got == 0) break;
@@ -136,7 +136,7 @@ IdxFile read_idx(const std::string& path) {
   // Grown as the data arrives (not sized by the header): a short file costs what it holds.
   while (static_cast<int64_t>(idx.data.size()) < count) {
     const size_t old = idx.data.size();
-    const size_t want = std::min(kChunk, static_cast<size_t>(count) - old);
+    const size_t want = std::min(kReadChunk, static_cast<size_t>(count) - old);
     idx.data.resize(old + want);
     const size_t got = in.read(idx.data.data() + old, want);
     idx.data.resize(old + got);

@@ -7,19 +7,13 @@
 #include <numeric>
 
 #include "core/base/check.hpp"
+#include "core/data/ds_tensor.hpp"
 
 namespace syncopate {
 namespace {
 
 // Sub-streams of RngPurpose::kPartition (the RngKey's `extra`).
 constexpr uint32_t kFixedStream = 0, kShardStream = 1, kProportionStream = 2, kClassStream = 3;
-
-// [begin, end) of part i of n items split into `parts`, sizes differing by at most one.
-std::pair<int64_t, int64_t> even_part(int64_t n, int64_t parts, int64_t i) {
-  const int64_t base = n / parts, extra = n % parts;
-  const int64_t begin = i * base + std::min(i, extra);
-  return {begin, begin + base + (i < extra ? 1 : 0)};
-}
 
 std::vector<int64_t> iota(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));

@@ -13,6 +13,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace calibrate_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -188,3 +189,4 @@ TEST(Calibrate, AnUnknownGemmKernelIsRefusedOnEveryRank) {
 }
 
 }  // namespace
+}  // namespace calibrate_test

@@ -12,6 +12,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace check_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -112,3 +113,4 @@ TEST(Check, AFileThatIsNotABaselineIsRefusedWithItsLine) {
 }
 
 }  // namespace
+}  // namespace check_test

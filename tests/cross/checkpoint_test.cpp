@@ -18,6 +18,7 @@
 #include "tests/common/run_command.hpp"
 #include "tests/common/same_metrics.hpp"
 
+namespace checkpoint_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -625,3 +626,4 @@ TEST(MidEpochResume, RefusesAnotherWorkerCount) {
 }
 
 }  // namespace
+}  // namespace checkpoint_test

@@ -13,6 +13,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace collectives_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -308,3 +309,4 @@ TEST(Collectives, ADoctoredPlatformMissesTheTarget) {
 }
 
 }  // namespace
+}  // namespace collectives_test

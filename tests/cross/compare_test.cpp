@@ -15,6 +15,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace compare_test {
 namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
@@ -168,3 +169,4 @@ TEST(Compare, SimulatedAgainstMeasuredUnderMpirun) {
 }
 
 }  // namespace
+}  // namespace compare_test

@@ -13,6 +13,7 @@
 
 #include "tests/cross/binary_run.hpp"
 
+namespace compression_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -223,3 +224,4 @@ TEST(Compression, TheNcclTransportsTakeSixteenBitFormats) {
 }
 
 }  // namespace
+}  // namespace compression_test

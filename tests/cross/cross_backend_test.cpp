@@ -23,6 +23,7 @@
 #include "backends/cuda/device.hpp"
 #endif
 
+namespace cross_backend_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -287,3 +288,4 @@ TEST(MpiFaults, AHangingPeerEndsTheJobWithTheWatchdogsMessage) {
 }
 
 }  // namespace
+}  // namespace cross_backend_test

@@ -14,6 +14,7 @@
 
 #include "tests/cross/binary_run.hpp"
 
+namespace diloco_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -113,3 +114,4 @@ TEST(Diloco, SweepsOverTheOuterLearningRateAndReports) {
 }
 
 }  // namespace
+}  // namespace diloco_test

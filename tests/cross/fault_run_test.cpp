@@ -15,6 +15,7 @@
 #include "tests/common/run_command.hpp"
 #include "tests/common/small_sim_run.hpp"
 
+namespace fault_run_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -132,3 +133,4 @@ TEST(FaultRun, LosingWorkerZeroLeavesTheFinalModelToTheFirstSurvivor) {
 }
 
 }  // namespace
+}  // namespace fault_run_test

@@ -11,6 +11,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace master_test {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -70,3 +71,4 @@ TEST(MasterAggregation, AveragesCrossTheMastersEthernetLink) {
 }
 
 }  // namespace
+}  // namespace master_test

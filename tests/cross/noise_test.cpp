@@ -12,6 +12,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace noise_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -76,3 +77,4 @@ TEST(ComputeNoise, SigmaWithoutANoiseKindIsRefused) {
 }
 
 }  // namespace
+}  // namespace noise_test

@@ -19,6 +19,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace partition_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -143,3 +144,4 @@ TEST(PartitionRuns, LocalBackendWritesPartitionsAndIidWritesNone) {
 }
 
 }  // namespace
+}  // namespace partition_test

@@ -14,6 +14,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace placement_test {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -118,3 +119,4 @@ TEST(GlobalModelPlacement, MasterBytesAgreeBetweenSimAndMpi) {
 }
 
 }  // namespace
+}  // namespace placement_test

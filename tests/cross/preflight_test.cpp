@@ -10,9 +10,12 @@
 #include <string>
 
 #include "tests/common/run_command.hpp"
+#include "tests/common/user_error.hpp"
 
+namespace preflight_test {
 namespace {
 namespace fs = std::filesystem;
+using syncopate::has;
 
 const std::string kBin = SYNCOPATE_BIN;
 
@@ -22,10 +25,6 @@ fs::path scratch() { return syncopate::scratch_folder("preflight-test"); }
 int run(const std::string& args, std::string* output) {
   return syncopate::run_command("cd " + scratch().string() + " && " + kBin + " run --quiet " + args,
                                 output);
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // A run that would take long: the errors must come before it starts.
@@ -181,3 +180,4 @@ TEST(Preflight, BadMpiEnvironmentSettingsAreRefused) {
 }
 
 }  // namespace
+}  // namespace preflight_test

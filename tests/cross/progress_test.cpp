@@ -7,6 +7,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace progress_test {
 namespace {
 
 const std::string kBin = SYNCOPATE_BIN;
@@ -65,3 +66,4 @@ TEST(Progress, UnderMpiOnlyRankZeroPrints) {
 }
 
 }  // namespace
+}  // namespace progress_test

@@ -13,6 +13,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace regression_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -117,3 +118,4 @@ TEST(RegressionBadInput, UnknownColumnNames) {
 }
 
 }  // namespace
+}  // namespace regression_test

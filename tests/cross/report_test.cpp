@@ -11,6 +11,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace report_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -68,3 +69,4 @@ TEST(Report, NeitherARunNorASweepExitsWith2) {
 }
 
 }  // namespace
+}  // namespace report_test

@@ -18,6 +18,7 @@
 #include "tests/common/run_command.hpp"
 #include "tests/common/same_metrics.hpp"
 
+namespace rescale_test {
 namespace {
 namespace fs = std::filesystem;
 using syncopate::WorkerCheckpoint;
@@ -179,3 +180,4 @@ TEST(ResizeRefusal, StrategiesOtherThanTheWeightAveragingOnes) {
 }
 
 }  // namespace
+}  // namespace rescale_test

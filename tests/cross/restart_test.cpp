@@ -17,6 +17,7 @@
 #include "tests/common/same_metrics.hpp"
 #include "tests/common/small_sim_run.hpp"
 
+namespace restart_test {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -232,3 +233,4 @@ TEST(FaultRestart, IsRefusedWhereItCannotApply) {
 }
 
 }  // namespace
+}  // namespace restart_test

@@ -11,6 +11,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace scale_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -74,3 +75,4 @@ TEST(Scripts, RefuseArgumentsAndSettingsTheyWouldIgnore) {
 }
 
 }  // namespace
+}  // namespace scale_test

@@ -16,6 +16,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace sweep_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -218,3 +219,4 @@ TEST(Sweep, BadCommandLinesExitWith2AndSayWhy) {
 }
 
 }  // namespace
+}  // namespace sweep_test

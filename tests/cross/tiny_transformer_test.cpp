@@ -16,6 +16,7 @@
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
 
+namespace tiny_transformer_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -76,3 +77,4 @@ TEST(TinyTransformerThroughTheBinary, LearnsInEmulationAndMpiGivesTheSameBits) {
 }
 
 }  // namespace
+}  // namespace tiny_transformer_test

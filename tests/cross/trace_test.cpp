@@ -14,6 +14,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace trace_test {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -236,3 +237,4 @@ TEST(Trace, ThousandWorkerRunTracesSixteenWorkers) {
 }
 
 }  // namespace
+}  // namespace trace_test

@@ -10,6 +10,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace validation_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -217,3 +218,4 @@ TEST(ValidationTargets, ReducedValidationMeetsItsTargets) {
 }
 
 }  // namespace
+}  // namespace validation_test

@@ -15,6 +15,7 @@
 
 #include "tests/common/run_command.hpp"
 
+namespace zero_test {
 namespace {
 namespace fs = std::filesystem;
 
@@ -326,3 +327,4 @@ TEST(ZeroRun, ARunThatDoesNotFitIsRefusedWithTheFigures) {
 }
 
 }  // namespace
+}  // namespace zero_test

@@ -37,14 +37,6 @@ std::unique_ptr<Model> mixed_cpu_model() {
   return std::make_unique<Model>("mixed", Shape{1, 16, 16}, std::move(layers));
 }
 
-ModelSpec mixed_spec() {
-  return {"mixed",
-          {1, 16, 16},
-          {conv2d_spec(1, 4, 3, 1, 1), relu_spec(), maxpool2d_spec(3, 2), avgpool2d_spec(2, 1),
-           dropout_spec(0.5f), conv2d_spec(4, 8, 3, 2, 0), relu_spec(), global_avgpool_spec(),
-           dense_spec(8, 10)}};
-}
-
 struct Pair {
   std::unique_ptr<Model> cpu;
   ModelSpec spec;

@@ -1,12 +1,13 @@
 #pragma once
-// Shared helpers of the device tests: a fixture that skips without a device, and uploads and
-// downloads of whole buffers.
+// Shared helpers of the device tests: a fixture that skips without a device, uploads and
+// downloads of whole buffers, and a model with every layer kind.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
 #include "backends/cuda/device.hpp"
+#include "core/nn/model_spec.hpp"
 
 namespace syncopate::cuda {
 
@@ -48,5 +49,14 @@ class CudaTest : public ::testing::Test {
   std::unique_ptr<Stream> stream_;
   std::unique_ptr<CublasHandle> cublas_;
 };
+
+// Covers every layer kind, overlapping pooling windows, strided and padded convolutions.
+inline ModelSpec mixed_spec() {
+  return {"mixed",
+          {1, 16, 16},
+          {conv2d_spec(1, 4, 3, 1, 1), relu_spec(), maxpool2d_spec(3, 2), avgpool2d_spec(2, 1),
+           dropout_spec(0.5f), conv2d_spec(4, 8, 3, 2, 0), relu_spec(), global_avgpool_spec(),
+           dense_spec(8, 10)}};
+}
 
 }  // namespace syncopate::cuda

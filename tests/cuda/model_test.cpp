@@ -21,15 +21,6 @@ using ref::ReferenceRun;
 using ref::rel_error;
 using ref::to_float;
 
-// Covers every layer kind, overlapping pooling windows, strided and padded convolutions.
-ModelSpec mixed_spec() {
-  return {"mixed",
-          {1, 16, 16},
-          {conv2d_spec(1, 4, 3, 1, 1), relu_spec(), maxpool2d_spec(3, 2), avgpool2d_spec(2, 1),
-           dropout_spec(0.5f), conv2d_spec(4, 8, 3, 2, 0), relu_spec(), global_avgpool_spec(),
-           dense_spec(8, 10)}};
-}
-
 std::vector<float> labels_for(int64_t batch) {
   std::vector<float> labels(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) labels[size_t(b)] = float((b * 3 + 1) % 10);

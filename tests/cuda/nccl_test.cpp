@@ -11,6 +11,7 @@
 #include "backends/cuda/nccl_comm.hpp"
 #include "core/comm/local_backend.hpp"
 #include "tests/contract/communicator_contract.hpp"
+#include "tests/contract/expect_no_failures.hpp"
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/cuda/reference.hpp"
 
@@ -19,10 +20,7 @@ namespace {
 
 using CudaNccl = CudaTest;
 
-void expect_no_failures(const std::vector<std::string>& failures) {
-  for (const std::string& failure : failures) ADD_FAILURE() << failure;
-  EXPECT_TRUE(failures.empty());
-}
+using contract::expect_no_failures;
 
 TEST(NcclWithoutDevice, ConstructionIsAUserErrorNamingTheDeviceShortage) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";

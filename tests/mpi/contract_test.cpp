@@ -2,15 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "tests/contract/communicator_contract.hpp"
+#include "tests/contract/expect_no_failures.hpp"
 #include "tests/mpi/mpi_test_env.hpp"
 
 namespace syncopate::mpi::testing {
 namespace {
 
-void expect_no_failures(const std::vector<std::string>& failures) {
-  for (const std::string& failure : failures) ADD_FAILURE() << failure;
-  EXPECT_TRUE(failures.empty());
-}
+using contract::expect_no_failures;
 
 TEST(MpiContract, WorldCommunicatorHoldsTheContract) {
   expect_no_failures(contract::check_communicator_contract(world()));

@@ -13,6 +13,7 @@
 
 #include "backends/cuda/nccl_comm.hpp"
 #include "tests/contract/communicator_contract.hpp"
+#include "tests/contract/expect_no_failures.hpp"
 #include "tests/mpi/mpi_test_env.hpp"
 
 namespace syncopate::mpi::testing {
@@ -29,10 +30,7 @@ bool every_rank_has_a_device(MpiCommunicator& comm) {
   return ok == 1;
 }
 
-void expect_no_failures(const std::vector<std::string>& failures) {
-  for (const std::string& failure : failures) ADD_FAILURE() << failure;
-  EXPECT_TRUE(failures.empty());
-}
+using contract::expect_no_failures;
 
 TEST(NcclOverMpi, TooFewDevicesIsTheSameUserErrorOnEveryRank) {
   if (every_rank_has_a_device(world())) GTEST_SKIP() << "every rank has a device";

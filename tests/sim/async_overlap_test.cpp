@@ -13,8 +13,7 @@ using testing::decode;
 using testing::encode;
 using testing::run_in_child;
 
-constexpr double kAlpha = testing::ClosedForm::kAlpha;  // 2e-6 s
-constexpr double kBeta = testing::ClosedForm::kBeta;    // 1 / (10 GB/s)
+using testing::ClosedForm;  // alpha 2e-6 s, beta 1 / (10 GB/s)
 
 class AsyncScatterGatherTest : public ::testing::TestWithParam<Fidelity> {};
 
@@ -22,7 +21,8 @@ TEST_P(AsyncScatterGatherTest, OverlapsComputeAndSerialisesInIssueOrder) {
   const int p = 4;
   const size_t count = 4 * 250000;  // 4 MB
   const double n = static_cast<double>(count) * sizeof(float);
-  const double half = (p - 1) * kAlpha + (p - 1.0) / p * n * kBeta;  // one ring pass: 0.306 ms
+  const double half = (p - 1) * ClosedForm::kAlpha +
+                      (p - 1.0) / p * n * ClosedForm::kBeta;  // one ring pass: 0.306 ms
   const testing::ChildResult result = run_in_child([&] {
     const Platform platform = testing::make_test_platform(testing::closed_form_node(p));
     SimOptions options;

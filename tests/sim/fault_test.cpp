@@ -14,15 +14,15 @@ using testing::decode;
 using testing::encode;
 using testing::run_in_child;
 
-constexpr double kAlpha = 2e-6;       // route latency of the test platform (two links)
-constexpr double kBandwidth = 1e6;    // bytes/s of every link: 1 MB takes 1 s
-constexpr size_t kMegabyte = 250000;  // floats
+constexpr double kRouteLatency = 2e-6;  // route latency of the test platform (two links)
+constexpr double kBandwidth = 1e6;      // bytes/s of every link: 1 MB takes 1 s
+constexpr size_t kMegabyte = 250000;    // floats
 
 // p GPUs, one per node: every route crosses nic_i UP and nic_j DOWN.
 testing::TestPlatformSpec one_gpu_per_node(int p) {
   return {.gpus = p,
           .gpus_per_node = 1,
-          .link_latency = kAlpha / 2,
+          .link_latency = kRouteLatency / 2,
           .intra_bandwidth = kBandwidth,
           .inter_bandwidth = kBandwidth,
           .gemm_flops = 1e12};
@@ -105,8 +105,8 @@ TEST(SimFaultTime, StragglerDelaysTheCollectiveOfEveryWorker) {
       });
   const std::vector<double> ends = decode(result.output);
   ASSERT_EQ(ends.size(), 2u) << result.output;
-  EXPECT_NEAR(ends[0], 5 + 2 * kAlpha, 1e-9);
-  EXPECT_NEAR(ends[1], 5 + 2 * kAlpha, 1e-9);
+  EXPECT_NEAR(ends[0], 5 + 2 * kRouteLatency, 1e-9);
+  EXPECT_NEAR(ends[1], 5 + 2 * kRouteLatency, 1e-9);
 }
 
 // One MB over nic0 at 1 MB/s, the bandwidth halved over [0.2, 0.6): 0.2 MB before, 0.2 MB in
@@ -122,8 +122,8 @@ TEST(SimFaultTime, LinkDegradationSlowsTheTransfersCrossingIt) {
         });
     const std::vector<double> ends = decode(result.output);
     ASSERT_EQ(ends.size(), 2u) << result.output;
-    EXPECT_NEAR(ends[0], 2.2 + 2 * kAlpha, 1e-6) << to_string(fidelity);
-    EXPECT_NEAR(ends[1], 2.2 + 2 * kAlpha, 1e-6) << to_string(fidelity);
+    EXPECT_NEAR(ends[0], 2.2 + 2 * kRouteLatency, 1e-6) << to_string(fidelity);
+    EXPECT_NEAR(ends[1], 2.2 + 2 * kRouteLatency, 1e-6) << to_string(fidelity);
   }
 }
 
@@ -138,7 +138,7 @@ TEST(SimFaultTime, WorkerNicNamesTheLinkAndOtherRoutesAreUntouched) {
       });
   const std::vector<double> ends = decode(result.output);
   ASSERT_EQ(ends.size(), 3u) << result.output;
-  EXPECT_NEAR(ends[1], 1 + kAlpha, 1e-6);
+  EXPECT_NEAR(ends[1], 1 + kRouteLatency, 1e-6);
 }
 
 TEST(SimFaultTime, LinkFaultsAreRefusedAtAnalyticFidelityAndForUnknownLinks) {
@@ -183,7 +183,7 @@ TEST(SimFaultAbort, LinkFailureThatNoTransferCrossesCostsNothing) {
       });
   const std::vector<double> ends = decode(result.output);
   ASSERT_EQ(ends.size(), 2u) << result.output;
-  EXPECT_NEAR(ends[0], 4 + 2 * kAlpha, 1e-6);
+  EXPECT_NEAR(ends[0], 4 + 2 * kRouteLatency, 1e-6);
 }
 
 // The failed host's actors are killed by SimGrid; every survivor stops at the failure.

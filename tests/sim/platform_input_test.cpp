@@ -11,6 +11,7 @@
 #include "backends/sim/platform/platform_recipe.hpp"
 #include "backends/sim/platform/xml_check.hpp"
 #include "core/base/check.hpp"
+#include "tests/common/user_error.hpp"
 #include "tests/sim/sim_test_util.hpp"
 
 namespace syncopate::sim {
@@ -18,13 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kHead =
+const std::string kXmlHead =
     "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
     "<platform version=\"4.1\">\n";
 // Two hosts and a link in a Full zone, then `more` (before the zone closes).
 std::string two_hosts(const std::string& more, const std::string& routing = "Full",
                       const std::string& bandwidth = "1GBps", const std::string& speed = "1Gf") {
-  return kHead + "<zone id=\"z\" routing=\"" + routing + "\">\n<host id=\"a\" speed=\"" + speed +
+  return kXmlHead + "<zone id=\"z\" routing=\"" + routing + "\">\n<host id=\"a\" speed=\"" + speed +
          "\"/>\n<host id=\"b\" speed=\"1Gf\"/>\n<link id=\"l\" bandwidth=\"" + bandwidth +
          "\" latency=\"1us\"/>\n" + more + "</zone>\n</platform>\n";
 }
@@ -37,10 +38,6 @@ std::string xml_error(const std::string& text) {
     return e.what();
   }
   return "";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(XmlCheck, AcceptsTheShippedExampleAndConsistentFiles) {
@@ -83,9 +80,9 @@ TEST(XmlCheck, WhatSimGridWouldAbortOnIsAUserErrorWithFileAndLine) {
        "p.xml:4: <zone id=\"z\">: routing=\"Dijkstra\": no path from a to c"},
       {two_hosts("<trace id=\"t\" periodicity=\"1\"/>\n" + kRoute),
        "p.xml:8: <trace id=\"t\">: traces"},
-      {kHead + "<zone id=\"z\" routing=\"Full\"><host id=\"a\" speed=\"1f\">",
+      {kXmlHead + "<zone id=\"z\" routing=\"Full\"><host id=\"a\" speed=\"1f\">",
        "the file ends inside"},
-      {kHead + "<zone id=\"z\" routing=\"Full\"></platform>",
+      {kXmlHead + "<zone id=\"z\" routing=\"Full\"></platform>",
        "p.xml:4: XML: </platform> closes no"},
       {"<zone/>", "p.xml:1: <zone>: the root element must be <platform>"},
   };
@@ -94,7 +91,7 @@ TEST(XmlCheck, WhatSimGridWouldAbortOnIsAUserErrorWithFileAndLine) {
     EXPECT_TRUE(has(msg, c.expected)) << "expected: " << c.expected << "\ngot: " << msg;
   }
   // Nested elements 100,000 deep: an error, not a stack overflow.
-  std::string deep = kHead;
+  std::string deep = kXmlHead;
   for (int i = 0; i < 100000; ++i)
     deep += "<zone id=\"z" + std::to_string(i) + "\" routing=\"Full\">";
   EXPECT_TRUE(has(xml_error(deep), "elements nested more than 64 deep")) << xml_error(deep);
@@ -114,7 +111,7 @@ TEST(XmlCheck, LoadPlatformRefusesBeforeSimGridAborts) {
       << result.output;
 }
 
-std::string recipe_error(const std::string& text) {
+std::string recipe_file_error(const std::string& text) {
   const fs::path path =
       fs::temp_directory_path() / ("syncopate-recipe-" + std::to_string(getpid()) + ".toml");
   std::ofstream(path) << text;
@@ -127,7 +124,7 @@ std::string recipe_error(const std::string& text) {
 }
 
 TEST(RecipeInput, DragonflyGroupSizeThatOverflows32BitsIsRefused) {
-  const std::string msg = recipe_error(
+  const std::string msg = recipe_file_error(
       "topology = \"dragonfly\"\nnodes = 2\ngpus_per_node = 1\nprofile = \"h100\"\n[nic]\n"
       "bandwidth = \"25GBps\"\n[fabric]\nrouters = 65536\nchassis = 65536\nnodes_per_router = 1\n");
   EXPECT_TRUE(has(msg,
@@ -142,30 +139,30 @@ TEST(RecipeInput, SpeedsThatMakeDurationsInfiniteAreRefused) {
       "[profile.flops_per_s]\nconv = 1e12\npool = 1e12\nelementwise = 1e12\nloss = 1e12\n"
       "optimizer = 1e12\ngemm = ";
   for (const std::string speed : {"1e-300", "5e-324", "1e300", "\"1e300Tf\""}) {
-    const std::string msg = recipe_error(profile + speed + "\n");
+    const std::string msg = recipe_file_error(profile + speed + "\n");
     EXPECT_TRUE(has(msg, ":12: profile.flops_per_s.gemm: ")) << speed << ": " << msg;
     EXPECT_TRUE(has(msg, "out of range") || has(msg, "expected a number")) << speed << ": " << msg;
   }
-  EXPECT_EQ(recipe_error(profile + "\"67Tf\"\n"), "");
+  EXPECT_EQ(recipe_file_error(profile + "\"67Tf\"\n"), "");
 }
 
 TEST(RecipeInput, ProfilePathsThatAreNoFilesOrTooLong) {
   const std::string base = "topology = \"star\"\nnodes = 1\ngpus_per_node = 1\nprofile = ";
-  std::string msg = recipe_error(base + "\"/dev/zero\"\n");
+  std::string msg = recipe_file_error(base + "\"/dev/zero\"\n");
   EXPECT_TRUE(has(msg, ":4: profile: /dev/zero: host profile file is not a regular file")) << msg;
-  msg = recipe_error(base + "\"/tmp/" + std::string(5000, 'p') + ".toml\"\n");
+  msg = recipe_file_error(base + "\"/tmp/" + std::string(5000, 'p') + ".toml\"\n");
   EXPECT_TRUE(has(msg, ":4: profile: ") && has(msg, "cannot read host profile file")) << msg;
 }
 
 TEST(RecipeInput, CoresPerNodeIsReadAndANegativeCountIsRefused) {
   const std::string base = "topology = \"star\"\nnodes = 1\ngpus_per_node = 1\nprofile = \"cpu\"\n";
-  EXPECT_EQ(recipe_error(base + "cores_per_node = 2\n"), "");
+  EXPECT_EQ(recipe_file_error(base + "cores_per_node = 2\n"), "");
   const fs::path path =
       fs::temp_directory_path() / ("syncopate-cores-" + std::to_string(getpid()) + ".toml");
   std::ofstream(path) << base << "cores_per_node = 2\n";
   EXPECT_EQ(detail::parse_recipe(path.string(), {}).cores_per_node, 2);
   EXPECT_EQ(detail::parse_recipe(path.string(), {{"cores_per_node", "8"}}).cores_per_node, 8);
-  const std::string msg = recipe_error(base + "cores_per_node = -1\n");
+  const std::string msg = recipe_file_error(base + "cores_per_node = -1\n");
   EXPECT_TRUE(has(msg, ":5: cores_per_node: ")) << msg;
 }
 
@@ -173,17 +170,17 @@ TEST(RecipeInput, TurnLatencyNeedsCoresPerNodeAndATime) {
   const std::string base =
       "topology = \"star\"\nnodes = 1\ngpus_per_node = 4\nprofile = \"cpu\"\n"
       "gpu_link.bandwidth = \"1GBps\"\n";
-  EXPECT_EQ(recipe_error(base + "cores_per_node = 2\nturn_latency = \"12us\"\n"), "");
+  EXPECT_EQ(recipe_file_error(base + "cores_per_node = 2\nturn_latency = \"12us\"\n"), "");
   const fs::path path =
       fs::temp_directory_path() / ("syncopate-turn-" + std::to_string(getpid()) + ".toml");
   std::ofstream(path) << base << "cores_per_node = 2\nturn_latency = 1.5e-05\n";
   EXPECT_DOUBLE_EQ(detail::parse_recipe(path.string(), {}).turn_latency, 1.5e-05);
   fs::remove(path);
-  std::string msg = recipe_error(base + "turn_latency = \"12us\"\n");
+  std::string msg = recipe_file_error(base + "turn_latency = \"12us\"\n");
   EXPECT_TRUE(has(msg, ":6: turn_latency: needs cores_per_node")) << msg;
-  msg = recipe_error(base + "cores_per_node = 2\nturn_latency = -1\n");
+  msg = recipe_file_error(base + "cores_per_node = 2\nturn_latency = -1\n");
   EXPECT_TRUE(has(msg, ":7: turn_latency: ")) << msg;
-  msg = recipe_error(base + "cores_per_node = 2\nturn_latency = \"12GBps\"\n");
+  msg = recipe_file_error(base + "cores_per_node = 2\nturn_latency = \"12GBps\"\n");
   EXPECT_TRUE(has(msg, ":7: turn_latency: ")) << msg;
 }
 

@@ -23,8 +23,7 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 namespace fs = std::filesystem;
-using syncopate::testing::run_in_child;
-using syncopate::testing::run_in_child_output;
+namespace forked = syncopate::testing;  // forked::run_in_child(_output), tests/sim/fork_util.hpp
 using Overrides = std::map<std::string, std::string>;
 
 // A quiet engine (SimGrid logs every configuration change at INFO level otherwise).
@@ -117,7 +116,7 @@ class EveryPlatform : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(EveryPlatform, LoadsWithItsGpusNodesAndMaster) {
   const Shape shape = GetParam();
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform platform = load_platform(engine, shape.name, shape.overrides, 1);
@@ -182,7 +181,7 @@ INSTANTIATE_TEST_SUITE_P(Platforms, EveryPlatform, ::testing::ValuesIn(kShapes),
 // is measured by bench_sim's BM_BuildPlatform, not here.
 void check_large(const std::string& name, int nodes,
                  const std::function<void(const Platform&)>& check) {
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               check(load_platform(engine, name, {{"nodes", std::to_string(nodes)}}, 1));
@@ -264,7 +263,7 @@ node_bandwidth = "2GBps"
 
 TEST(PlatformRoutes, MatchTheRecipe) {
   const fs::path path = write_file("test-tree.toml", kTestRecipe);
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform p = load_platform(engine, path.string(), {}, 8);
@@ -301,7 +300,7 @@ std::string load_error(const std::string& name_or_path, const Overrides& overrid
 // string with a unit, one integer as a torus's dims, a profile name over an inline [profile].
 TEST(PlatformOverrides, AreReadLikeTheFile) {
   const fs::path path = write_file("test-tree-overridden.toml", kTestRecipe);
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               const Platform p = load_platform(engine, path.string(),
                                                {{"nic.bandwidth", "5e9"}, {"profile", "h100"}}, 8);
@@ -310,7 +309,7 @@ TEST(PlatformOverrides, AreReadLikeTheFile) {
               EXPECT_NE(p.profile.memory_bandwidth, 1e12);  // not the inline profile's
             }),
             0);
-  EXPECT_EQ(run_in_child([] {
+  EXPECT_EQ(forked::run_in_child([] {
               sg4::Engine engine = make_engine();
               const Platform p =
                   load_platform(engine, "torus", {{"nodes", "4"}, {"fabric.dims", "4"}}, 1);
@@ -328,7 +327,7 @@ TEST(PlatformRoutes, TorusAndDragonflyHops) {
   ring.replace(ring.find("fat-tree"), 8, "torus");
   ring.replace(ring.find("leaf_radix = 2"), 14, "dims = \"4\"");
   const fs::path ring_path = write_file("ring.toml", ring);
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               const Platform p = load_platform(engine, ring_path.string(), {}, 8);
               // Node 0 to node 2: 2 torus links either way; node 0 to node 3: 1 (wrap-around).
@@ -337,7 +336,7 @@ TEST(PlatformRoutes, TorusAndDragonflyHops) {
               EXPECT_TRUE(near(route_model(p.gpus[0], p.gpus[2]).latency_s, 6e-6 + 1 * 0.25e-6));
             }),
             0);
-  EXPECT_EQ(run_in_child([] {
+  EXPECT_EQ(forked::run_in_child([] {
               sg4::Engine engine = make_engine();
               const Platform p = load_platform(engine, "dragonfly", {}, 1024);
               // dragonfly.toml: 0.5 us per NIC, 0.1 us per hop, 2 nodes per router, 16 routers
@@ -351,7 +350,7 @@ TEST(PlatformRoutes, TorusAndDragonflyHops) {
 }
 
 TEST(PlatformRoutes, Mn5MatchesReferenceFigures) {
-  EXPECT_EQ(run_in_child([] {
+  EXPECT_EQ(forked::run_in_child([] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform p = load_platform(engine, "mn5-acc", {{"nodes", "2"}}, 8);
@@ -392,7 +391,7 @@ std::vector<double> simulate(const Platform& p, sg4::Engine& engine,
 
 TEST(PlatformTransfers, Cm02TimesAreLatencyPlusBytesOverBandwidth) {
   const fs::path path = write_file("test-tree.toml", kTestRecipe);
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform p = load_platform(engine, path.string(), {}, 8);
@@ -410,7 +409,7 @@ TEST(PlatformTransfers, Cm02TimesAreLatencyPlusBytesOverBandwidth) {
 
 TEST(PlatformTransfers, SharedLinksDivideBandwidth) {
   const fs::path path = write_file("test-tree.toml", kTestRecipe);
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform p = load_platform(engine, path.string(), {}, 8);
@@ -423,7 +422,7 @@ TEST(PlatformTransfers, SharedLinksDivideBandwidth) {
               EXPECT_TRUE(near(t[1], expected, 1e-9)) << t[1];
             }),
             0);
-  EXPECT_EQ(run_in_child([&] {
+  EXPECT_EQ(forked::run_in_child([&] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform p = load_platform(engine, path.string(), {}, 8);
@@ -446,7 +445,7 @@ TEST(PlatformTransfers, SharedDuplexPortsHalveAnExchange) {
     SCOPED_TRACE(duplex);
     const double exchange = 2e-6 + (duplex == "shared" ? 2 : 1) * kBytes / 100e9;
     EXPECT_EQ(
-        run_in_child([&] {
+        forked::run_in_child([&] {
           sg4::Engine engine = make_engine();
           configure_engine(engine);
           const Platform p = load_platform(engine, path.string(), {{"gpu_link.duplex", duplex}}, 8);
@@ -477,7 +476,7 @@ TEST(PlatformTransfers, TransfersInsideANodeShareItsCores) {
   const std::vector<Transfer> ring{{0, 1}, {1, 2}, {2, 3}, {3, 0}};
   for (const std::string cores : {"2", "4", "0"}) {
     SCOPED_TRACE(cores);
-    EXPECT_EQ(run_in_child([&] {
+    EXPECT_EQ(forked::run_in_child([&] {
                 sg4::Engine engine = make_engine();
                 configure_engine(engine);
                 const Platform p = load_platform(
@@ -504,7 +503,7 @@ TEST(PlatformTransfers, MessagesInsideATimeSharedNodeWaitForATurn) {
   constexpr double kBytes = 1e6, kTurn = 10e-6;
   for (const std::string cores : {"2", "4"}) {
     SCOPED_TRACE(cores);
-    EXPECT_EQ(run_in_child([&] {
+    EXPECT_EQ(forked::run_in_child([&] {
                 sg4::Engine engine = make_engine();
                 configure_engine(engine);
                 const Platform p = load_platform(
@@ -529,7 +528,7 @@ TEST(PlatformTransfers, MessagesInsideATimeSharedNodeWaitForATurn) {
 // ---------------------------------------------------------------------------------
 
 TEST(PlatformXml, ReadsHostsNodesProfileAndMaster) {
-  EXPECT_EQ(run_in_child([] {
+  EXPECT_EQ(forked::run_in_child([] {
               sg4::Engine engine = make_engine();
               configure_engine(engine);
               const Platform p = load_platform(engine, "xml-example", {}, 4);
@@ -552,7 +551,7 @@ TEST(PlatformXml, ReadsHostsNodesProfileAndMaster) {
               EXPECT_THROW(load_platform(engine, "xml-example", {}, 1), InternalError);
             }),
             0);
-  EXPECT_EQ(run_in_child([] {
+  EXPECT_EQ(forked::run_in_child([] {
               sg4::Engine engine = make_engine();
               const std::string error = user_error_of([&] {
                 load_platform(engine, "xml-example", {{"nodes", "2"}}, 1);
@@ -567,7 +566,7 @@ TEST(PlatformXml, ReadsHostsNodesProfileAndMaster) {
 
 // Loads `name_or_path` in a child and returns the UserError message ("" if none was thrown).
 std::string load_error(const std::string& name_or_path, const Overrides& overrides, int min_gpus) {
-  const testing::ChildResult result = run_in_child_output([&] {
+  const testing::ChildResult result = forked::run_in_child_output([&] {
     sg4::Engine engine = make_engine();
     return user_error_of([&] { load_platform(engine, name_or_path, overrides, min_gpus); });
   });
@@ -639,12 +638,14 @@ TEST(PlatformErrors, DragonflyShapesSimGridCannotRoute) {
 }
 
 TEST(ForkUtil, ReportsFailuresExceptionsAndSignals) {
-  EXPECT_EQ(run_in_child([] {}), 0);
-  EXPECT_EQ(run_in_child([] { ADD_FAILURE() << "(expected: this failure is the child's)"; }), 1);
-  EXPECT_EQ(run_in_child([] {}), 0);  // the child's failure did not reach the parent
-  EXPECT_EQ(run_in_child([] { throw std::runtime_error("boom"); }), 2);
-  EXPECT_EQ(run_in_child([] { std::abort(); }), 128 + SIGABRT);
-  const testing::ChildResult result = run_in_child_output([] { return std::string("hello"); });
+  EXPECT_EQ(forked::run_in_child([] {}), 0);
+  EXPECT_EQ(
+      forked::run_in_child([] { ADD_FAILURE() << "(expected: this failure is the child's)"; }), 1);
+  EXPECT_EQ(forked::run_in_child([] {}), 0);  // the child's failure did not reach the parent
+  EXPECT_EQ(forked::run_in_child([] { throw std::runtime_error("boom"); }), 2);
+  EXPECT_EQ(forked::run_in_child([] { std::abort(); }), 128 + SIGABRT);
+  const testing::ChildResult result =
+      forked::run_in_child_output([] { return std::string("hello"); });
   EXPECT_EQ(result.status, 0);
   EXPECT_EQ(result.output, "hello");
 }

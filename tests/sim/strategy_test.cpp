@@ -13,7 +13,7 @@ namespace syncopate {
 namespace {
 
 // 2 nodes of mn5-acc at flow fidelity.
-Scenario scenario(const std::vector<std::string>& extra) {
+Scenario two_node_scenario(const std::vector<std::string>& extra) {
   std::vector<std::string> sets = {"sim.platform_params.nodes=2", "sim.fidelity=flow"};
   sets.insert(sets.end(), extra.begin(), extra.end());
   return testing::small_scenario(sets);
@@ -24,22 +24,23 @@ using testing::SimRun;
 using testing::simulate;
 
 TEST(SimStrategies, OneWorkerEveryStrategyEqualsSerialSgd) {
-  const WorkerReport global = serial(scenario({"data.order=global"}));
-  const WorkerReport blocks = serial(scenario({"data.order=blocks"}));
+  const WorkerReport global = serial(two_node_scenario({"data.order=global"}));
+  const WorkerReport blocks = serial(two_node_scenario({"data.order=blocks"}));
   for (const std::string name : {"serial", "ddp", "local_sgd", "hierarchical", "epoch_sync"}) {
     const bool block_order = name == "epoch_sync";
-    const SimRun run = simulate(scenario({"workers=1", "strategy.name=" + name}));
+    const SimRun run = simulate(two_node_scenario({"workers=1", "strategy.name=" + name}));
     ASSERT_TRUE(run.error.empty()) << name << ": " << run.error;
     EXPECT_EQ(run.params.at(0), (block_order ? blocks : global).final_params) << name;
   }
-  const SimRun async = simulate(
-      scenario({"workers=1", "strategy.name=epoch_async", "strategy.merge_local_weight=1"}));
+  const SimRun async = simulate(two_node_scenario(
+      {"workers=1", "strategy.name=epoch_async", "strategy.merge_local_weight=1"}));
   ASSERT_TRUE(async.error.empty()) << async.error;
   EXPECT_EQ(async.params.at(0), blocks.final_params);
   // diloco's outer step with lr 1 and no momentum sets the global model to the mean: the
   // identity with one worker.
-  const SimRun diloco = simulate(scenario({"workers=1", "strategy.name=diloco", "strategy.every=4",
-                                           "strategy.outer_lr=1", "strategy.outer_momentum=0"}));
+  const SimRun diloco =
+      simulate(two_node_scenario({"workers=1", "strategy.name=diloco", "strategy.every=4",
+                                  "strategy.outer_lr=1", "strategy.outer_momentum=0"}));
   ASSERT_TRUE(diloco.error.empty()) << diloco.error;
   EXPECT_EQ(diloco.params.at(0), global.final_params);
 }
@@ -55,8 +56,8 @@ TEST(SimStrategies, DilocoLeavesIdenticalReplicasAndSynchronisesEachFragmentEver
   // H = 5, F = 1: steps 5, 10, ..., 30 + end; F = 5 (stagger 1): fragment f at steps with
   // (step + f) % 5 == 0: 6 or 7 each, 32 in all, plus an end step for the 4 not at step 32.
   for (const Case& c : {Case{"1", 7}, Case{"5", 36}}) {
-    const SimRun run =
-        simulate(scenario({"workers=3", "sim.platform_params.nodes=1", "strategy.name=diloco",
+    const SimRun run = simulate(
+        two_node_scenario({"workers=3", "sim.platform_params.nodes=1", "strategy.name=diloco",
                            "strategy.every=5", "strategy.fragments=" + c.fragments}));
     ASSERT_TRUE(run.error.empty()) << run.error;
     ASSERT_EQ(run.params.size(), 3u);
@@ -77,7 +78,7 @@ TEST(SimStrategies, DilocoChargesItsOuterUpdateAsIdleTime) {
   const std::vector<std::string> common = {"workers=1", "strategy.every=4"};
   const auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.end(), common.begin(), common.end());
-    return scenario(extra);
+    return two_node_scenario(extra);
   };
   const SimRun local = simulate(with({"strategy.name=local_sgd"}));
   const SimRun diloco =
@@ -109,9 +110,9 @@ TEST(SimStrategies, DilocoChargesItsOuterUpdateAsIdleTime) {
 
 // W workers of local batch b take the same steps as one worker of batch W*b, to rounding.
 TEST(SimStrategies, DdpEqualsSerialSgdWithTheGlobalBatch) {
-  const WorkerReport reference = serial(scenario({"batch_size=64"}));
+  const WorkerReport reference = serial(two_node_scenario({"batch_size=64"}));
   for (const char* algorithm : {"ring", "rabenseifner", "hierarchical"}) {
-    const SimRun run = simulate(scenario(
+    const SimRun run = simulate(two_node_scenario(
         {"workers=4", "strategy.name=ddp", std::string("strategy.algorithm=") + algorithm}));
     ASSERT_TRUE(run.error.empty()) << run.error;
     ASSERT_EQ(run.params.size(), 4u);
@@ -131,8 +132,9 @@ TEST(SimStrategies, EpochSyncLeavesIdenticalReplicas) {
   for (const std::string extra :
        {"strategy.every=1", "strategy.every=2", "strategy.aggregation=master",
         "strategy.optimizer_state=average"}) {
-    const SimRun run = simulate(scenario({"workers=3", "epochs=3", "strategy.name=epoch_sync",
-                                          extra, "sim.platform_params.nodes=1"}));
+    const SimRun run =
+        simulate(two_node_scenario({"workers=3", "epochs=3", "strategy.name=epoch_sync", extra,
+                                    "sim.platform_params.nodes=1"}));
     ASSERT_TRUE(run.error.empty()) << extra << ": " << run.error;
     ASSERT_EQ(run.params.size(), 3u);
     EXPECT_EQ(run.params[1], run.params[0]) << extra;
@@ -185,7 +187,8 @@ std::vector<std::string> with(std::vector<std::string> sets,
 // each worker sends per epoch count the averages: one average moves what epoch_sync's first
 // epoch moves (its one average).
 TEST(SimStrategies, LocalSgdAveragesEveryHStepsAndAtTheEnd) {
-  const SimRun unit = simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=epoch_sync"})));
+  const SimRun unit =
+      simulate(two_node_scenario(with(kEightOnTwoNodes, {"strategy.name=epoch_sync"})));
   ASSERT_TRUE(unit.error.empty()) << unit.error;
   struct Expectation {
     std::vector<std::string> sets;
@@ -200,8 +203,8 @@ TEST(SimStrategies, LocalSgdAveragesEveryHStepsAndAtTheEnd) {
   };
   const auto unit_rows = rows_of(unit.metrics);
   for (const Expectation& c : cases) {
-    const SimRun run =
-        simulate(scenario(with(with(kEightOnTwoNodes, {"strategy.name=local_sgd"}), c.sets)));
+    const SimRun run = simulate(
+        two_node_scenario(with(with(kEightOnTwoNodes, {"strategy.name=local_sgd"}), c.sets)));
     ASSERT_TRUE(run.error.empty()) << c.sets[0] << ": " << run.error;
     const auto rows = rows_of(run.metrics);
     ASSERT_EQ(rows.size(), 8u);
@@ -223,11 +226,11 @@ TEST(SimStrategies, LocalSgdAveragesEveryHStepsAndAtTheEnd) {
 // Averaging the weights after every step with SGD (momentum is linear) takes the steps of ddp,
 // to rounding; averaging only at the end does not.
 TEST(SimStrategies, LocalSgdWithHOneTakesTheStepsOfDdp) {
-  const SimRun ddp = simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=ddp"})));
-  const SimRun every_step =
-      simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=local_sgd", "strategy.every=1"})));
-  const SimRun at_end =
-      simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=local_sgd", "strategy.every=100"})));
+  const SimRun ddp = simulate(two_node_scenario(with(kEightOnTwoNodes, {"strategy.name=ddp"})));
+  const SimRun every_step = simulate(
+      two_node_scenario(with(kEightOnTwoNodes, {"strategy.name=local_sgd", "strategy.every=1"})));
+  const SimRun at_end = simulate(
+      two_node_scenario(with(kEightOnTwoNodes, {"strategy.name=local_sgd", "strategy.every=100"})));
   ASSERT_TRUE(ddp.error.empty() && every_step.error.empty() && at_end.error.empty())
       << ddp.error << every_step.error << at_end.error;
   EXPECT_LE(normalised_error(every_step.params[0], ddp.params[0]), 1e-5);
@@ -239,11 +242,13 @@ TEST(SimStrategies, LocalSgdWithHOneTakesTheStepsOfDdp) {
 // one node-local gradient allreduce per step (what a one-node ddp step sends) plus one world
 // average (what epoch_sync's first epoch sends).
 TEST(SimStrategies, HierarchicalAveragesAcrossNodesOnceEveryEpoch) {
-  const SimRun run = simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=hierarchical"})));
-  const SimRun world = simulate(scenario(with(kEightOnTwoNodes, {"strategy.name=epoch_sync"})));
+  const SimRun run =
+      simulate(two_node_scenario(with(kEightOnTwoNodes, {"strategy.name=hierarchical"})));
+  const SimRun world =
+      simulate(two_node_scenario(with(kEightOnTwoNodes, {"strategy.name=epoch_sync"})));
   // One node of four: the gradient allreduce that each of hierarchical's steps runs in a node.
-  const SimRun node =
-      simulate(scenario({"workers=4", "sim.platform_params.nodes=1", "strategy.name=ddp"}));
+  const SimRun node = simulate(
+      two_node_scenario({"workers=4", "sim.platform_params.nodes=1", "strategy.name=ddp"}));
   ASSERT_TRUE(run.error.empty() && world.error.empty() && node.error.empty())
       << run.error << world.error << node.error;
   const auto rows = rows_of(run.metrics), world_rows = rows_of(world.metrics),
@@ -276,10 +281,11 @@ TEST(SimStrategies, HierarchicalAveragesAcrossNodesOnceEveryEpoch) {
 // every step and so takes the steps of ddp (local SGD averaging only at the end does not).
 TEST(SimStrategies, HierarchicalOnOneNodeTakesTheStepsOfDdp) {
   const std::vector<std::string> one_node = {"workers=4", "sim.platform_params.nodes=1"};
-  const SimRun ddp = simulate(scenario(with(one_node, {"strategy.name=ddp"})));
-  const SimRun hierarchical = simulate(scenario(with(one_node, {"strategy.name=hierarchical"})));
-  const SimRun local =
-      simulate(scenario(with(one_node, {"strategy.name=local_sgd", "strategy.every=100"})));
+  const SimRun ddp = simulate(two_node_scenario(with(one_node, {"strategy.name=ddp"})));
+  const SimRun hierarchical =
+      simulate(two_node_scenario(with(one_node, {"strategy.name=hierarchical"})));
+  const SimRun local = simulate(
+      two_node_scenario(with(one_node, {"strategy.name=local_sgd", "strategy.every=100"})));
   ASSERT_TRUE(ddp.error.empty() && hierarchical.error.empty() && local.error.empty())
       << ddp.error << hierarchical.error << local.error;
   EXPECT_LE(normalised_error(hierarchical.params[0], ddp.params[0]), 1e-6);
@@ -289,8 +295,8 @@ TEST(SimStrategies, HierarchicalOnOneNodeTakesTheStepsOfDdp) {
 // Merges are exclusive and happen in simulated arrival order: with one slow worker, its merge
 // of each epoch comes after the others'.
 TEST(SimStrategies, EpochAsyncMergesFollowArrivalOrder) {
-  const SimRun run = simulate(
-      scenario({"workers=3", "epochs=3", "strategy.name=epoch_async", "sim.slowdown.2=3.0"}));
+  const SimRun run = simulate(two_node_scenario(
+      {"workers=3", "epochs=3", "strategy.name=epoch_async", "sim.slowdown.2=3.0"}));
   ASSERT_TRUE(run.error.empty()) << run.error;
   std::vector<TraceEvent> merges;
   for (const auto& t : run.syncs)
@@ -343,8 +349,8 @@ TEST(SimStrategies, EpochAsyncMigratingMergesAsTheMasterDoes) {
                                          "sim.slowdown.5=1.5"};
   std::vector<std::string> migrating_sets = sets;
   migrating_sets.push_back("strategy.global_model=migrating");
-  const SimRun master = simulate(scenario(sets));
-  const SimRun migrating = simulate(scenario(migrating_sets));
+  const SimRun master = simulate(two_node_scenario(sets));
+  const SimRun migrating = simulate(two_node_scenario(migrating_sets));
   ASSERT_TRUE(master.error.empty() && migrating.error.empty()) << master.error << migrating.error;
   ASSERT_EQ(merge_order(master).size(), 16u);
   ASSERT_EQ(merge_order(migrating), merge_order(master));
@@ -377,9 +383,9 @@ double epoch_end(const std::string& metrics, int worker, int epoch) {
 // (and at the final averaging, so compare the first epoch).
 TEST(SimStrategies, StragglerDelaysDdpEverywhereButEpochAsyncOnlyAtMerges) {
   for (const std::string name : {"ddp", "epoch_async"}) {
-    const SimRun base = simulate(scenario({"workers=4", "strategy.name=" + name}));
+    const SimRun base = simulate(two_node_scenario({"workers=4", "strategy.name=" + name}));
     const SimRun slow =
-        simulate(scenario({"workers=4", "strategy.name=" + name, "sim.slowdown.3=4.0"}));
+        simulate(two_node_scenario({"workers=4", "strategy.name=" + name, "sim.slowdown.3=4.0"}));
     ASSERT_TRUE(base.error.empty() && slow.error.empty()) << base.error << slow.error;
     const double fast_ratio = epoch_end(slow.metrics, 0, 0) / epoch_end(base.metrics, 0, 0);
     const double slow_ratio = epoch_end(slow.metrics, 3, 0) / epoch_end(base.metrics, 3, 0);
@@ -394,7 +400,8 @@ TEST(SimStrategies, StragglerDelaysDdpEverywhereButEpochAsyncOnlyAtMerges) {
 
 TEST(SimStrategies, SameScenarioTwiceGivesIdenticalFiles) {
   for (const std::string name : {"ddp", "epoch_async"}) {
-    const Scenario s = scenario({"workers=3", "strategy.name=" + name, "sim.slowdown.1=1.7"});
+    const Scenario s =
+        two_node_scenario({"workers=3", "strategy.name=" + name, "sim.slowdown.1=1.7"});
     const SimRun a = simulate(s), b = simulate(s);
     ASSERT_TRUE(a.error.empty() && b.error.empty()) << a.error << b.error;
     EXPECT_EQ(a.metrics, b.metrics) << name;
@@ -422,9 +429,9 @@ uint64_t bytes_sent_by(const std::string& metrics, int worker) {
 // worker 0 sends 3 models per average, twice as much as in a ring (1.5 models).
 TEST(SimStrategies, HierarchicalCrossNodeAverageUsesTheAlgorithm) {
   const auto sent_by_0 = [](const std::string& algorithm) {
-    const SimRun run = simulate(
-        scenario({"workers=4", "strategy.name=hierarchical", "sim.platform_params.gpus_per_node=1",
-                  "sim.platform_params.nodes=4", "strategy.algorithm=" + algorithm}));
+    const SimRun run = simulate(two_node_scenario(
+        {"workers=4", "strategy.name=hierarchical", "sim.platform_params.gpus_per_node=1",
+         "sim.platform_params.nodes=4", "strategy.algorithm=" + algorithm}));
     EXPECT_TRUE(run.error.empty()) << run.error;
     return static_cast<double>(bytes_sent_by(run.metrics, 0));
   };
@@ -467,7 +474,7 @@ TEST(SimFidelity, FastForwardAndCoarseFidelitiesAgreeWithMessageFidelity) {
     if (strategy == "diloco") base.push_back("strategy.fragments=4");
     auto with = [&](std::vector<std::string> extra) {
       extra.insert(extra.begin(), base.begin(), base.end());
-      return simulate(scenario(extra));
+      return simulate(two_node_scenario(extra));
     };
     const SimRun exact = with({"sim.fidelity=message", "sim.fast_forward=false"});
     ASSERT_TRUE(exact.error.empty()) << exact.error;

@@ -12,7 +12,7 @@ namespace {
 
 // 768 samples of batch 16 on 3 workers of one node: 16 steps per epoch, 2 epochs. The MLP has
 // 0.9 MiB of gradients: strategy.bucket_mb = 0.25 makes several buckets.
-Scenario scenario(const std::vector<std::string>& extra) {
+Scenario zero_scenario(const std::vector<std::string>& extra) {
   std::vector<std::string> sets = {"sim.platform_params.nodes=1", "workers=3"};
   sets.insert(sets.end(), extra.begin(), extra.end());
   return testing::small_scenario(sets);
@@ -42,11 +42,11 @@ std::vector<std::string> with(std::vector<std::string> sets, const std::string& 
 // the same order). Each worker also sends the same bytes.
 TEST(SimZero, StagesOneAndTwoEqualDdpBitForBit) {
   const SimRun ddp = simulate(
-      scenario({"strategy.name=ddp", "strategy.algorithm=ring", "strategy.bucket_mb=0.25"}));
+      zero_scenario({"strategy.name=ddp", "strategy.algorithm=ring", "strategy.bucket_mb=0.25"}));
   ASSERT_TRUE(ddp.error.empty()) << ddp.error;
   ASSERT_EQ(ddp.params.size(), 3u);
   for (const auto& stage : {kStage1, kStage2}) {
-    const SimRun zero = simulate(scenario(stage));
+    const SimRun zero = simulate(zero_scenario(stage));
     ASSERT_TRUE(zero.error.empty()) << stage[1] << ": " << zero.error;
     ASSERT_EQ(zero.params.size(), 3u);
     for (size_t w = 0; w < 3; ++w) EXPECT_EQ(zero.params[w], ddp.params[w]) << stage[1];
@@ -61,9 +61,9 @@ TEST(SimZero, StagesOneAndTwoEqualDdpBitForBit) {
 // Against ddp's other algorithms (recursive halving and doubling on 4 workers) zero is equal up
 // to the summation order: within 1e-6 normalised error over the model after 2 epochs.
 TEST(SimZero, StageOneEqualsDdpRabenseifnerToRounding) {
-  const SimRun ddp =
-      simulate(scenario({"workers=4", "strategy.name=ddp", "strategy.algorithm=rabenseifner"}));
-  const SimRun zero = simulate(scenario(with(kStage1, "workers=4")));
+  const SimRun ddp = simulate(
+      zero_scenario({"workers=4", "strategy.name=ddp", "strategy.algorithm=rabenseifner"}));
+  const SimRun zero = simulate(zero_scenario(with(kStage1, "workers=4")));
   ASSERT_TRUE(ddp.error.empty() && zero.error.empty()) << ddp.error << zero.error;
   const std::vector<float>&a = zero.params.at(0), &b = ddp.params.at(0);
   ASSERT_EQ(a.size(), b.size());
@@ -81,8 +81,9 @@ TEST(SimZero, StageOneEqualsDdpRabenseifnerToRounding) {
 TEST(SimZero, StageThreeEqualsDdpBitForBit) {
   for (const auto& [bucket, stage] : {std::pair{"strategy.bucket_mb=0.25", kStage3},
                                       {"strategy.bucket_mb=0.000001", kStage3PerLayer}}) {
-    const SimRun ddp = simulate(scenario({"strategy.name=ddp", "strategy.algorithm=ring", bucket}));
-    const SimRun zero = simulate(scenario(stage));
+    const SimRun ddp =
+        simulate(zero_scenario({"strategy.name=ddp", "strategy.algorithm=ring", bucket}));
+    const SimRun zero = simulate(zero_scenario(stage));
     ASSERT_TRUE(ddp.error.empty() && zero.error.empty()) << ddp.error << zero.error;
     ASSERT_EQ(zero.params.size(), 3u);
     for (size_t w = 0; w < 3; ++w) EXPECT_EQ(zero.params[w], ddp.params[w]) << bucket;
@@ -94,9 +95,9 @@ TEST(SimZero, StageThreeEqualsDdpBitForBit) {
 
 // One worker: the reduce-scatter and the allgather are copies, the shard is the whole model.
 TEST(SimZero, OneWorkerEqualsSerial) {
-  const WorkerReport reference = serial(scenario({"workers=1", "epochs=1"}));
+  const WorkerReport reference = serial(zero_scenario({"workers=1", "epochs=1"}));
   for (const auto& stage : {kStage1, kStage2, kStage3}) {
-    const SimRun run = simulate(scenario(with(with(stage, "workers=1"), "epochs=1")));
+    const SimRun run = simulate(zero_scenario(with(with(stage, "workers=1"), "epochs=1")));
     ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
     EXPECT_EQ(run.params.at(0), reference.final_params) << stage[1];
   }
@@ -107,7 +108,7 @@ TEST(SimZero, ReplicasAgreeAfterEachStep) {
   for (int steps = 1; steps <= 3; ++steps) {
     const std::string samples = "data.train_samples=" + std::to_string(48 * steps);
     for (const auto& stage : {kStage1, kStage2, kStage3}) {
-      const SimRun run = simulate(scenario(with(with(stage, samples), "epochs=1")));
+      const SimRun run = simulate(zero_scenario(with(with(stage, samples), "epochs=1")));
       ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
       ASSERT_EQ(run.params.size(), 3u);
       EXPECT_EQ(run.params[1], run.params[0]) << stage[1] << " after " << steps << " steps";
@@ -121,7 +122,7 @@ TEST(SimZero, ReplicasAgreeAfterEachStep) {
 // as ddp's ring allreduce.
 TEST(SimZero, BytesAreAReduceScatterAndAnAllgatherPerStep) {
   for (const auto& stage : {kStage1, kStage2}) {
-    const SimRun run = simulate(scenario(stage));
+    const SimRun run = simulate(zero_scenario(stage));
     ASSERT_TRUE(run.error.empty()) << stage[1] << ": " << run.error;
     uint64_t sent = 0;
     for (const EpochMetrics& e : run.epochs) sent += e.bytes_sent;
@@ -136,7 +137,7 @@ TEST(SimZero, BytesAreAReduceScatterAndAnAllgatherPerStep) {
 // final model).
 TEST(SimZero, StageThreeBytesAreTwoAllgathersAndAReduceScatterPerStep) {
   for (const auto& stage : {kStage3, kStage3PerLayer}) {
-    const SimRun run = simulate(scenario(stage));
+    const SimRun run = simulate(zero_scenario(stage));
     ASSERT_TRUE(run.error.empty()) << stage[2] << ": " << run.error;
     uint64_t sent = 0;
     for (const EpochMetrics& e : run.epochs) sent += e.bytes_sent;

@@ -21,7 +21,7 @@ namespace {
 
 using Buffers = std::vector<std::vector<float>>;
 
-struct Case {
+struct ScheduleCase {
   Algorithm algorithm;
   std::vector<int> node_of_rank;  // empty except for kHierarchical
   std::string name;
@@ -29,12 +29,12 @@ struct Case {
 
 // Every algorithm for p ranks; hierarchical with 1-4 nodes where N divides p, with the ranks of a
 // node contiguous (r / L) and interleaved (r % N, node ids not starting at 0).
-std::vector<Case> cases_for(int p) {
-  std::vector<Case> cases = {{Algorithm::kRing, {}, "ring"},
-                             {Algorithm::kRabenseifner, {}, "rabenseifner"},
-                             {Algorithm::kRecursiveDoubling, {}, "recursive_doubling"},
-                             {Algorithm::kBinomialTree, {}, "binomial_tree"},
-                             {Algorithm::kMaster, {}, "master"}};
+std::vector<ScheduleCase> cases_for(int p) {
+  std::vector<ScheduleCase> cases = {{Algorithm::kRing, {}, "ring"},
+                                     {Algorithm::kRabenseifner, {}, "rabenseifner"},
+                                     {Algorithm::kRecursiveDoubling, {}, "recursive_doubling"},
+                                     {Algorithm::kBinomialTree, {}, "binomial_tree"},
+                                     {Algorithm::kMaster, {}, "master"}};
   for (int nodes = 1; nodes <= 4; ++nodes) {
     if (p % nodes != 0) continue;
     std::vector<int> contiguous, interleaved;
@@ -110,7 +110,7 @@ int log2_exact(int p) { return std::countr_zero(static_cast<unsigned>(p)); }
 template <typename Body>
 void for_all_cases(Body body) {
   for (int p = 1; p <= 17; ++p)
-    for (const Case& c : cases_for(p))
+    for (const ScheduleCase& c : cases_for(p))
       for (size_t count : counts_for(p)) {
         SCOPED_TRACE(c.name + " p=" + std::to_string(p) + " count=" + std::to_string(count));
         const Schedule s = make_allreduce_schedule(c.algorithm, p, count, c.node_of_rank);

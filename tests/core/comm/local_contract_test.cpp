@@ -6,14 +6,12 @@
 #include "core/comm/local_backend.hpp"
 #include "core/comm/timed_comm.hpp"
 #include "tests/contract/communicator_contract.hpp"
+#include "tests/contract/expect_no_failures.hpp"
 
 namespace syncopate {
 namespace {
 
-void expect_no_failures(const std::vector<std::string>& failures) {
-  for (const std::string& failure : failures) ADD_FAILURE() << failure;
-  EXPECT_TRUE(failures.empty());
-}
+using contract::expect_no_failures;
 
 TEST(LocalContract, LocalCommunicatorHoldsTheContract) {
   LocalCommunicator comm;

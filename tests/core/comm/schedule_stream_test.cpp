@@ -47,14 +47,14 @@ void expect_same_traffic(const CachedSchedule& b, const CachedSchedule& a) {
   }
 }
 
-struct Case {
+struct StreamCase {
   CollectiveKind kind;
   Algorithm algorithm;
   int root;
 };
 
 TEST(ScheduleStream, EmitsExactlyTheMessagesOfTheStoredSchedule) {
-  const std::vector<Case> cases = {
+  const std::vector<StreamCase> cases = {
       {CollectiveKind::kAllreduce, Algorithm::kRing, 0},
       {CollectiveKind::kAllreduce, Algorithm::kRabenseifner, 0},
       {CollectiveKind::kAllreduce, Algorithm::kRecursiveDoubling, 0},
@@ -71,7 +71,7 @@ TEST(ScheduleStream, EmitsExactlyTheMessagesOfTheStoredSchedule) {
   for (int p : {3, 4, 6, 8, 12}) {
     for (int per_node : {1, 2, 3}) {
       const std::vector<int> nodes = nodes_of(p, per_node);
-      for (const Case& c : cases) {
+      for (const StreamCase& c : cases) {
         const size_t count = c.kind == CollectiveKind::kBarrier ? 0 : 1001;
         const Schedule s = make_schedule(c.kind, c.algorithm, p, count, c.root, nodes);
         std::vector<Message> streamed;

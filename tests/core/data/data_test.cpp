@@ -21,6 +21,7 @@
 #pragma GCC diagnostic pop
 
 #include "core/base/check.hpp"
+#include "tests/common/user_error.hpp"
 
 namespace syncopate {
 namespace {
@@ -77,21 +78,6 @@ Bytes iota_bytes(size_t n, int start = 0) {
   return b;
 }
 
-// The UserError message of f(), or "" when it does not throw one.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 TEST(Idx, ReadsPlainAndGzip) {
   TempDir dir;
   const Bytes data = iota_bytes(24, 7);
@@ -110,13 +96,13 @@ TEST(Idx, TruncatedBadMagicTrailingAndMissing) {
   Bytes truncated = idx_bytes({2, 3, 4}, iota_bytes(10));
   write_plain(dir.file("t.idx"), truncated);
   std::string msg = error_of([&] { read_idx(dir.file("t.idx")); });
-  EXPECT_TRUE(contains(msg, dir.file("t.idx"))) << msg;
-  EXPECT_TRUE(contains(msg, "offset 26")) << msg;
-  EXPECT_TRUE(contains(msg, "truncated")) << msg;
+  EXPECT_TRUE(has(msg, dir.file("t.idx"))) << msg;
+  EXPECT_TRUE(has(msg, "offset 26")) << msg;
+  EXPECT_TRUE(has(msg, "truncated")) << msg;
   // Truncated inside the header (dims): 4 + 2 bytes.
   write_plain(dir.file("h.idx"), Bytes{0, 0, 8, 3, 0, 0});
   msg = error_of([&] { read_idx(dir.file("h.idx")); });
-  EXPECT_TRUE(contains(msg, "offset 6")) << msg;
+  EXPECT_TRUE(has(msg, "offset 6")) << msg;
   // A gzip stream cut in half: corrupt compressed data, still names the file and an offset.
   write_gz(dir.file("full.gz"), idx_bytes({100, 100}, iota_bytes(10000)));
   std::ifstream in(dir.file("full.gz"), std::ios::binary);
@@ -124,29 +110,29 @@ TEST(Idx, TruncatedBadMagicTrailingAndMissing) {
   gz.resize(gz.size() / 2);
   write_plain(dir.file("cut.gz"), gz);
   msg = error_of([&] { read_idx(dir.file("cut.gz")); });
-  EXPECT_TRUE(contains(msg, dir.file("cut.gz"))) << msg;
-  EXPECT_TRUE(contains(msg, "offset")) << msg;
+  EXPECT_TRUE(has(msg, dir.file("cut.gz"))) << msg;
+  EXPECT_TRUE(has(msg, "offset")) << msg;
   // Bad magic: first byte not zero; unsupported type 0x09.
   Bytes bad = idx_bytes({4}, iota_bytes(4));
   bad[0] = 0x12;
   write_plain(dir.file("m.idx"), bad);
   msg = error_of([&] { read_idx(dir.file("m.idx")); });
-  EXPECT_TRUE(contains(msg, "magic")) << msg;
-  EXPECT_TRUE(contains(msg, "offset 0")) << msg;
+  EXPECT_TRUE(has(msg, "magic")) << msg;
+  EXPECT_TRUE(has(msg, "offset 0")) << msg;
   bad[0] = 0;
   bad[2] = 0x09;
   write_plain(dir.file("m.idx"), bad);
   msg = error_of([&] { read_idx(dir.file("m.idx")); });
-  EXPECT_TRUE(contains(msg, "offset 2")) << msg;
+  EXPECT_TRUE(has(msg, "offset 2")) << msg;
   // Trailing bytes after the declared data start at offset 8 + 4 = 12.
   write_plain(dir.file("x.idx"), idx_bytes({4}, iota_bytes(6)));
   msg = error_of([&] { read_idx(dir.file("x.idx")); });
-  EXPECT_TRUE(contains(msg, "offset 12")) << msg;
+  EXPECT_TRUE(has(msg, "offset 12")) << msg;
   // A zero dimension.
   write_plain(dir.file("z.idx"), idx_bytes({0}, {}));
-  EXPECT_TRUE(contains(error_of([&] { read_idx(dir.file("z.idx")); }), "offset 4"));
+  EXPECT_TRUE(has(error_of([&] { read_idx(dir.file("z.idx")); }), "offset 4"));
   msg = error_of([&] { read_idx(dir.file("nope.idx")); });
-  EXPECT_TRUE(contains(msg, dir.file("nope.idx"))) << msg;
+  EXPECT_TRUE(has(msg, dir.file("nope.idx"))) << msg;
 }
 
 // A small Fashion-MNIST-shaped set: n images of 28x28 and their labels.
@@ -180,29 +166,29 @@ TEST(FashionMnist, CraftedFilesPlainAndGzip) {
 TEST(FashionMnist, Errors) {
   TempDir dir;
   std::string msg = error_of([&] { load_fashion_mnist(dir.file(""), true); });
-  EXPECT_TRUE(contains(msg, dir.file("train-images-idx3-ubyte"))) << msg;
-  EXPECT_TRUE(contains(msg, dir.file("train-labels-idx1-ubyte"))) << msg;
-  EXPECT_TRUE(contains(msg, "dataset-fashion-mnist")) << msg;
-  EXPECT_TRUE(contains(msg, "data.dir")) << msg;
+  EXPECT_TRUE(has(msg, dir.file("train-images-idx3-ubyte"))) << msg;
+  EXPECT_TRUE(has(msg, dir.file("train-labels-idx1-ubyte"))) << msg;
+  EXPECT_TRUE(has(msg, "dataset-fashion-mnist")) << msg;
+  EXPECT_TRUE(has(msg, "data.dir")) << msg;
   // Count mismatch: 3 images, 2 labels.
   write_fashion(dir, "train", 3, {1, 2}, false);
   msg = error_of([&] { load_fashion_mnist(dir.file(""), true); });
-  EXPECT_TRUE(contains(msg, "3 images")) << msg;
-  EXPECT_TRUE(contains(msg, "2 labels")) << msg;
+  EXPECT_TRUE(has(msg, "3 images")) << msg;
+  EXPECT_TRUE(has(msg, "2 labels")) << msg;
   // Label 10 at index 2: byte offset 8 + 2.
   write_fashion(dir, "train", 3, {1, 2, 10}, false);
   msg = error_of([&] { load_fashion_mnist(dir.file(""), true); });
-  EXPECT_TRUE(contains(msg, "offset 10")) << msg;
-  EXPECT_TRUE(contains(msg, dir.file("train-labels-idx1-ubyte"))) << msg;
+  EXPECT_TRUE(has(msg, "offset 10")) << msg;
+  EXPECT_TRUE(has(msg, dir.file("train-labels-idx1-ubyte"))) << msg;
   // Wrong image size 27x28, then a labels file with two dimensions.
   write_fashion(dir, "train", 1, {1}, false);
   write_plain(dir.file("train-images-idx3-ubyte"), idx_bytes({1, 27, 28}, iota_bytes(756)));
   msg = error_of([&] { load_fashion_mnist(dir.file(""), true); });
-  EXPECT_TRUE(contains(msg, "27x28")) << msg;
+  EXPECT_TRUE(has(msg, "27x28")) << msg;
   write_fashion(dir, "train", 1, {1}, false);
   write_plain(dir.file("train-labels-idx1-ubyte"), idx_bytes({1, 1}, {1}));
   msg = error_of([&] { load_fashion_mnist(dir.file(""), true); });
-  EXPECT_TRUE(contains(msg, "0x00000801")) << msg;
+  EXPECT_TRUE(has(msg, "0x00000801")) << msg;
 }
 
 // Debian's dataset-fashion-mnist is a declared test dependency: absent files fail this test.
@@ -241,27 +227,27 @@ TEST(Csv, BadTables) {
   const std::string path = dir.file("bad.csv");
   std::ofstream(path) << "a,b,y\n1,2,3\n4,oops,6\n";
   std::string msg = error_of([&] { load_csv_regression(path, {"y"}); });
-  EXPECT_TRUE(contains(msg, path + ":3")) << msg;
-  EXPECT_TRUE(contains(msg, "'b'")) << msg;
-  EXPECT_TRUE(contains(msg, "oops")) << msg;
+  EXPECT_TRUE(has(msg, path + ":3")) << msg;
+  EXPECT_TRUE(has(msg, "'b'")) << msg;
+  EXPECT_TRUE(has(msg, "oops")) << msg;
   std::ofstream(path) << "a,b,y\n1,2,3\n4,5\n";
   msg = error_of([&] { load_csv_regression(path, {"y"}); });
-  EXPECT_TRUE(contains(msg, path + ":3")) << msg;
-  EXPECT_TRUE(contains(msg, "expected 3 fields, found 2")) << msg;
+  EXPECT_TRUE(has(msg, path + ":3")) << msg;
+  EXPECT_TRUE(has(msg, "expected 3 fields, found 2")) << msg;
   std::ofstream(path) << "a,b,y\n1,2,3\n";
   msg = error_of([&] { load_csv_regression(path, {"z"}); });
-  EXPECT_TRUE(contains(msg, path + ":1")) << msg;
-  EXPECT_TRUE(contains(msg, "'z'")) << msg;
-  EXPECT_TRUE(contains(error_of([&] {
-                         load_csv_regression(path, {"a", "b", "y"});
-                       }),
-                       "no feature column"));
+  EXPECT_TRUE(has(msg, path + ":1")) << msg;
+  EXPECT_TRUE(has(msg, "'z'")) << msg;
+  EXPECT_TRUE(has(error_of([&] {
+                    load_csv_regression(path, {"a", "b", "y"});
+                  }),
+                  "no feature column"));
   std::ofstream(path) << "";
-  EXPECT_TRUE(contains(error_of([&] { load_csv_regression(path, {"y"}); }), "header"));
+  EXPECT_TRUE(has(error_of([&] { load_csv_regression(path, {"y"}); }), "header"));
   std::ofstream(path) << "a,y\n";
-  EXPECT_TRUE(contains(error_of([&] { load_csv_regression(path, {"y"}); }), "no data rows"));
-  EXPECT_TRUE(contains(error_of([&] { load_csv_regression(dir.file("none.csv"), {"y"}); }),
-                       dir.file("none.csv")));
+  EXPECT_TRUE(has(error_of([&] { load_csv_regression(path, {"y"}); }), "no data rows"));
+  EXPECT_TRUE(has(error_of([&] { load_csv_regression(dir.file("none.csv"), {"y"}); }),
+                  dir.file("none.csv")));
 }
 
 TEST(Synthetic, ClassificationReproducibleAndLearnable) {

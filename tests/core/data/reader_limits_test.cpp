@@ -13,6 +13,7 @@
 
 #include "core/base/check.hpp"
 #include "core/data/data.hpp"
+#include "tests/common/user_error.hpp"
 
 namespace syncopate {
 namespace {
@@ -24,20 +25,6 @@ fs::path scratch() {
       fs::temp_directory_path() / ("syncopate-reader-limits-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir;
-}
-
-template <typename Read>
-std::string error_of(Read read) {
-  try {
-    read();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 long max_rss_kib() {

@@ -7,12 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "core/base/check.hpp"
 #include "core/data/data.hpp"
+#include "tests/common/user_error.hpp"
 
 namespace syncopate {
 namespace {
@@ -26,15 +26,6 @@ std::string write_csv(const std::string& name, const std::string& text) {
   const std::string path = (dir / name).string();
   std::ofstream(path) << text;
   return path;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::vector<float> values(const Tensor& t) { return {t.span().begin(), t.span().end()}; }

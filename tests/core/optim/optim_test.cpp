@@ -13,13 +13,13 @@
 namespace syncopate {
 namespace {
 
-using Vec = std::vector<float>;
+using Floats = std::vector<float>;
 
 // Runs `steps` steps from params p with the given gradients, returns params after each step.
-std::vector<Vec> run(const OptimizerConfig& config, Vec p, const std::vector<Vec>& grads,
-                     float lr) {
+std::vector<Floats> run(const OptimizerConfig& config, Floats p, const std::vector<Floats>& grads,
+                        float lr) {
   auto opt = make_optimizer(config, static_cast<int64_t>(p.size()));
-  std::vector<Vec> out;
+  std::vector<Floats> out;
   for (size_t t = 0; t < grads.size(); ++t) {
     opt->step(p, grads[t], lr, static_cast<int64_t>(t + 1));
     out.push_back(p);
@@ -27,7 +27,7 @@ std::vector<Vec> run(const OptimizerConfig& config, Vec p, const std::vector<Vec
   return out;
 }
 
-void expect_near(const Vec& got, const std::vector<double>& want, double tol) {
+void expect_near(const Floats& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
 }
@@ -75,8 +75,9 @@ TEST(Sgd, WeightDecayAndNesterovByHand) {
   EXPECT_TRUE(make_optimizer(plain, 5)->state().empty());
 }
 
-const Vec kP0 = {1.0f, -2.0f, 0.5f};
-const std::vector<Vec> kGrads = {{0.5f, -1.0f, 0.25f}, {0.3f, 0.2f, -0.4f}, {-0.1f, 0.6f, 0.05f}};
+const Floats kP0 = {1.0f, -2.0f, 0.5f};
+const std::vector<Floats> kGrads = {
+    {0.5f, -1.0f, 0.25f}, {0.3f, 0.2f, -0.4f}, {-0.1f, 0.6f, 0.05f}};
 
 TEST(Sgd, MatchesPyTorchGolden) {
   // Golden values from Debian's python3-torch 1.13.1, printed after each step of:
@@ -121,7 +122,7 @@ TEST(Adam, TwoStepsAgainstDoubleReferenceAndPyTorch) {
   OptimizerConfig c;
   c.kind = OptimizerKind::kAdam;
   c.weight_decay = 0.1;
-  const std::vector<Vec> grads(kGrads.begin(), kGrads.begin() + 2);
+  const std::vector<Floats> grads(kGrads.begin(), kGrads.begin() + 2);
   auto out = run(c, kP0, grads, 0.01f);
   auto ref = adam_reference(false, 0.01, 0.1);
   expect_near(out[0], ref[0], 1e-6);
@@ -145,7 +146,7 @@ TEST(Optimizer, StateLayoutAndReset) {
   c.kind = OptimizerKind::kAdam;
   auto adam = make_optimizer(c, 3);
   ASSERT_EQ(adam->state().size(), 6u);
-  Vec p = kP0;
+  Floats p = kP0;
   adam->step(p, kGrads[0], 0.01f, 1);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_NEAR(adam->state()[i], 0.1 * kGrads[0][i], 1e-7);                       // m = (1 - b1) g
@@ -158,13 +159,13 @@ TEST(Optimizer, StateLayoutAndReset) {
   c = OptimizerConfig{};
   c.momentum = 0.9;
   auto used = make_optimizer(c, 3);
-  Vec a = kP0;
+  Floats a = kP0;
   used->step(a, kGrads[0], 0.1f, 1);
   used->step(a, kGrads[1], 0.1f, 2);
   EXPECT_EQ(used->state().size(), 3u);
   EXPECT_NE(used->state()[0], 0.0f);
   used->reset();
-  Vec b = a;
+  Floats b = a;
   used->step(a, kGrads[2], 0.1f, 3);
   make_optimizer(c, 3)->step(b, kGrads[2], 0.1f, 1);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(a[i], b[i]);

@@ -9,13 +9,13 @@ namespace {
 
 const char* kHead = "backend = \"sim\"\nworkers = 4\n";
 
-Scenario parse(const std::string& faults) {
+Scenario parse_faults(const std::string& faults) {
   return parse_scenario(std::string(kHead) + faults, "exp.toml");
 }
 
-std::string error_of(const std::string& faults) {
+std::string faults_error(const std::string& faults) {
   try {
-    parse(faults);
+    parse_faults(faults);
   } catch (const UserError& e) {
     return e.what();
   }
@@ -30,7 +30,7 @@ const char* kAllKinds =
     "[[sim.faults]]\nkind = \"straggler\"\nworker = 1\nfrom_s = 3\nuntil_s = 9\nfactor = 0.5\n";
 
 TEST(SimFaults, EveryKindIsReadWithItsParameters) {
-  const Scenario s = parse(kAllKinds);
+  const Scenario s = parse_faults(kAllKinds);
   ASSERT_EQ(s.sim.faults.size(), 4u);
   EXPECT_EQ(s.sim.faults[0].kind, FaultKind::kHostFailure);
   EXPECT_EQ(s.sim.faults[0].worker, 3);
@@ -49,7 +49,7 @@ TEST(SimFaults, EveryKindIsReadWithItsParameters) {
 }
 
 TEST(SimFaults, ResolvedScenarioLoadsBackToTheSame) {
-  const Scenario s = parse(kAllKinds);
+  const Scenario s = parse_faults(kAllKinds);
   EXPECT_NE(s.resolved_toml.find("link_degradation"), std::string::npos) << s.resolved_toml;
   const Scenario again = parse_scenario(s.resolved_toml, "resolved.toml");
   EXPECT_EQ(again.resolved_toml, s.resolved_toml);
@@ -97,13 +97,13 @@ TEST(SimFaults, RefusalsNameFileLineAndKey) {
        "exp.toml:9: sim.faults[1]: overlaps sim.faults[0], a straggler of the same worker"},
   };
   for (const Case& c : cases) {
-    const std::string e = error_of(c.faults);
+    const std::string e = faults_error(c.faults);
     EXPECT_NE(e.find(c.expect), std::string::npos) << c.faults << "\n-> " << e;
   }
 }
 
 TEST(SimFaults, StragglersOfDifferentWorkersMayOverlap) {
-  const Scenario s = parse(
+  const Scenario s = parse_faults(
       "[[sim.faults]]\nkind = \"straggler\"\nworker = 1\nfrom_s = 0\nuntil_s = 5\nfactor = 2\n"
       "[[sim.faults]]\nkind = \"straggler\"\nworker = 2\nfrom_s = 4\nuntil_s = 6\nfactor = 3\n");
   EXPECT_EQ(s.sim.faults.size(), 2u);
@@ -131,45 +131,45 @@ namespace {
 const char* kLoss = "[[sim.faults]]\nkind = \"host_failure\"\nworker = 3\nat_s = 2\n";
 
 TEST(SimFaultBlocks, ReadWhereAWorkerCanBeLostUnderEpochSyncOrAsync) {
-  const Scenario redeal = parse("strategy.name = \"epoch_sync\"\n" + std::string(kLoss));
+  const Scenario redeal = parse_faults("strategy.name = \"epoch_sync\"\n" + std::string(kLoss));
   EXPECT_EQ(redeal.sim.fault_blocks, FaultBlocks::kRedeal) << "the default";
   EXPECT_NE(redeal.resolved_toml.find("fault_blocks = 'redeal'"), std::string::npos)
       << redeal.resolved_toml;
-  const Scenario drop =
-      parse("strategy.name = \"epoch_async\"\nsim.fault_blocks = \"drop\"\n" + std::string(kLoss));
+  const Scenario drop = parse_faults(
+      "strategy.name = \"epoch_async\"\nsim.fault_blocks = \"drop\"\n" + std::string(kLoss));
   EXPECT_EQ(drop.sim.fault_blocks, FaultBlocks::kDrop);
   EXPECT_EQ(parse_scenario(drop.resolved_toml, "resolved.toml").sim.fault_blocks,
             FaultBlocks::kDrop);
 }
 
 TEST(SimFaultBlocks, RefusalsNameFileLineAndKey) {
-  const std::string bad = error_of("strategy.name = \"epoch_sync\"\nsim.fault_blocks = \"keep\"\n" +
-                                   std::string(kLoss));
+  const std::string bad = faults_error(
+      "strategy.name = \"epoch_sync\"\nsim.fault_blocks = \"keep\"\n" + std::string(kLoss));
   EXPECT_NE(bad.find("exp.toml:4"), std::string::npos) << bad;
   EXPECT_NE(bad.find("sim.fault_blocks"), std::string::npos) << bad;
   EXPECT_NE(bad.find("redeal"), std::string::npos) << bad;
   const std::string ddp =
-      error_of("strategy.name = \"ddp\"\nsim.fault_blocks = \"drop\"\n" + std::string(kLoss));
+      faults_error("strategy.name = \"ddp\"\nsim.fault_blocks = \"drop\"\n" + std::string(kLoss));
   EXPECT_NE(ddp.find("sim.fault_blocks"), std::string::npos) << ddp;
   EXPECT_NE(ddp.find("epoch_sync"), std::string::npos) << ddp;
   const std::string no_loss =
-      error_of("strategy.name = \"epoch_sync\"\nsim.fault_blocks = \"drop\"\n");
+      faults_error("strategy.name = \"epoch_sync\"\nsim.fault_blocks = \"drop\"\n");
   EXPECT_NE(no_loss.find("host_failure"), std::string::npos) << no_loss;
 }
 
 TEST(SimRestart, RecoveryIsReadWrittenBackAndReloaded) {
   const std::string ddp = "strategy.name = \"ddp\"\ncheckpoint.every = 1\n";
-  const Scenario s = parse(ddp + "sim.restart.recovery_s = 30\n" + kLoss);
+  const Scenario s = parse_faults(ddp + "sim.restart.recovery_s = 30\n" + kLoss);
   EXPECT_EQ(s.sim.restart_recovery_s, 30);
   EXPECT_EQ(parse_scenario(s.resolved_toml, "resolved.toml").sim.restart_recovery_s, 30);
-  const Scenario unset = parse(ddp + kLoss);
+  const Scenario unset = parse_faults(ddp + kLoss);
   EXPECT_LT(unset.sim.restart_recovery_s, 0) << "not set: the job aborts";
   EXPECT_EQ(unset.resolved_toml.find("recovery_s"), std::string::npos) << unset.resolved_toml;
-  const Scenario mid =
-      parse("strategy.name = \"zero\"\ncheckpoint.every_steps = 4\nsim.restart.recovery_s = 0\n" +
-            std::string(kLoss));
+  const Scenario mid = parse_faults(
+      "strategy.name = \"zero\"\ncheckpoint.every_steps = 4\nsim.restart.recovery_s = 0\n" +
+      std::string(kLoss));
   EXPECT_EQ(mid.sim.restart_recovery_s, 0) << "mid-epoch checkpoints restart too";
-  const std::string message = error_of(
+  const std::string message = faults_error(
       "strategy.name = \"epoch_sync\"\nsim.fidelity = \"message\"\ncheckpoint.every = 1\n"
       "sim.restart.recovery_s = 5\n" +
       std::string(kLoss));
@@ -180,18 +180,18 @@ TEST(SimRestart, RecoveryIsReadWrittenBackAndReloaded) {
 
 TEST(SimRestart, RefusalsNameFileLineAndKey) {
   const std::string ddp = "strategy.name = \"ddp\"\ncheckpoint.every = 1\n";
-  const std::string negative = error_of(ddp + "sim.restart.recovery_s = -1\n" + kLoss);
+  const std::string negative = faults_error(ddp + "sim.restart.recovery_s = -1\n" + kLoss);
   EXPECT_NE(negative.find("exp.toml:5: sim.restart.recovery_s"), std::string::npos) << negative;
   const std::string no_checkpoint =
-      error_of("strategy.name = \"ddp\"\nsim.restart.recovery_s = 5\n" + std::string(kLoss));
+      faults_error("strategy.name = \"ddp\"\nsim.restart.recovery_s = 5\n" + std::string(kLoss));
   EXPECT_NE(no_checkpoint.find("exp.toml:4: sim.restart.recovery_s"), std::string::npos)
       << no_checkpoint;
   EXPECT_NE(no_checkpoint.find("set checkpoint.every"), std::string::npos) << no_checkpoint;
-  const std::string elastic = error_of(
+  const std::string elastic = faults_error(
       "strategy.name = \"epoch_sync\"\ncheckpoint.every = 1\nsim.restart.recovery_s = 5\n" +
       std::string(kLoss));
   EXPECT_NE(elastic.find("no abort to restart from"), std::string::npos) << elastic;
-  const std::string no_fault = error_of(ddp + "sim.restart.recovery_s = 5\n");
+  const std::string no_fault = faults_error(ddp + "sim.restart.recovery_s = 5\n");
   EXPECT_NE(no_fault.find("host_failure or link_failure"), std::string::npos) << no_fault;
   std::string local;
   try {

@@ -11,6 +11,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/toml_reader.hpp"
 #include "tests/common/scenario_error.hpp"
+#include "tests/common/user_error.hpp"
 
 namespace syncopate {
 namespace {
@@ -19,10 +20,6 @@ std::string repeated(const std::string& part, int times) {
   std::string out;
   for (int i = 0; i < times; ++i) out += part;
   return out;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(InputLimits, DeeplyNestedTablesAreRefusedNotAStackOverflow) {

@@ -4,19 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/base/check.hpp"
+#include "tests/common/user_error.hpp"
 
 namespace syncopate {
 namespace {
-
-template <typename F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 constexpr const char* kText = "top = 1\n[a]\nn = 2\nx = 0.5\n[a.map]\nanything = \"goes\"\n";
 

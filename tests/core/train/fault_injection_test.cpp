@@ -13,7 +13,7 @@
 namespace syncopate {
 namespace {
 
-Scenario small(const std::vector<std::string>& extra) {
+Scenario fault_scenario(const std::vector<std::string>& extra) {
   std::vector<std::string> sets = {"data.dataset=synthetic", "data.train_samples=256",
                                    "data.test_samples=64",   "epochs=2",
                                    "batch_size=32",          "schedule.kind=constant"};
@@ -21,19 +21,19 @@ Scenario small(const std::vector<std::string>& extra) {
   return parse_scenario(default_scenario_text(), "<test>", serial_defaults(sets));
 }
 
-struct Case {
+struct FaultCase {
   std::string strategy;  // strategy.name and extra settings
   std::vector<std::string> extra;
   CallKind kind;
   int64_t nth;
 };
 
-std::string name_of(const Case& c) {
+std::string name_of(const FaultCase& c) {
   return c.strategy + " / " + std::string(to_string(c.kind)) + " #" + std::to_string(c.nth);
 }
 
 TEST(FaultInjection, EveryStrategyStopsAtTheFailedCallWithItsError) {
-  const std::vector<Case> cases = {
+  const std::vector<FaultCase> cases = {
       {"ddp", {}, CallKind::kAllreduce, 1},
       {"ddp", {}, CallKind::kWait, 3},
       {"epoch_sync", {}, CallKind::kAllreduce, 1},
@@ -45,10 +45,10 @@ TEST(FaultInjection, EveryStrategyStopsAtTheFailedCallWithItsError) {
       {"hierarchical", {}, CallKind::kAllgather, 1},
       {"hierarchical", {}, CallKind::kAllreduce, 1},
   };
-  for (const Case& c : cases) {
+  for (const FaultCase& c : cases) {
     std::vector<std::string> sets = c.extra;
     sets.push_back("strategy.name=" + c.strategy);
-    const Scenario s = small(sets);
+    const Scenario s = fault_scenario(sets);
     const TrainData data = prepare_data(s, false);
     ManualClockExecutor exec(1e-3);
     FakeCommunicator comm(exec, {{.kind = c.kind, .nth = c.nth}});
@@ -68,7 +68,7 @@ TEST(FaultInjection, EveryStrategyStopsAtTheFailedCallWithItsError) {
 // ddp: when one bucket's wait fails, the buckets still in flight are destroyed while the error
 // unwinds; their destructors must not wait (a real peer would never come).
 TEST(FaultInjection, DdpAbandonsTheOtherBucketsWithoutWaiting) {
-  const Scenario s = small({"strategy.name=ddp", "strategy.bucket_mb=0.001"});
+  const Scenario s = fault_scenario({"strategy.name=ddp", "strategy.bucket_mb=0.001"});
   const TrainData data = prepare_data(s, false);
   ManualClockExecutor exec(1e-3);
   FakeCommunicator comm(exec, {{.kind = CallKind::kWait, .nth = 1}});
@@ -78,7 +78,7 @@ TEST(FaultInjection, DdpAbandonsTheOtherBucketsWithoutWaiting) {
 }
 
 TEST(FaultInjection, TimeoutEndsTrainingAfterTheTimeoutNotTheDelay) {
-  const Scenario s = small({"strategy.name=epoch_sync"});
+  const Scenario s = fault_scenario({"strategy.name=epoch_sync"});
   const TrainData data = prepare_data(s, false);
   ManualClockExecutor exec(0);
   FakeCommunicator comm(exec, {{.kind = CallKind::kAllreduce, .nth = 1, .delay_s = 1000}});
@@ -88,7 +88,7 @@ TEST(FaultInjection, TimeoutEndsTrainingAfterTheTimeoutNotTheDelay) {
 }
 
 TEST(FaultInjection, DelaysAreReportedAsCommunicationTime) {
-  const Scenario s = small({"strategy.name=epoch_async"});
+  const Scenario s = fault_scenario({"strategy.name=epoch_async"});
   const TrainData data = prepare_data(s, false);
   ManualClockExecutor exec(0);
   FakeCommunicator comm(exec, {{.kind = CallKind::kMerge, .nth = 1, .delay_s = 2}});

@@ -46,16 +46,16 @@ std::vector<int64_t> samples_of(const std::vector<PlannedStep>& steps) {
   return out;
 }
 
-struct Case {
+struct PlanCase {
   std::string strategy;
   std::vector<std::string> sets;
 };
 
-std::vector<Case> cases() {
-  std::vector<Case> out;
+std::vector<PlanCase> cases() {
+  std::vector<PlanCase> out;
   for (const std::string strategy : {"ddp", "epoch_sync", "local_sgd", "hierarchical"})
     for (const std::string partition : {"iid", "fixed", "dirichlet", "shards"}) {
-      Case c{strategy, {"data.partition=" + partition}};
+      PlanCase c{strategy, {"data.partition=" + partition}};
       if (partition == "dirichlet") c.sets.push_back("data.alpha=0.3");
       out.push_back(c);
     }
@@ -63,7 +63,7 @@ std::vector<Case> cases() {
 }
 
 TEST(PartitionPlan, EverySampleOnceAnEpochAndMatchingStepsUnderPerStepStrategies) {
-  for (const Case& c : cases()) {
+  for (const PlanCase& c : cases()) {
     const Scenario s = scenario(c.strategy, c.sets);
     const TrainData data = prepare_data(s, false);
     const std::string what = c.strategy + " " + c.sets[0];

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
+fs::path rescale_dir(const std::string& name) {
   const fs::path dir =
       fs::temp_directory_path() / ("syncopate-rescale-" + std::to_string(getpid())) / name;
   fs::remove_all(dir);
@@ -41,7 +41,7 @@ EpochMetrics row(int worker, int epoch) {
 }
 
 // Worker w of `workers` before epoch 2: parameters {w, 1}, optimizer state {2w}, its own rows.
-WorkerCheckpoint checkpoint_of(int w, int workers) {
+WorkerCheckpoint worker_checkpoint(int w, int workers) {
   WorkerCheckpoint c;
   c.worker = w;
   c.workers = workers;
@@ -60,7 +60,7 @@ WorkerCheckpoint checkpoint_of(int w, int workers) {
 
 std::vector<WorkerCheckpoint> set_of(int workers) {
   std::vector<WorkerCheckpoint> set;
-  for (int w = 0; w < workers; ++w) set.push_back(checkpoint_of(w, workers));
+  for (int w = 0; w < workers; ++w) set.push_back(worker_checkpoint(w, workers));
   return set;
 }
 
@@ -143,16 +143,16 @@ TEST(Rescale, HashIgnoresTheWorkerCountOnly) {
 // latest complete set is the 4 workers' after epoch 2.
 TEST(Rescale, ResumeSetIsTheLatestCompleteOneAtAnyWorkerCount) {
   const Scenario four = scenario_of(4, "epoch_sync"), two = scenario_of(2, "epoch_sync");
-  const std::string dir = scratch("set").string();
+  const std::string dir = rescale_dir("set").string();
   for (const WorkerCheckpoint& c : set_of(4)) write_worker_checkpoint(dir, four, c);
-  WorkerCheckpoint later = checkpoint_of(0, 2);
+  WorkerCheckpoint later = worker_checkpoint(0, 2);
   later.next_epoch = 3;
   write_worker_checkpoint(dir, two, later);
   std::vector<WorkerCheckpoint> set = read_resume_set(dir, two);
   ASSERT_EQ(set.size(), 4u);
   EXPECT_EQ(set[0].next_epoch, 2);
   EXPECT_EQ(set[3].worker, 3);
-  WorkerCheckpoint other = checkpoint_of(1, 2);
+  WorkerCheckpoint other = worker_checkpoint(1, 2);
   other.next_epoch = 3;
   write_worker_checkpoint(dir, two, other);
   set = read_resume_set(dir, four);
@@ -170,8 +170,8 @@ std::string file_bytes(const std::string& path) {
 // whole resolved scenario.
 TEST(Rescale, ReadsVersionOneFiles) {
   const Scenario s = scenario_of(2, "epoch_sync");
-  const std::string path = checkpoint_path(scratch("v1").string(), 1);
-  write_checkpoint(path, s, checkpoint_of(1, 2));
+  const std::string path = checkpoint_path(rescale_dir("v1").string(), 1);
+  write_checkpoint(path, s, worker_checkpoint(1, 2));
   std::string bytes = file_bytes(path);
   // The CRC, and what version 2 added: the resize count (0), the step (0), the epoch state ("").
   bytes.resize(bytes.size() - 4 - 8 - 8 - 8);
@@ -191,7 +191,7 @@ TEST(Rescale, ReadsVersionOneFiles) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   const WorkerCheckpoint c = read_checkpoint(path, s);
   EXPECT_EQ(c.worker, 1);
-  EXPECT_EQ(c.params, checkpoint_of(1, 2).params);
+  EXPECT_EQ(c.params, worker_checkpoint(1, 2).params);
   EXPECT_TRUE(c.resizes.empty());
   EXPECT_THROW(read_checkpoint(path, scenario_of(4, "epoch_sync")), UserError);  // v1: the count
 }

@@ -53,7 +53,7 @@ void expect_same(const EpochMetrics& a, const EpochMetrics& b) {
   }
 }
 
-std::vector<WorkerReport> two_workers() {
+std::vector<WorkerReport> two_worker_reports() {
   std::vector<WorkerReport> reports(2);
   for (int w = 0; w < 2; ++w) {
     reports[w].worker = w;
@@ -63,7 +63,7 @@ std::vector<WorkerReport> two_workers() {
 }
 
 TEST(RunFiles, MetricsCsvReadsBackExactlyWhatWasWritten) {
-  const std::vector<WorkerReport> reports = two_workers();
+  const std::vector<WorkerReport> reports = two_worker_reports();
   const std::vector<EpochMetrics> rows = parse_metrics_csv(metrics_csv(reports), "test");
   ASSERT_EQ(rows.size(), 6u);
   // metrics_csv orders by epoch, then worker.
@@ -75,7 +75,7 @@ TEST(RunFiles, MetricsCsvReadsBackExactlyWhatWasWritten) {
 TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("syncopate-metrics-" + std::to_string(getpid()) + ".csv");
-  std::ofstream(path) << metrics_csv(two_workers());
+  std::ofstream(path) << metrics_csv(two_worker_reports());
   EXPECT_EQ(read_metrics_csv(path.string()).size(), 6u);
   std::filesystem::remove(path);
   EXPECT_THROW(read_metrics_csv(path.string()), UserError);  // gone
@@ -92,7 +92,7 @@ TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
 }
 
 TEST(RunFiles, RegressionColumnsComeLastEmptyForClassificationAndOldFilesStillRead) {
-  const std::string text = metrics_csv(two_workers());
+  const std::string text = metrics_csv(two_worker_reports());
   const std::string header = text.substr(0, text.find('\n'));
   const std::string old_header = header.substr(0, header.find(",test_mse"));
   EXPECT_EQ(header, old_header + ",test_mse,test_mae,test_r2,test_pearson");
@@ -113,7 +113,7 @@ TEST(RunFiles, RegressionColumnsComeLastEmptyForClassificationAndOldFilesStillRe
 }
 
 TEST(RunFiles, ReportRoundTripsThroughItsTextForm) {
-  WorkerReport r = two_workers()[1];
+  WorkerReport r = two_worker_reports()[1];
   r.final_test_accuracy = 0.8765432109876543;
   r.final_test_loss = std::numeric_limits<double>::min();
   r.steps = 938;
