@@ -83,12 +83,12 @@ SYNC_VECTOR_CLONES void portable_loop(Loop loop, LoopArgs a, bool bf16) {
 
 std::atomic<bool> g_intrinsics_allowed{true};
 
+#if defined(SYNC_INTRINSICS)
 LoopArgs advanced(LoopArgs a, size_t i) {
   return {a.dst == nullptr ? nullptr : a.dst + i, a.src == nullptr ? nullptr : a.src + i,
           a.half == nullptr ? nullptr : a.half + i, a.n - i};
 }
 
-#if defined(SYNC_INTRINSICS)
 // A format's conversions: round 8 floats (to floats of the format), encode 16, decode 8.
 struct Fp16Lanes {
   static constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
