@@ -45,6 +45,10 @@ struct TransportSamples {
   std::vector<TransportSeries> turn;
   std::vector<TransportSeries> exchange;  // ranks 0 and 1 sending to each other at once,
                                           // seconds per exchange; sizes ascending
+  // The same exchange of buffers that outgrow the caches (4 to 32 MiB, "large_exchange"): the
+  // two ranks' copies at once, as several workers of a node copy in a collective's rounds.
+  // Empty where ranks 0 and 1 share no host.
+  std::vector<TransportSeries> large_exchange;
   TransportSeries send_overhead{"send_overhead", 8, {}};  // seconds per blocking eager send
   TransportSeries recv_overhead{"recv_overhead", 8, {}};  // seconds per receive of an arrived one
   std::vector<TransportSeries> collectives;               // per kind, sizes ascending

@@ -280,6 +280,16 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
     for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
     t.exchange.push_back(std::move(series));
   }
+  // Exchanges whose buffers outgrow the caches, for the copies of a node's cores all at once.
+  if (!t.turn.empty()) {
+    for (size_t bytes = size_t{4} << 20; bytes <= (size_t{32} << 20); bytes *= 2) {
+      std::vector<char> out(bytes, 1), in(bytes);
+      TransportSeries series{"large_exchange", bytes, {}};
+      exchange(comm, rank, out, in);  // warm-up
+      for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
+      t.large_exchange.push_back(std::move(series));
+    }
+  }
   // Local passes from 1 KiB to the largest segment of a 64 MiB collective (a 2-rank reduction's
   // half, an allgather's contribution), every power of two.
   const auto sample = [&](std::string name, size_t bytes, std::vector<float>& buffer,

@@ -163,8 +163,8 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
 // Every series of the transport after the overheads, in the order the tables list them.
 std::vector<const std::vector<TransportSeries>*> measured(const TransportSamples& t) {
   std::vector<const std::vector<TransportSeries>*> lists{
-      &t.ping_pong,   &t.channel_ping_pong, &t.turn,        &t.exchange,      &t.copy_pass,
-      &t.reduce_pass, &t.scale_pass,        &t.divide_pass, &t.solo_copy_pass};
+      &t.ping_pong, &t.channel_ping_pong, &t.turn,       &t.exchange,    &t.large_exchange,
+      &t.copy_pass, &t.reduce_pass,       &t.scale_pass, &t.divide_pass, &t.solo_copy_pass};
   for (const WirePassSamples& passes : t.wire_passes)
     lists.insert(lists.end(), {&passes.encode, &passes.decode, &passes.reduce, &passes.round});
   lists.push_back(&t.collectives);
@@ -232,12 +232,14 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
   out << "\n";
 }
 
-// The exchanges against the ping-pong at the same sizes (app/calibrate_fit.hpp).
-DuplexFit fit_link_duplex(const TransportSamples& t) {
+// Exchanges (`exchange` or `large_exchange`) against the ping-pong at the same sizes
+// (app/calibrate_fit.hpp).
+DuplexFit fit_link_duplex(const TransportSamples& t,
+                          const std::vector<TransportSeries>& exchanges) {
   std::vector<PingPongPoint> one_way, both_ways;
   for (const TransportSeries& s : t.ping_pong)
     one_way.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
-  for (const TransportSeries& s : t.exchange)
+  for (const TransportSeries& s : exchanges)
     both_ways.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
   return fit_duplex(one_way, both_ways);
 }
@@ -265,6 +267,19 @@ void write_platform(const std::string& path, const std::string& profile, const C
           << " B with ranks 0 and 1 on one core, " << num(shared) << " s, less on two, "
           << num(apart) << " s: a message's wait for its receiver's turn on a core\n";
     }
+    // Two copies at once take `ratio` times as long as one: the cores copy ratio / 2 times as
+    // slowly each as a lone message goes, cores_per_node of them at once.
+    const DuplexFit large = fit_link_duplex(c.transport, c.transport.large_exchange);
+    if (large.sizes > 0 && large.ratio > 0) {
+      const double ratio = std::max(1.0, large.ratio);
+      char line[300];
+      std::snprintf(line, sizeof line,
+                    "  # B/s: cores_per_node x gpu_link.bandwidth / %.2f: an exchange of %zu "
+                    "sizes from 4 MiB took %.2fx the one-way time (median; 1: two copies go "
+                    "as fast as one each, 2: together no faster than one)\n",
+                    ratio, large.sizes, large.ratio);
+      out << "cores_bandwidth = " << num(c.cores * link.bandwidth_Bps / ratio) << line;
+    }
   }
   out << "\n"
       << "[gpu_link]  # one way, end to end: ping-pong between ranks 0 and 1 through the "
@@ -272,7 +287,7 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "bandwidth = " << num(link.bandwidth_Bps) << "  # B/s: the largest size's, effective\n"
       << "latency = " << num(link.latency_s)
       << "  # s: the two smallest sizes' line at 0 B, less the overheads\n";
-  const DuplexFit duplex = fit_link_duplex(c.transport);
+  const DuplexFit duplex = fit_link_duplex(c.transport, c.transport.exchange);
   char ratio[200];
   std::snprintf(ratio, sizeof ratio,
                 "  # an exchange took %.2fx the one-way time (median over %zu sizes from 32 KiB)\n",

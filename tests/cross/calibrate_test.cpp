@@ -103,6 +103,23 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
       << recipe;
   const double shared = std::stod(turn[2]), apart = std::stod(turn[3]);
   EXPECT_NEAR(std::stod(turn[1]), std::max(0.0, shared - apart), 1e-3 * shared) << turn[0];
+  // What the cores copy in all: an exchange of buffers that outgrow the caches against the
+  // one-way time, at 4 to 32 MiB.
+  std::smatch copies;
+  ASSERT_TRUE(std::regex_search(
+      recipe, copies,
+      std::regex("\ncores_bandwidth = ([-+0-9.eE]+)  # B/s: cores_per_node x gpu_link.bandwidth / "
+                 "([0-9.]+): an exchange of 4 sizes from 4 MiB took ([0-9.]+)x the one-way time")))
+      << recipe;
+  std::smatch link;
+  ASSERT_TRUE(std::regex_search(recipe, link, std::regex("\nbandwidth = ([-+0-9.eE]+)  # B/s")));
+  const double divisor = std::stod(copies[2]);
+  EXPECT_EQ(divisor, std::max(1.0, std::stod(copies[3]))) << copies[0];
+  EXPECT_NEAR(std::stod(copies[1]), sysconf(_SC_NPROCESSORS_ONLN) * std::stod(link[1]) / divisor,
+              1e-2 * std::stod(copies[1]))
+      << copies[0];
+  for (const char* field : {"#   large_exchange 4194304 B: ", "#   large_exchange 33554432 B: "})
+    EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
   for (const char* field : {"#   round 8 B: ", "#   turn_round 8 B: "})
     EXPECT_NE(recipe.find(field), std::string::npos) << field << " in\n" << recipe;
   // The port's duplex, from the exchanges at 32 KiB to 2 MiB (four sizes).

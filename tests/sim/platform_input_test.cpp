@@ -184,5 +184,25 @@ TEST(RecipeInput, TurnLatencyNeedsCoresPerNodeAndATime) {
   EXPECT_TRUE(has(msg, ":7: turn_latency: ")) << msg;
 }
 
+TEST(RecipeInput, CoresBandwidthNeedsCoresPerNodeAndABandwidth) {
+  const std::string base =
+      "topology = \"star\"\nnodes = 1\ngpus_per_node = 4\nprofile = \"cpu\"\n"
+      "gpu_link.bandwidth = \"1GBps\"\n";
+  EXPECT_EQ(recipe_file_error(base + "cores_per_node = 2\ncores_bandwidth = \"1.5GBps\"\n"), "");
+  const fs::path path =
+      fs::temp_directory_path() / ("syncopate-cores-bw-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(path) << base << "cores_per_node = 2\ncores_bandwidth = 1.5e9\n";
+  EXPECT_DOUBLE_EQ(detail::parse_recipe(path.string(), {}).cores_bandwidth, 1.5e9);
+  std::ofstream(path) << base << "cores_per_node = 2\n";
+  EXPECT_DOUBLE_EQ(detail::parse_recipe(path.string(), {}).cores_bandwidth, 0);  // the default
+  fs::remove(path);
+  std::string msg = recipe_file_error(base + "cores_bandwidth = \"1GBps\"\n");
+  EXPECT_TRUE(has(msg, ":6: cores_bandwidth: needs cores_per_node")) << msg;
+  for (const char* bad : {"0", "-1", "\"12us\""}) {
+    msg = recipe_file_error(base + "cores_per_node = 2\ncores_bandwidth = " + bad + "\n");
+    EXPECT_TRUE(has(msg, ":7: cores_bandwidth: ")) << bad << ": " << msg;
+  }
+}
+
 }  // namespace
 }  // namespace syncopate::sim

@@ -495,6 +495,37 @@ TEST(PlatformTransfers, TransfersInsideANodeShareItsCores) {
   }
 }
 
+// cores_bandwidth: what the cores of such a node copy in all, in place of cores_per_node x the
+// port's bandwidth. Four concurrent transfers share it (a quarter each); a lone one is held to
+// it where it is below the port's speed; a node with a core per worker has no cores link.
+TEST(PlatformTransfers, TransfersInsideANodeShareTheCoresBandwidth) {
+  const fs::path path = write_file("test-tree.toml", kTestRecipe);
+  constexpr double kBytes = 1e8;
+  const std::vector<Transfer> ring{{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+  for (const std::string cores : {"2", "4"}) {
+    SCOPED_TRACE(cores);
+    EXPECT_EQ(forked::run_in_child([&] {
+                sg4::Engine engine = make_engine();
+                configure_engine(engine);
+                const Platform p = load_platform(engine, path.string(),
+                                                 {{"gpus_per_node", "4"},
+                                                  {"cores_per_node", cores},
+                                                  {"cores_bandwidth", "\"80GBps\""}},
+                                                 16);
+                const bool shared = cores == "2";
+                const double ring_round = 2e-6 + kBytes / (shared ? 80e9 / 4 : 100e9);
+                for (double t : simulate(p, engine, ring, kBytes))
+                  EXPECT_TRUE(near(t, ring_round, 1e-9)) << t << " vs " << ring_round;
+                const double alone = 2e-6 + kBytes / (shared ? 80e9 : 100e9);
+                for (double t : simulate(p, engine, {{0, 1}}, kBytes))
+                  EXPECT_TRUE(near(t, alone, 1e-9)) << t << " vs " << alone;
+                const double route = route_model(p.gpus[0], p.gpus[1]).bandwidth_Bps;
+                EXPECT_EQ(route, shared ? 80e9 : 100e9);
+              }),
+              0);
+  }
+}
+
 // turn_latency: a message inside a node whose workers outnumber its cores waits that long more
 // for the receiver's turn on a core (the cores link's latency), on SimGrid's comms and in the
 // route figures the analytic fidelity reads; with a core per worker there is no wait.

@@ -112,11 +112,12 @@ sg4::LinkInRoute port_in_route(sg4::Link* port, Direction direction) {
 
 // A node's links: one port per GPU (NVLink or PCIe; none with one GPU), its NICs (none with one
 // node), its Ethernet link (none without a master), its port on a star fabric, and, on a CPU
-// platform with more GPUs (worker processes) than cores, its cores: a shared link of
-// cores_per_node x gpu_link.bandwidth that every transfer inside the node crosses. There the
-// transport is a copy by the processes' cores, so four concurrent copies on two cores go at half
-// speed each, while two go at full speed. Its latency is the recipe's turn_latency: the receiver
-// of a message may be waiting for a core.
+// platform with more GPUs (worker processes) than cores, its cores: a shared link that every
+// transfer inside the node crosses. There the transport is a copy by the processes' cores, and
+// the link's bandwidth is what they copy in all: the recipe's cores_bandwidth, by default
+// cores_per_node x gpu_link.bandwidth (four concurrent copies on two cores go at half speed each,
+// two at full speed). Its latency is the recipe's turn_latency: the receiver of a message may be
+// waiting for a core.
 //
 // All of them are made in the root zone before any other zone exists. SimGrid 3.32 checks that a
 // new link's name is unique by searching every zone of the platform, so a link made once the
@@ -144,7 +145,9 @@ NodeLinks make_node_links(const Recipe& recipe, sg4::NetZone* root, int index) {
     links.star_port = split_duplex(root, "port" + std::to_string(index), recipe.fabric);
   if (recipe.cores_per_node > 0 && gpus > recipe.cores_per_node)
     links.cores =
-        root->create_link(name + "-cores", recipe.cores_per_node * recipe.gpu_link.bandwidth)
+        root->create_link(name + "-cores", recipe.cores_bandwidth > 0
+                                               ? recipe.cores_bandwidth
+                                               : recipe.cores_per_node * recipe.gpu_link.bandwidth)
             ->set_latency(recipe.turn_latency)
             ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
             ->seal();

@@ -52,6 +52,10 @@ struct Recipe {
   // workers than cores_per_node) for the receiver's turn on a core; the latency of the node's
   // cores link. 0 without cores_per_node.
   double turn_latency = 0;
+  // B/s: what the node's cores copy in all, with every core copying, where its workers
+  // outnumber them: the bandwidth of its cores link. 0: cores_per_node x gpu_link.bandwidth
+  // (each core copies as fast as a lone message goes). 0 without cores_per_node.
+  double cores_bandwidth = 0;
   LinkSpec gpu_link;  // each GPU's port inside its node; latency = GPU-to-GPU end to end
   Duplex gpu_link_duplex = Duplex::kSplit;
   int nics_per_node = 1;
