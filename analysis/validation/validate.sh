@@ -124,7 +124,10 @@ done
 
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-export OMP_NUM_THREADS=1
+# Waiting ranks yield their core, for calibrate as for the measured runs: calibrate's
+# turn_latency times two ranks on one core, which with a spinning library wait a whole time
+# slice (4 ms here) per message.
+export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 platforms_note=
 scenario_notes=
 # The platform of a pair's simulated run (scenario, pair name): --platform, or one calibrated at
@@ -210,7 +213,7 @@ when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
+       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
 for scenario in $scenarios; do compare_dirs+=("$out/$scenario/compare"); done
