@@ -267,8 +267,9 @@ void write_platform(const std::string& path, const std::string& profile, const C
           << " B with ranks 0 and 1 on one core, " << num(shared) << " s, less on two, "
           << num(apart) << " s: a message's wait for its receiver's turn on a core\n";
     }
-    // Two copies at once take `ratio` times as long as one: the cores copy ratio / 2 times as
-    // slowly each as a lone message goes, cores_per_node of them at once.
+    // Two copies at once, on two cores, take `ratio` times as long as one alone: each goes at
+    // 1 / ratio of a lone message's speed, and so does each core's of cores_per_node (on a
+    // machine of more than two cores, an extrapolation).
     const DuplexFit large = fit_link_duplex(c.transport, c.transport.large_exchange);
     if (large.sizes > 0 && large.ratio > 0) {
       const double ratio = std::max(1.0, large.ratio);

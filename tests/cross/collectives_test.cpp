@@ -255,9 +255,10 @@ void scale_number(std::string& line, size_t from, double scale) {
   line.replace(from, used, text.str());
 }
 
-// The committed loopback platform with its transport 10x fast: the links' bandwidths and the
-// local passes' speeds 10x, the links' latencies and the messages' overheads a tenth (the factor
-// tables, which scale a bandwidth or a latency, stay). Returns how many numbers changed.
+// The committed loopback platform with its transport 10x fast: the links' bandwidths (the cores'
+// too) and the local passes' speeds 10x, the links' latencies (a turn's too) and the messages'
+// overheads a tenth (the factor tables, which scale a bandwidth or a latency, stay). Returns how
+// many numbers changed.
 int write_fast_transport(const fs::path& dir) {
   const fs::path platforms = fs::path(SYNCOPATE_SOURCE_DIR) / "platforms";
   fs::create_directories(dir / "profiles");
@@ -271,10 +272,11 @@ int write_fast_transport(const fs::path& dir) {
     const size_t eq = line.find(" = ");
     const std::string key = eq == std::string::npos ? "" : line.substr(0, eq);
     if (line.ends_with(" = [")) array = key;
-    if (key == "bandwidth" || key == "node_bandwidth") {
+    if (key == "bandwidth" || key == "node_bandwidth" || key == "cores_bandwidth") {
       scale_number(line, eq + 3, 10);
       ++changed;
-    } else if (key == "latency" || key == "send_overhead" || key == "recv_overhead") {
+    } else if (key == "latency" || key == "send_overhead" || key == "recv_overhead" ||
+               key == "turn_latency") {
       scale_number(line, eq + 3, 0.1);
       ++changed;
     } else if (line.starts_with("  [") && array.ends_with("_bandwidth")) {  // [from, speed]
