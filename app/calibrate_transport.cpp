@@ -271,25 +271,24 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
     const SharedCore core(comm, rank);
     if (core.active()) t.turn = {std::move(apart), rounds("turn_round")};
   }
-  // Exchanges from 32 KiB (the size of a 2-rank ring allreduce's messages from 64 KiB), where
-  // bandwidth rather than latency sets the time.
-  for (size_t bytes = size_t{32} << 10; bytes <= (size_t{4} << 20); bytes *= 4) {
-    std::vector<char> out(bytes, 1), in(bytes);
-    TransportSeries series{"exchange", bytes, {}};
-    exchange(comm, rank, out, in);  // warm-up
-    for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
-    t.exchange.push_back(std::move(series));
-  }
-  // Exchanges whose buffers outgrow the caches, for the copies of a node's cores all at once.
-  if (!t.turn.empty()) {
-    for (size_t bytes = size_t{4} << 20; bytes <= (size_t{32} << 20); bytes *= 2) {
+  // Exchanges from `from` to `to` bytes, each size `step` times the one before.
+  const auto exchanges = [&](const char* name, size_t from, size_t to, size_t step) {
+    std::vector<TransportSeries> sizes;
+    for (size_t bytes = from; bytes <= to; bytes *= step) {
       std::vector<char> out(bytes, 1), in(bytes);
-      TransportSeries series{"large_exchange", bytes, {}};
+      TransportSeries series{name, bytes, {}};
       exchange(comm, rank, out, in);  // warm-up
       for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
-      t.large_exchange.push_back(std::move(series));
+      sizes.push_back(std::move(series));
     }
-  }
+    return sizes;
+  };
+  // From 32 KiB (the size of a 2-rank ring allreduce's messages from 64 KiB) to 2 MiB, where
+  // bandwidth rather than latency sets the time.
+  t.exchange = exchanges("exchange", size_t{32} << 10, size_t{2} << 20, 4);
+  // Buffers that outgrow the caches, for the copies of a node's cores all at once.
+  if (!t.turn.empty())
+    t.large_exchange = exchanges("large_exchange", size_t{4} << 20, size_t{32} << 20, 2);
   // Local passes from 1 KiB to the largest segment of a 64 MiB collective (a 2-rank reduction's
   // half, an allgather's contribution), every power of two.
   const auto sample = [&](std::string name, size_t bytes, std::vector<float>& buffer,
