@@ -183,11 +183,9 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
     reader.fail("turn_latency",
                 "needs cores_per_node: it is the wait of workers that outnumber "
                 "their node's cores for a turn on one");
-  recipe.cores_bandwidth = quantity(reader, "cores_bandwidth", Quantity::kBandwidth, 0.0, true);
-  if (reader.node("cores_bandwidth") != nullptr && recipe.cores_bandwidth == 0)
-    reader.fail("cores_bandwidth",
-                "must be > 0 (leave it out for cores_per_node x "
-                "gpu_link.bandwidth)");
+  if (reader.node("cores_bandwidth") != nullptr)  // else 0: the default
+    recipe.cores_bandwidth =
+        quantity(reader, "cores_bandwidth", Quantity::kBandwidth, std::nullopt, false);
   if (recipe.cores_bandwidth > 0 && recipe.cores_per_node == 0)
     reader.fail("cores_bandwidth",
                 "needs cores_per_node: it is what the cores copy in all where a node's "
