@@ -39,16 +39,15 @@ struct TransportSamples {
   // from rank 1): one-way messages as every collective's steps send them. The link is fitted to
   // these; sizes ascending, as ping_pong's.
   std::vector<TransportSeries> channel_ping_pong;
+  // Ranks 0 and 1 sending to each other at once through the communicator (a 2-rank allgather,
+  // as a collective's rounds send), seconds per exchange; every power of two from 32 KiB to
+  // 32 MiB. Against channel_ping_pong at the same sizes: whether the link's two directions, or
+  // the node's cores, share their speed.
+  std::vector<TransportSeries> channel_exchange;
   // A collective's round through the communicator (a 2-rank allreduce of 8 B: one exchange),
   // seconds per call: "round", ranks 0 and 1 on two cores, then "turn_round", the two on one
   // core, where each message waits for its receiver's turn. Empty where they share no host.
   std::vector<TransportSeries> turn;
-  std::vector<TransportSeries> exchange;  // ranks 0 and 1 sending to each other at once,
-                                          // seconds per exchange; sizes ascending
-  // The same exchange of buffers that outgrow the caches (4 to 32 MiB, "large_exchange"): the
-  // two ranks' copies at once, as several workers of a node copy in a collective's rounds.
-  // Empty where ranks 0 and 1 share no host.
-  std::vector<TransportSeries> large_exchange;
   TransportSeries send_overhead{"send_overhead", 8, {}};  // seconds per blocking eager send
   TransportSeries recv_overhead{"recv_overhead", 8, {}};  // seconds per receive of an arrived one
   std::vector<TransportSeries> collectives;               // per kind, sizes ascending

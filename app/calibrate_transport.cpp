@@ -121,17 +121,17 @@ double channel_round(MPI_Comm comm, Communicator* pair, std::vector<float>& buff
   return seconds;
 }
 
-// One sample of an exchange between ranks 0 and 1 (each sends the buffer to the other and
-// receives the other's, at once): seconds per exchange, rank 0's.
-double exchange(MPI_Comm comm, int rank, std::vector<char>& out, std::vector<char>& in) {
-  const int n = static_cast<int>(out.size());
-  const int iters = iterations(out.size());
+// One sample of an exchange through `pair` (ranks 0 and 1; null on the others): a 2-rank
+// allgather, each rank sending its half of `all` to the other at once, as a collective's rounds
+// do. Seconds per exchange, rank 0's.
+double channel_exchange(MPI_Comm comm, Communicator* pair, std::vector<float>& all) {
+  const size_t half = all.size() / 2;
+  const int iters = iterations(half * sizeof(float));
   MPI_Barrier(comm);
   const double start = MPI_Wtime();
-  if (rank < 2) {
-    for (int i = 0; i < iters; ++i)
-      MPI_Sendrecv(out.data(), n, MPI_CHAR, 1 - rank, 2, in.data(), n, MPI_CHAR, 1 - rank, 2, comm,
-                   MPI_STATUS_IGNORE);
+  if (pair != nullptr) {
+    const std::span<const float> mine(all.data() + pair->rank() * half, half);
+    for (int i = 0; i < iters; ++i) pair->allgather(mine, all, {});
   }
   double seconds = (MPI_Wtime() - start) / iters;
   MPI_Bcast(&seconds, 1, MPI_DOUBLE, 0, comm);
@@ -222,6 +222,28 @@ double collective(MPI_Comm comm, int size, CollectiveKind kind, size_t count) {
   return slowest;
 }
 
+// Series of `name` at `sizes` bytes, `repeats` samples each of `sample(i)` (size i's seconds),
+// taken in rounds of one sample of every size, after a warm-up round. Every size's samples then
+// span the same seconds: this machine's copies change speed by up to twice from one minute to
+// the next, and sizes measured one after another would each catch another speed and bend the
+// fitted curve; taken in rounds, the drift moves them together.
+std::vector<TransportSeries> sample_in_rounds(const char* name, const std::vector<size_t>& sizes,
+                                              int repeats, FunctionRef<double(size_t)> sample) {
+  std::vector<TransportSeries> series;
+  for (const size_t bytes : sizes) series.push_back({name, bytes, {}});
+  for (size_t i = 0; i < sizes.size(); ++i) sample(i);  // warm-up
+  for (int r = 0; r < repeats; ++r)
+    for (size_t i = 0; i < sizes.size(); ++i) series[i].seconds.push_back(sample(i));
+  return series;
+}
+
+// Powers of two from `from` to `to` bytes.
+std::vector<size_t> powers_of_two(size_t from, size_t to) {
+  std::vector<size_t> sizes;
+  for (size_t bytes = from; bytes <= to; bytes *= 2) sizes.push_back(bytes);
+  return sizes;
+}
+
 }  // namespace
 
 TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
@@ -236,30 +258,37 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
     t.recv_overhead.seconds.push_back(recv);
   }
   // Every power of two: the fit takes them in pairs, one segment of its factor tables each.
-  for (size_t bytes = 8; bytes <= kLargestPingPong; bytes *= 2) {
-    std::vector<char> buffer(bytes, 1);
-    TransportSeries series{"ping_pong", bytes, {}};
-    ping_pong(comm, rank, buffer);  // warm-up
-    for (int r = 0; r < repeats; ++r) series.seconds.push_back(ping_pong(comm, rank, buffer));
-    t.ping_pong.push_back(std::move(series));
-  }
+  const std::vector<size_t> one_way = powers_of_two(8, kLargestPingPong);
+  std::vector<std::vector<char>> bytes_of(one_way.size());
+  for (size_t i = 0; i < one_way.size(); ++i) bytes_of[i].assign(one_way[i], 1);
+  t.ping_pong = sample_in_rounds("ping_pong", one_way, repeats,
+                                 [&](size_t i) { return ping_pong(comm, rank, bytes_of[i]); });
+  bytes_of.clear();
   {
     const std::unique_ptr<Communicator> pair = world.split(rank < 2 ? 0 : 1, rank);
-    for (size_t bytes = 8; bytes <= kLargestPingPong; bytes *= 2) {
-      std::vector<float> buffer((bytes + sizeof(float) - 1) / sizeof(float), 1.0f);
-      TransportSeries series{"channel_ping_pong", bytes, {}};
-      Communicator* mine = rank < 2 ? pair.get() : nullptr;
-      channel_ping_pong(comm, mine, buffer);  // warm-up
-      for (int r = 0; r < repeats; ++r)
-        series.seconds.push_back(channel_ping_pong(comm, mine, buffer));
-      t.channel_ping_pong.push_back(std::move(series));
-    }
+    Communicator* mine = rank < 2 ? pair.get() : nullptr;
+    std::vector<std::vector<float>> floats_of(one_way.size());
+    for (size_t i = 0; i < one_way.size(); ++i)
+      floats_of[i].assign((one_way[i] + sizeof(float) - 1) / sizeof(float), 1.0f);
+    t.channel_ping_pong = sample_in_rounds("channel_ping_pong", one_way, repeats, [&](size_t i) {
+      return channel_ping_pong(comm, mine, floats_of[i]);
+    });
+    // Exchanges from 32 KiB (a 2-rank ring allreduce's messages from 64 KiB) to buffers that
+    // outgrow the caches, as a node's cores copy in a collective's rounds; each buffer holds
+    // both ranks' halves.
+    const std::vector<size_t> both_ways = powers_of_two(size_t{32} << 10, size_t{32} << 20);
+    floats_of.assign(both_ways.size(), {});
+    for (size_t i = 0; i < both_ways.size(); ++i)
+      floats_of[i].assign(2 * both_ways[i] / sizeof(float), 1.0f);
+    t.channel_exchange = sample_in_rounds("channel_exchange", both_ways, repeats, [&](size_t i) {
+      return channel_exchange(comm, mine, floats_of[i]);
+    });
+    floats_of.clear();
     // A round of a collective (a 2-rank allreduce of 8 B: one exchange), with ranks 0 and 1
     // on two cores and then on one. Calls per sample: each message may wait a whole time slice
     // (milliseconds) for its turn where the MPI library spins without yielding.
     constexpr int kRoundCalls = 20;
     std::vector<float> buffer(2, 1.0f);
-    Communicator* mine = rank < 2 ? pair.get() : nullptr;
     const auto rounds = [&](std::string name) {
       TransportSeries series{std::move(name), buffer.size() * sizeof(float), {}};
       channel_round(comm, mine, buffer, kRoundCalls);  // warm-up
@@ -271,24 +300,6 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
     const SharedCore core(comm, rank);
     if (core.active()) t.turn = {std::move(apart), rounds("turn_round")};
   }
-  // Exchanges from `from` to `to` bytes, each size `step` times the one before.
-  const auto exchanges = [&](const char* name, size_t from, size_t to, size_t step) {
-    std::vector<TransportSeries> sizes;
-    for (size_t bytes = from; bytes <= to; bytes *= step) {
-      std::vector<char> out(bytes, 1), in(bytes);
-      TransportSeries series{name, bytes, {}};
-      exchange(comm, rank, out, in);  // warm-up
-      for (int r = 0; r < repeats; ++r) series.seconds.push_back(exchange(comm, rank, out, in));
-      sizes.push_back(std::move(series));
-    }
-    return sizes;
-  };
-  // From 32 KiB (the size of a 2-rank ring allreduce's messages from 64 KiB) to 2 MiB, where
-  // bandwidth rather than latency sets the time.
-  t.exchange = exchanges("exchange", size_t{32} << 10, size_t{2} << 20, 4);
-  // Buffers that outgrow the caches, for the copies of a node's cores all at once.
-  if (!t.turn.empty())
-    t.large_exchange = exchanges("large_exchange", size_t{4} << 20, size_t{32} << 20, 2);
   // Local passes from 1 KiB to the largest segment of a 64 MiB collective (a 2-rank reduction's
   // half, an allgather's contribution), every power of two.
   const auto sample = [&](std::string name, size_t bytes, std::vector<float>& buffer,

@@ -163,8 +163,8 @@ void write_bandwidth_factors(std::ostream& out, const TransportFit& fit) {
 // Every series of the transport after the overheads, in the order the tables list them.
 std::vector<const std::vector<TransportSeries>*> measured(const TransportSamples& t) {
   std::vector<const std::vector<TransportSeries>*> lists{
-      &t.ping_pong, &t.channel_ping_pong, &t.turn,       &t.exchange,    &t.large_exchange,
-      &t.copy_pass, &t.reduce_pass,       &t.scale_pass, &t.divide_pass, &t.solo_copy_pass};
+      &t.ping_pong,   &t.channel_ping_pong, &t.channel_exchange, &t.turn,          &t.copy_pass,
+      &t.reduce_pass, &t.scale_pass,        &t.divide_pass,      &t.solo_copy_pass};
   for (const WirePassSamples& passes : t.wire_passes)
     lists.insert(lists.end(), {&passes.encode, &passes.decode, &passes.reduce, &passes.round});
   lists.push_back(&t.collectives);
@@ -232,14 +232,13 @@ void write_network(std::ostream& out, const TransportSamples& t, const Transport
   out << "\n";
 }
 
-// Exchanges (`exchange` or `large_exchange`) against the ping-pong at the same sizes
-// (app/calibrate_fit.hpp).
-DuplexFit fit_link_duplex(const TransportSamples& t,
-                          const std::vector<TransportSeries>& exchanges) {
+// The exchanges against the one-way times at the same sizes, both through the communicator's
+// schedules (app/calibrate_fit.hpp).
+DuplexFit fit_link_duplex(const TransportSamples& t) {
   std::vector<PingPongPoint> one_way, both_ways;
-  for (const TransportSeries& s : t.ping_pong)
+  for (const TransportSeries& s : t.channel_ping_pong)
     one_way.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
-  for (const TransportSeries& s : exchanges)
+  for (const TransportSeries& s : t.channel_exchange)
     both_ways.push_back({static_cast<double>(s.bytes), spread(s.seconds).median});
   return fit_duplex(one_way, both_ways);
 }
@@ -250,6 +249,9 @@ void write_platform(const std::string& path, const std::string& profile, const C
   write_header(out, c, "Platform of this machine");
   const TransportFit link = fit_link(c.transport);
   const int ranks = c.transport.ranks;
+  // Ranks 0 and 1 on one host (the turn measured): their messages are the cores' copies.
+  const bool shares_host = c.cores > 0 && !c.transport.turn.empty();
+  const DuplexFit duplex = fit_link_duplex(c.transport);
   out << "name = \"" << c.name << "\"\n"
       << "description = \"this machine, calibrated: " << ranks
       << " MPI ranks on one node, shared-memory link, local master\"\n"
@@ -269,16 +271,17 @@ void write_platform(const std::string& path, const std::string& profile, const C
     }
     // Two copies at once, on two cores, take `ratio` times as long as one alone: each goes at
     // 1 / ratio of a lone message's speed, and so does each core's of cores_per_node (on a
-    // machine of more than two cores, an extrapolation).
-    const DuplexFit large = fit_link_duplex(c.transport, c.transport.large_exchange);
-    if (large.sizes > 0 && large.ratio > 0) {
-      const double ratio = std::max(1.0, large.ratio);
+    // machine of more than two cores, an extrapolation). Bounded to [1, 2]: two copies at once
+    // go no faster than one each, and together no slower than one; beyond that, something else
+    // took the cores.
+    if (shares_host && duplex.sizes > 0) {
+      const double ratio = std::clamp(duplex.ratio, 1.0, 2.0);
       char line[300];
       std::snprintf(line, sizeof line,
-                    "  # B/s: cores_per_node x gpu_link.bandwidth / %.2f: an exchange of %zu "
-                    "sizes from 4 MiB took %.2fx the one-way time (median; 1: two copies go "
-                    "as fast as one each, 2: together no faster than one)\n",
-                    ratio, large.sizes, large.ratio);
+                    "  # B/s: cores_per_node x gpu_link.bandwidth / %.2f: an exchange took %.2fx "
+                    "the one-way time (median over %zu sizes from 32 KiB; 1: two copies go as "
+                    "fast as one each, 2: together no faster than one)\n",
+                    ratio, duplex.ratio, duplex.sizes);
       out << "cores_bandwidth = " << num(c.cores * link.bandwidth_Bps / ratio) << line;
     }
   }
@@ -288,13 +291,15 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "bandwidth = " << num(link.bandwidth_Bps) << "  # B/s: the largest size's, effective\n"
       << "latency = " << num(link.latency_s)
       << "  # s: the two smallest sizes' line at 0 B, less the overheads\n";
-  const DuplexFit duplex = fit_link_duplex(c.transport, c.transport.exchange);
   char ratio[200];
   std::snprintf(ratio, sizeof ratio,
                 "  # an exchange took %.2fx the one-way time (median over %zu sizes from 32 KiB)\n",
                 duplex.ratio, duplex.sizes);
-  out << "duplex = \"" << (duplex.shared ? "shared" : "split") << "\""
-      << (duplex.sizes > 0 ? ratio : "  # no exchange measured\n") << "\n"
+  out << "duplex = \"" << (duplex.shared && !shares_host ? "shared" : "split") << "\""
+      << (shares_host && duplex.sizes > 0
+              ? "  # the two directions' sharing is the cores': cores_bandwidth\n"
+              : (duplex.sizes > 0 ? ratio : "  # no exchange measured\n"))
+      << "\n"
       << "[master]  # a process on the same machine: the same transport\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "\nlatency = " << num(link.latency_s)
       << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n";

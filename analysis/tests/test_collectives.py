@@ -89,3 +89,23 @@ def test_a_wire_format_is_named_and_must_match(tmp_path, capsys):
     write(str(tmp_path / "sim-2.csv"), "sim", 2, seconds, "bf16")
     assert collectives.main([str(tmp_path), "--out", out]) == 2
     assert "allreduce of 4096 B sends bf16 in one and fp16 in the other" in capsys.readouterr().err
+
+
+def test_trials_are_joined_by_their_median(tmp_path):
+    # Three trials of 2 ranks: simulated 10, 30, 20 us and measured 40, 10, 20 us at one size.
+    for trial, (sim, mpi) in enumerate([(1e-5, 4e-5), (3e-5, 1e-5), (2e-5, 2e-5)], start=1):
+        write(str(tmp_path / f"sim-2.{trial}.csv"), "sim", 2, {("allreduce", 4096): sim})
+        write(str(tmp_path / f"mpi-2.{trial}.csv"), "mpi", 2, {("allreduce", 4096): mpi})
+    out = str(tmp_path / "c.md")
+    assert collectives.main([str(tmp_path), "--out", out]) == 0
+    # The medians, 20 and 20 us; the measured spread from the lowest p10 (9) to the highest p90
+    # (44).
+    assert "| allreduce | 4 KiB | ring | 20.0 | 20.0 (9.0 – 44.0) | +0.0% |" in open(out).read()
+
+
+def test_a_rank_count_both_as_a_pair_and_as_trials_is_refused(tmp_path, capsys):
+    for name in ("sim-2.csv", "sim-2.1.csv"):
+        write(str(tmp_path / name), "sim", 2, {("allreduce", 4096): 1e-5})
+        write(str(tmp_path / name.replace("sim", "mpi")), "mpi", 2, {("allreduce", 4096): 1e-5})
+    assert collectives.main([str(tmp_path), "--out", str(tmp_path / "c.md")]) == 2
+    assert "2 ranks both as one pair and as trials; keep one" in capsys.readouterr().err

@@ -5,7 +5,8 @@
                                                [--target-median PCT] [--note T]...
 
 CSV_DIR holds `sim-<W>.csv` and `mpi-<W>.csv` pairs written by `syncopate collectives` (one row
-per collective and size). Each row's error is (simulated - measured) / measured of the median
+per collective and size), or several trials of a pair, `sim-<W>.<K>.csv` and `mpi-<W>.<K>.csv`,
+whose times are joined by their median. Each row's error is (simulated - measured) / measured of the median
 seconds per call. --check: exit 1 when the median |error| over all rows exceeds the target
 (--target-median, default the issue's 10%).
 """
@@ -33,22 +34,42 @@ def read_csv(path):
         return {(r["op"], int(r["bytes"])): r for r in csv.DictReader(f)}
 
 
+def median_row(rows):
+    """One row of several trials' rows: the median of their medians; p10 and p90 the lowest and
+    highest over the trials."""
+    row = dict(rows[0])
+    row["median_s"] = statistics.median(float(r["median_s"]) for r in rows)
+    row["p10_s"] = min(float(r["p10_s"]) for r in rows)
+    row["p90_s"] = max(float(r["p90_s"]) for r in rows)
+    return row
+
+
 def read_pairs(csv_dir):
-    """{ranks: [(op, bytes, simulated row, measured row)]} for every size both files have."""
-    pairs = {}
+    """{ranks: [(op, bytes, simulated row, measured row)]} for every size both sides have.
+
+    A rank count's pair is `sim-<W>.csv` and `mpi-<W>.csv`, or trials `sim-<W>.<K>.csv` and
+    `mpi-<W>.<K>.csv` (K = 1, 2, ...), whose rows are joined by median_row."""
+    trials = {}
     for name in sorted(os.listdir(csv_dir)):
-        match = re.fullmatch(r"sim-(\d+)\.csv", name)
-        measured = os.path.join(csv_dir, f"mpi-{match.group(1)}.csv") if match else None
+        match = re.fullmatch(r"sim-(\d+)((?:\.\d+)?)\.csv", name)
+        measured = os.path.join(csv_dir, f"mpi-{match.group(1)}{match.group(2)}.csv") if match else None
         if not match or not os.path.isfile(measured):
             continue
+        ranks = int(match.group(1))
+        if ranks in trials and bool(match.group(2)) != trials[ranks][0]:
+            raise ValueError(f"{ranks} ranks both as one pair and as trials; keep one")
         sim, mpi = read_csv(os.path.join(csv_dir, name)), read_csv(measured)
-        keys = sorted((k for k in sim if k in mpi), key=lambda k: (OPS.index(k[0]), k[1]))
-        for k in keys:
+        for k in (k for k in sim if k in mpi):
             if wire(sim[k]) != wire(mpi[k]):
                 raise ValueError(f"{name} and {os.path.basename(measured)}: {k[0]} of {k[1]} B "
                                  f"sends {wire(sim[k])} in one and {wire(mpi[k])} in the other")
-        pairs[int(match.group(1))] = [(op, size, sim[(op, size)], mpi[(op, size)])
-                                      for op, size in keys]
+        trials.setdefault(ranks, (bool(match.group(2)), []))[1].append((sim, mpi))
+    pairs = {}
+    for ranks, (_, runs) in trials.items():
+        keys = set.intersection(*(set(sim) & set(mpi) for sim, mpi in runs))
+        keys = sorted(keys, key=lambda k: (OPS.index(k[0]), k[1]))
+        pairs[ranks] = [(op, size, median_row([sim[(op, size)] for sim, _ in runs]),
+                         median_row([mpi[(op, size)] for _, mpi in runs])) for op, size in keys]
     return pairs
 
 

@@ -8,6 +8,7 @@
 #                                      [--ops allreduce,broadcast,allgather] [--wire fp32]
 #                                      [--platform NAME|FILE] [--out DIR] [--md FILE]
 #                                      [--bin PATH] [--check] [--target-median PCT]
+#                                      [--trials N]
 #
 # The simulated side runs on a platform that `syncopate calibrate` measures just before each
 # rank count's measured side, under the same MPI settings (DIR/platform/loopback.toml): this
@@ -16,7 +17,10 @@
 # --platform runs it on a committed platform instead (e.g. loopback). CSV files go to DIR
 # (default runs/validation/collectives). --ops and --wire go to both sides (--wire fp16 or bf16:
 # allreduce and allgather only). --check: exit 1 when the median error exceeds the target
-# (--target-median, default the issue's 10%; checked before anything runs).
+# (--target-median, default the issue's 10%; checked before anything runs). --trials N (default
+# 1): each rank count N times over, each time calibrated, simulated and measured anew; a row's
+# times are the median over the trials (this machine's speed drifts by up to twice from one
+# minute to the next, and one trial may catch the two sides at different speeds).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,6 +30,7 @@ md=$here/collectives.md
 ranks="2 4"
 sizes=4KiB:64MiB
 repeats=15
+trials=1
 ops=allreduce,broadcast,allgather
 wire=fp32
 check=()
@@ -38,6 +43,7 @@ while [ $# -gt 0 ]; do
     --ranks) ranks=$(value "$@"); shift 2 ;;
     --sizes) sizes=$(value "$@"); shift 2 ;;
     --repeats) repeats=$(value "$@"); shift 2 ;;
+    --trials) trials=$(value "$@"); shift 2 ;;
     --ops) ops=$(value "$@"); shift 2 ;;
     --wire) wire=$(value "$@"); shift 2 ;;
     --out) out=$(value "$@"); shift 2 ;;
@@ -59,26 +65,36 @@ for w in $ranks; do
     '' | *[!0-9]* | 0* | 1) echo "collectives.sh: --ranks '$ranks': '$w'; allowed: rank counts >= 2" >&2; exit 2 ;;
   esac
 done
+case $trials in
+  '' | *[!0-9]* | 0*) echo "collectives.sh: --trials '$trials'; allowed: an integer >= 1" >&2; exit 2 ;;
+esac
 [ -z "${ranks// /}" ] && { echo "collectives.sh: --ranks is empty; allowed: rank counts >= 2, e.g. \"2 4\"" >&2; exit 2; }
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 mkdir -p "$out"
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
+trials_note=
+[ "$trials" -gt 1 ] && trials_note="; $trials trials, each calibrated, simulated and measured anew, a row's times the median over them (measured p10 – p90: the lowest and highest of the trials')"
 for w in $ranks; do
   common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats" --ops "$ops" --wire "$wire")
-  sim_platform=$platform
-  if [ -z "$platform" ]; then
-    sim_platform=$out/platform/loopback.toml
-    mkdir -p "$out/platform"
-    "${mpirun[@]}" -np 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$sim_platform" >/dev/null
-  fi
-  # The platform models this machine; more ranks are more GPUs on its one node.
-  "$bin" "${common[@]}" --backend sim --workers "$w" --set "sim.platform=\"$sim_platform\"" \
-    --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim-$w.csv" >/dev/null
-  "${mpirun[@]}" -np "$w" "$bin" "${common[@]}" --backend mpi --out "$out/mpi-$w.csv" >/dev/null
+  rm -f "$out/sim-$w.csv" "$out/mpi-$w.csv" "$out/sim-$w".*.csv "$out/mpi-$w".*.csv
+  for trial in $(seq "$trials"); do
+    suffix=
+    [ "$trials" -gt 1 ] && suffix=.$trial
+    sim_platform=$platform
+    if [ -z "$platform" ]; then
+      sim_platform=$out/platform/loopback.toml
+      mkdir -p "$out/platform"
+      "${mpirun[@]}" -np 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$sim_platform" >/dev/null
+    fi
+    # The platform models this machine; more ranks are more GPUs on its one node.
+    "$bin" "${common[@]}" --backend sim --workers "$w" --set "sim.platform=\"$sim_platform\"" \
+      --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim-$w$suffix.csv" >/dev/null
+    "${mpirun[@]}" -np "$w" "$bin" "${common[@]}" --backend mpi --out "$out/mpi-$w$suffix.csv" >/dev/null
+  done
 done
 /usr/bin/python3 "$here/collectives.py" "$out" --out "$md" "${check[@]}" \
   --note "command: analysis/validation/collectives.sh ${args:-} (CSV files in ${out#"$root"/})" \
   --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; load average $load_start at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end" \
-  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: mpirun -np W --oversubscribe --bind-to none, OMPI_MCA_mpi_yield_when_idle=1; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats"
+  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: mpirun -np W --oversubscribe --bind-to none, OMPI_MCA_mpi_yield_when_idle=1; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"
