@@ -222,28 +222,6 @@ double collective(MPI_Comm comm, int size, CollectiveKind kind, size_t count) {
   return slowest;
 }
 
-// Series of `name` at `sizes` bytes, `repeats` samples each of `sample(i)` (size i's seconds),
-// taken in rounds of one sample of every size, after a warm-up round. Every size's samples then
-// span the same seconds: this machine's copies change speed by up to twice from one minute to
-// the next, and sizes measured one after another would each catch another speed and bend the
-// fitted curve; taken in rounds, the drift moves them together.
-std::vector<TransportSeries> sample_in_rounds(const char* name, const std::vector<size_t>& sizes,
-                                              int repeats, FunctionRef<double(size_t)> sample) {
-  std::vector<TransportSeries> series;
-  for (const size_t bytes : sizes) series.push_back({name, bytes, {}});
-  for (size_t i = 0; i < sizes.size(); ++i) sample(i);  // warm-up
-  for (int r = 0; r < repeats; ++r)
-    for (size_t i = 0; i < sizes.size(); ++i) series[i].seconds.push_back(sample(i));
-  return series;
-}
-
-// Powers of two from `from` to `to` bytes.
-std::vector<size_t> powers_of_two(size_t from, size_t to) {
-  std::vector<size_t> sizes;
-  for (size_t bytes = from; bytes <= to; bytes *= 2) sizes.push_back(bytes);
-  return sizes;
-}
-
 }  // namespace
 
 TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
@@ -258,32 +236,34 @@ TransportSamples time_transport(mpi::MpiCommunicator& world, int repeats) {
     t.recv_overhead.seconds.push_back(recv);
   }
   // Every power of two: the fit takes them in pairs, one segment of its factor tables each.
-  const std::vector<size_t> one_way = powers_of_two(8, kLargestPingPong);
-  std::vector<std::vector<char>> bytes_of(one_way.size());
-  for (size_t i = 0; i < one_way.size(); ++i) bytes_of[i].assign(one_way[i], 1);
-  t.ping_pong = sample_in_rounds("ping_pong", one_way, repeats,
-                                 [&](size_t i) { return ping_pong(comm, rank, bytes_of[i]); });
-  bytes_of.clear();
+  for (size_t bytes = 8; bytes <= kLargestPingPong; bytes *= 2) {
+    std::vector<char> buffer(bytes, 1);
+    TransportSeries series{"ping_pong", bytes, {}};
+    ping_pong(comm, rank, buffer);  // warm-up
+    for (int r = 0; r < repeats; ++r) series.seconds.push_back(ping_pong(comm, rank, buffer));
+    t.ping_pong.push_back(std::move(series));
+  }
   {
     const std::unique_ptr<Communicator> pair = world.split(rank < 2 ? 0 : 1, rank);
     Communicator* mine = rank < 2 ? pair.get() : nullptr;
-    std::vector<std::vector<float>> floats_of(one_way.size());
-    for (size_t i = 0; i < one_way.size(); ++i)
-      floats_of[i].assign((one_way[i] + sizeof(float) - 1) / sizeof(float), 1.0f);
-    t.channel_ping_pong = sample_in_rounds("channel_ping_pong", one_way, repeats, [&](size_t i) {
-      return channel_ping_pong(comm, mine, floats_of[i]);
-    });
+    for (size_t bytes = 8; bytes <= kLargestPingPong; bytes *= 2) {
+      std::vector<float> buffer((bytes + sizeof(float) - 1) / sizeof(float), 1.0f);
+      TransportSeries series{"channel_ping_pong", bytes, {}};
+      channel_ping_pong(comm, mine, buffer);  // warm-up
+      for (int r = 0; r < repeats; ++r)
+        series.seconds.push_back(channel_ping_pong(comm, mine, buffer));
+      t.channel_ping_pong.push_back(std::move(series));
+    }
     // Exchanges from 32 KiB (a 2-rank ring allreduce's messages from 64 KiB) to buffers that
     // outgrow the caches, as a node's cores copy in a collective's rounds; each buffer holds
     // both ranks' halves.
-    const std::vector<size_t> both_ways = powers_of_two(size_t{32} << 10, size_t{32} << 20);
-    floats_of.assign(both_ways.size(), {});
-    for (size_t i = 0; i < both_ways.size(); ++i)
-      floats_of[i].assign(2 * both_ways[i] / sizeof(float), 1.0f);
-    t.channel_exchange = sample_in_rounds("channel_exchange", both_ways, repeats, [&](size_t i) {
-      return channel_exchange(comm, mine, floats_of[i]);
-    });
-    floats_of.clear();
+    for (size_t bytes = size_t{32} << 10; bytes <= size_t{32} << 20; bytes *= 2) {
+      std::vector<float> all(2 * bytes / sizeof(float), 1.0f);
+      TransportSeries series{"channel_exchange", bytes, {}};
+      channel_exchange(comm, mine, all);  // warm-up
+      for (int r = 0; r < repeats; ++r) series.seconds.push_back(channel_exchange(comm, mine, all));
+      t.channel_exchange.push_back(std::move(series));
+    }
     // A round of a collective (a 2-rank allreduce of 8 B: one exchange), with ranks 0 and 1
     // on two cores and then on one. Calls per sample: each message may wait a whole time slice
     // (milliseconds) for its turn where the MPI library spins without yielding.
