@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "app/calibrate_mpi.hpp"
 #include "backends/mpi/mpi_communicator.hpp"
@@ -66,6 +68,16 @@ std::string mpi_library() {
   return version.empty() ? "unknown" : version;
 }
 
+// The header's line on how a waiting rank waits (Runtime::waiting_ranks_yield): turn_latency,
+// a message's wait for its receiver's turn on a core, holds for runs that wait the same way.
+std::string waiting_line(std::optional<bool> yields) {
+  if (!yields) return "waiting ranks: this MPI has no mpi_yield_when_idle to read";
+  return *yields ? "waiting ranks yield their core (mpi_yield_when_idle on): turn_latency holds "
+                   "for runs that do"
+                 : "waiting ranks spin (mpi_yield_when_idle off): turn_latency holds for runs "
+                   "that do";
+}
+
 Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch,
                       const std::string& load) {
   char host[256] = {};
@@ -83,6 +95,7 @@ Provenance provenance(const CalibrateOptions& o, int ranks, int64_t batch,
                (mpi::Runtime::shared_memory_single_copy() ? "on" : "off") +
                " (btl_vader_single_copy_mechanism),",
            "which changes the time of messages over 4 KiB: a platform predicts runs under it",
+           waiting_line(mpi::Runtime::waiting_ranks_yield()),
            "command: " + o.command_line + " (under mpirun, " + std::to_string(ranks) + " ranks)",
            "samples: " + std::to_string(o.repeats) + " per rank per figure at batch " +
                std::to_string(batch) + ", pooled over the ranks; figures are medians, with p10",
@@ -180,6 +193,13 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   print_calibration(c);
   const std::string profile = write_calibration(c, o.out);
   std::printf("wrote %s and %s\n", o.out.c_str(), profile.c_str());
+  if (mpi::Runtime::waiting_ranks_yield() == false && !c.transport.turn.empty())
+    std::fprintf(stderr,
+                 "syncopate: calibrate: note: waiting ranks spin here (mpi_yield_when_idle off), "
+                 "so turn_latency is a time slice's wait; runs that yield (Open MPI does where "
+                 "it knows its ranks outnumber the cores, or under "
+                 "OMPI_MCA_mpi_yield_when_idle=1) wait far less: calibrate under their "
+                 "settings\n");
   return 0;
 }
 

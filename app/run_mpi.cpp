@@ -1,6 +1,7 @@
 // `syncopate run` on the MPI backend: one rank per worker; rank 0 gathers the reports.
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "app/commands.hpp"
@@ -104,12 +105,15 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
   }
   result.info.wall_seconds = MPI_Wtime() - start;
   result.info.partitions_csv = data.partitions_csv;
+  const std::optional<bool> yields = mpi::Runtime::waiting_ranks_yield();
   result.info.extra = {
       {"ranks", static_cast<double>(comm->size())},
       {"nodes", static_cast<double>(comm->num_nodes())},
       {"nccl", nccl ? 1.0 : 0.0},
       // how Open MPI's shared memory moved large messages (see calibrate)
-      {"shared_memory_single_copy", mpi::Runtime::shared_memory_single_copy() ? 1.0 : 0.0}};
+      {"shared_memory_single_copy", mpi::Runtime::shared_memory_single_copy() ? 1.0 : 0.0},
+      // how a waiting rank waited: 1 yielded its core, 0 spun, -1 unknown (calibrate's header)
+      {"mpi_yield_when_idle", yields ? (*yields ? 1.0 : 0.0) : -1.0}};
   result.writes_output = comm->rank() == 0;
   return result;
 }

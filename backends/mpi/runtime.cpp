@@ -12,6 +12,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@ int g_helper_poll_us = 50;
 std::atomic<int> g_world_rank{-1};  // for messages from threads that may not call MPI
 bool g_thread_multiple = false;
 bool g_single_copy = false;
+int g_yield_when_idle = -1;  // read_yield_when_idle()
 
 double parse_watchdog(const char* text) {
   char* end = nullptr;
@@ -105,6 +107,37 @@ bool read_single_copy() {
   }
   MPI_T_finalize();
   return single_copy;
+}
+
+// Whether a waiting rank yields its core (Open MPI's mpi_yield_when_idle, which it turns on by
+// itself where it knows that its ranks outnumber the cores), read through the MPI tool interface
+// after MPI_Init. -1 where there is no such variable (another MPI).
+int read_yield_when_idle() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return -1;
+  int yields = -1;
+  int index = -1, count = 0;
+  MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+  MPI_T_enum enumtype = MPI_T_ENUM_NULL;
+  char name[256];
+  int name_length = sizeof name;
+  int verbosity = 0, bind = 0, scope = 0;
+  MPI_Datatype datatype = MPI_DATATYPE_NULL;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, name, &name_length, &verbosity, &datatype, &enumtype, nullptr,
+                          nullptr, &bind, &scope) == MPI_SUCCESS &&
+      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+    if (count == 1 && datatype == MPI_C_BOOL) {  // Open MPI's: a C bool
+      bool value = false;
+      if (MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) yields = value ? 1 : 0;
+    } else if (count == 1 && datatype == MPI_INT) {
+      int value = 0;
+      if (MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) yields = value != 0 ? 1 : 0;
+    }
+    MPI_T_cvar_handle_free(&handle);
+  }
+  MPI_T_finalize();
+  return yields;
 }
 
 }  // namespace
@@ -247,6 +280,7 @@ Runtime::Runtime(int* argc, char*** argv) {
   SYNC_CHECK(provided >= MPI_THREAD_FUNNELED, "MPI provides thread level " << provided);
   g_thread_multiple = provided >= MPI_THREAD_MULTIPLE;
   g_single_copy = read_single_copy();
+  g_yield_when_idle = read_yield_when_idle();
   SYNC_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_));
   SYNC_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size_));
   g_world_rank = world_rank_;
@@ -267,6 +301,10 @@ Runtime::~Runtime() {
 
 bool Runtime::thread_multiple() const { return g_thread_multiple; }
 bool Runtime::shared_memory_single_copy() { return g_single_copy; }
+std::optional<bool> Runtime::waiting_ranks_yield() {
+  if (g_yield_when_idle < 0) return std::nullopt;
+  return g_yield_when_idle == 1;
+}
 void Runtime::set_watchdog_seconds(double seconds) { g_watchdog_seconds.store(seconds); }
 double Runtime::watchdog_seconds() { return g_watchdog_seconds.load(); }
 

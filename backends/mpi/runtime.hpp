@@ -14,6 +14,7 @@
 // for ranks that are still in a collective), so the whole job ends with the message.
 #include <mpi.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
@@ -59,6 +60,10 @@ class Runtime {
   // Whether Open MPI's shared-memory transport sends large messages by a single copy (CMA, XPMEM
   // or KNEM), as it was after MPI_Init; the schedules' mid-sized messages depend on it.
   static bool shared_memory_single_copy();
+  // Whether a rank waiting for a message yields its core (Open MPI's mpi_yield_when_idle, as it
+  // was after MPI_Init) or spins; nullopt where the library has no such setting. Where ranks
+  // take turns on cores, a spinning waiter holds its core to the end of its time slice.
+  static std::optional<bool> waiting_ranks_yield();
 
   // Seconds a blocking wait may last before it throws PeerTimeout; 0 disables the watchdog.
   static void set_watchdog_seconds(double seconds);

@@ -58,7 +58,10 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
     for (const char* field :
          {"# date: ", "# host: ", "# cpu: ", "# ranks: 2", "# build: ", "# command: ", "calibrate",
           // the machine's default transport (mpi.np2.single_copy_off tests the reading off)
-          "# MPI: Open MPI v", "; shared-memory single copy on (btl_vader_single_copy_mechanism)"})
+          "# MPI: Open MPI v", "; shared-memory single copy on (btl_vader_single_copy_mechanism)",
+          // how its ranks waited: the tests run under OMPI_MCA_mpi_yield_when_idle=1
+          "\n# waiting ranks yield their core (mpi_yield_when_idle on): turn_latency holds for "
+          "runs that do\n"})
       EXPECT_NE(text.find(field), std::string::npos) << field << " in\n" << text;
   }
   EXPECT_NE(profile.find("[[layer]]\nkind = \"dense\"\ninput = [16, 784]\noutput = [16, 256]\n"),
@@ -164,6 +167,27 @@ TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
   const double expected = 2 * steps * per_step;  // summed over 2 workers
   EXPECT_NEAR(summary["compute_time_s"].get<double>(), expected, 1e-6 * expected) << out;
   EXPECT_NEAR(summary["idle_time_s"].get<double>(), 2 * steps * 1e-3, 1e-6) << out;
+}
+
+// Under a library whose waiting ranks spin, the header says so, and so does a note on stderr:
+// turn_latency is then a time slice's wait, which runs that yield do not pay.
+TEST(Calibrate, SaysWhenWaitingRanksSpin) {
+  const fs::path platform = scratch() / "spinning.toml";
+  std::string out;
+  ASSERT_EQ(syncopate::run_command("OMPI_MCA_mpi_yield_when_idle=0 " + mpirun(2) + " " + kBin +
+                                       " calibrate " + kScenario + kSets + " --repeats 3 --out " +
+                                       platform.string(),
+                                   &out),
+            0)
+      << out;
+  const std::string recipe = syncopate::read_text(platform);
+  EXPECT_NE(recipe.find("\n# waiting ranks spin (mpi_yield_when_idle off): turn_latency holds "
+                        "for runs that do\n"),
+            std::string::npos)
+      << recipe;
+  EXPECT_NE(out.find("calibrate: note: waiting ranks spin here (mpi_yield_when_idle off)"),
+            std::string::npos)
+      << out;
 }
 
 TEST(Calibrate, OneRankIsRefused) {

@@ -188,6 +188,8 @@ TEST_P(EveryStrategyUnderMpi, RunsAndRecordsEveryRank) {
   EXPECT_NE(summary.find(std::string("\"shared_memory_single_copy\": ") + (ranks > 1 ? "1" : "0")),
             std::string::npos)
       << summary;
+  // The tests run under OMPI_MCA_mpi_yield_when_idle=1: waiting ranks yielded.
+  EXPECT_NE(summary.find("\"mpi_yield_when_idle\": 1"), std::string::npos) << summary;
 }
 
 // Time counts training only: every rank's first epoch starts at a common time 0 taken after MPI

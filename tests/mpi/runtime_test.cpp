@@ -1,4 +1,6 @@
 // Point-to-point, counters, split, the scenario check, the watchdog and the executor.
+#include "backends/mpi/runtime.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -6,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -33,6 +36,17 @@ TEST(MpiRuntime, ReadsWhetherSharedMemorySendsBySingleCopy) {
       world().size() > 1 && (setting == nullptr || (std::string_view(setting) != "none" &&
                                                     std::string_view(setting) != "emulated"));
   EXPECT_EQ(detail::shared_memory_single_copy(), expected) << (setting ? setting : "(default)");
+}
+
+// How a waiting rank waits, read the same way: ctest runs this binary under
+// OMPI_MCA_mpi_yield_when_idle=1; by hand, without it, Open MPI yields only where it knows that
+// its ranks outnumber the cores.
+TEST(MpiRuntime, ReadsWhetherWaitingRanksYield) {
+  const std::optional<bool> yields = Runtime::waiting_ranks_yield();
+  ASSERT_TRUE(yields.has_value()) << "Open MPI has mpi_yield_when_idle";
+  if (const char* setting = std::getenv("OMPI_MCA_mpi_yield_when_idle")) {
+    EXPECT_EQ(*yields, std::string_view(setting) != "0") << setting;
+  }
 }
 
 TEST(MpiPointToPoint, MessagesDoNotMatchCollectivesInBetween) {
