@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "backends/mpi/mpi_detail.hpp"
+#include "core/base/function_ref.hpp"
 
 namespace syncopate::mpi {
 namespace {
@@ -70,73 +71,72 @@ void check_mpi_is_not_smpi() {
                         " (SimGrid's SMPI), not Open MPI: link libmpi before libsimgrid");
 }
 
-// Whether Open MPI's shared-memory transport (btl/vader) moves the bulk of a rendezvous message
-// with a single copy (CMA, XPMEM or KNEM: its default wherever the kernel allows), read through
-// the MPI tool interface after MPI_Init, so however it was set (--mca, environment, file) and
-// whatever vader fell back to. False where there is no such variable (another MPI, no vader).
-bool read_single_copy() {
+// Calls read(handle, datatype, enumtype) on the MPI tool interface's control variable `name`,
+// where the library has it with one value, between the interface's start and its end. Read
+// after MPI_Init, a variable is as the library holds it, however it was set (--mca,
+// environment, file) and whatever the library chose by itself.
+void read_cvar(const char* name,
+               FunctionRef<void(MPI_T_cvar_handle, MPI_Datatype, MPI_T_enum)> read) {
   int provided = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
-  bool single_copy = false;
-  int index = -1;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return;
+  int index = -1, count = 0;
   MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
-  int count = 0, value = 0;
   MPI_T_enum enumtype = MPI_T_ENUM_NULL;
-  char name[256];
-  int name_length = sizeof name;
+  char info_name[256];
+  int name_length = sizeof info_name;
   int verbosity = 0, bind = 0, scope = 0;
   MPI_Datatype datatype = MPI_DATATYPE_NULL;
-  if (MPI_T_cvar_get_index("btl_vader_single_copy_mechanism", &index) == MPI_SUCCESS &&
-      MPI_T_cvar_get_info(index, name, &name_length, &verbosity, &datatype, &enumtype, nullptr,
+  if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS &&
+      MPI_T_cvar_get_info(index, info_name, &name_length, &verbosity, &datatype, &enumtype, nullptr,
                           nullptr, &bind, &scope) == MPI_SUCCESS &&
-      datatype == MPI_INT && enumtype != MPI_T_ENUM_NULL &&
       MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
-    if (count == 1 && MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) {
-      int items = 0;
-      name_length = sizeof name;
-      if (MPI_T_enum_get_info(enumtype, &items, name, &name_length) != MPI_SUCCESS) items = 0;
-      for (int i = 0; i < items; ++i) {
-        int item = 0;
-        name_length = sizeof name;
-        if (MPI_T_enum_get_item(enumtype, i, &item, name, &name_length) == MPI_SUCCESS &&
-            item == value)
-          single_copy = std::string_view(name) != "none" && std::string_view(name) != "emulated";
-      }
-    }
+    if (count == 1) read(handle, datatype, enumtype);
     MPI_T_cvar_handle_free(&handle);
   }
   MPI_T_finalize();
+}
+
+// Whether Open MPI's shared-memory transport (btl/vader) moves the bulk of a rendezvous message
+// with a single copy (CMA, XPMEM or KNEM: its default wherever the kernel allows). False where
+// there is no such variable (another MPI, no vader).
+bool read_single_copy() {
+  bool single_copy = false;
+  read_cvar("btl_vader_single_copy_mechanism", [&](MPI_T_cvar_handle handle, MPI_Datatype datatype,
+                                                   MPI_T_enum enumtype) {
+    int value = 0;
+    if (datatype != MPI_INT || enumtype == MPI_T_ENUM_NULL ||
+        MPI_T_cvar_read(handle, &value) != MPI_SUCCESS)
+      return;
+    char name[256];
+    int name_length = sizeof name;
+    int items = 0;
+    if (MPI_T_enum_get_info(enumtype, &items, name, &name_length) != MPI_SUCCESS) return;
+    for (int i = 0; i < items; ++i) {
+      int item = 0;
+      name_length = sizeof name;
+      if (MPI_T_enum_get_item(enumtype, i, &item, name, &name_length) == MPI_SUCCESS &&
+          item == value)
+        single_copy = std::string_view(name) != "none" && std::string_view(name) != "emulated";
+    }
+  });
   return single_copy;
 }
 
 // Whether a waiting rank yields its core (Open MPI's mpi_yield_when_idle, which it turns on by
-// itself where it knows that its ranks outnumber the cores), read through the MPI tool interface
-// after MPI_Init. -1 where there is no such variable (another MPI).
+// itself where it knows that its ranks outnumber the cores). -1 where there is no such variable
+// (another MPI).
 int read_yield_when_idle() {
-  int provided = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return -1;
   int yields = -1;
-  int index = -1, count = 0;
-  MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
-  MPI_T_enum enumtype = MPI_T_ENUM_NULL;
-  char name[256];
-  int name_length = sizeof name;
-  int verbosity = 0, bind = 0, scope = 0;
-  MPI_Datatype datatype = MPI_DATATYPE_NULL;
-  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS &&
-      MPI_T_cvar_get_info(index, name, &name_length, &verbosity, &datatype, &enumtype, nullptr,
-                          nullptr, &bind, &scope) == MPI_SUCCESS &&
-      MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
-    if (count == 1 && datatype == MPI_C_BOOL) {  // Open MPI's: a C bool
-      bool value = false;
-      if (MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) yields = value ? 1 : 0;
-    } else if (count == 1 && datatype == MPI_INT) {
-      int value = 0;
-      if (MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) yields = value != 0 ? 1 : 0;
-    }
-    MPI_T_cvar_handle_free(&handle);
-  }
-  MPI_T_finalize();
+  read_cvar("mpi_yield_when_idle",
+            [&](MPI_T_cvar_handle handle, MPI_Datatype datatype, MPI_T_enum /*enumtype*/) {
+              if (datatype == MPI_C_BOOL) {  // Open MPI's: a C bool
+                bool value = false;
+                if (MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) yields = value ? 1 : 0;
+              } else if (datatype == MPI_INT) {
+                int value = 0;
+                if (MPI_T_cvar_read(handle, &value) == MPI_SUCCESS) yields = value != 0 ? 1 : 0;
+              }
+            });
   return yields;
 }
 
