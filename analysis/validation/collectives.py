@@ -6,9 +6,9 @@
 
 CSV_DIR holds `sim-<W>.csv` and `mpi-<W>.csv` pairs written by `syncopate collectives` (one row
 per collective and size), or several trials of a pair, `sim-<W>.<K>.csv` and `mpi-<W>.<K>.csv`,
-whose times are joined by their median. Each row's error is (simulated - measured) / measured of the median
-seconds per call. --check: exit 1 when the median |error| over all rows exceeds the target
-(--target-median, default the issue's 10%).
+whose times are joined by their median. Each row's error is (simulated - measured) / measured
+of the median seconds per call. --check: exit 1 when the median |error| over all rows exceeds
+the target (--target-median, default the issue's 10%).
 """
 
 import argparse
@@ -52,8 +52,10 @@ def read_pairs(csv_dir):
     trials = {}
     for name in sorted(os.listdir(csv_dir)):
         match = re.fullmatch(r"sim-(\d+)((?:\.\d+)?)\.csv", name)
-        measured = os.path.join(csv_dir, f"mpi-{match.group(1)}{match.group(2)}.csv") if match else None
-        if not match or not os.path.isfile(measured):
+        if not match:
+            continue
+        measured = os.path.join(csv_dir, f"mpi-{match.group(1)}{match.group(2)}.csv")
+        if not os.path.isfile(measured):
             continue
         ranks = int(match.group(1))
         if ranks in trials and bool(match.group(2)) != trials[ranks][0]:
