@@ -75,7 +75,9 @@ export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 mkdir -p "$out"
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 trials_note=
-[ "$trials" -gt 1 ] && trials_note="; $trials trials, each calibrated, simulated and measured anew, a row's times the median over them (measured p10 – p90: the lowest and highest of the trials')"
+each=calibrated
+[ -n "$platform" ] && each="on the same platform"
+[ "$trials" -gt 1 ] && trials_note="; $trials trials, each $each, simulated and measured anew, a row's times the median over them (measured p10 – p90: the lowest and highest of the trials')"
 for w in $ranks; do
   common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats" --ops "$ops" --wire "$wire")
   rm -f "$out/sim-$w.csv" "$out/mpi-$w.csv" "$out/sim-$w".*.csv "$out/mpi-$w".*.csv
