@@ -163,7 +163,7 @@ void backward_scalar(const float* grad, const int32_t* best_at, const float* out
 
 }  // namespace
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void forward(const float* in, int64_t h, int64_t w, bool relu, float* out, int32_t* best_at) {
   const int64_t ho = h / 2, wo = w / 2;
   if (wo >= 16) {
@@ -177,7 +177,7 @@ void forward(const float* in, int64_t h, int64_t w, bool relu, float* out, int32
   }
 }
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void backward(const float* grad, const int32_t* best_at, const float* out, int64_t h, int64_t w,
               float* d) {
   const int64_t wo = w / 2;

@@ -5,6 +5,10 @@
 // - forward writes each output from its inputs only, so the overlap is written twice, alike;
 // - the weight gradient sums over the outputs, so the last chunk drops the lanes that the chunk
 //   before it already counted.
+// A chunk is computed in passes of L lanes (L divides N): 16 where the CPU has AVX-512, 8 where it
+// has not. Every lane of every pass computes what it would in a pass of N, in the same order, so
+// the bits do not depend on L. (The AVX2 copy, given 16-lane vectors, moved their halves through
+// the stack: its weight gradient took three times as long as the baseline copy's.)
 #include "core/tensor/conv_direct.hpp"
 
 #include <algorithm>
@@ -77,51 +81,52 @@ struct RowWindow {
 constexpr int64_t kBlock = 2;
 
 // Forward of output channels [c0, c0 + B): the first input channel's sums start from the bias,
-// each next one's from the outputs so far.
-template <int N, int64_t B>
+// each next one's from the outputs so far. Chunks of N pixels, in passes of L.
+template <int N, int L, int64_t B>
 [[gnu::always_inline]] inline void forward_channels(const float* xp, int64_t cin, int64_t h,
                                                     int64_t w, const float* weights, int64_t c0,
                                                     const float* bias, float* y) {
-  using V = Vec<N>;
+  using V = Vec<L>;
   const int64_t rs = w + 2, plane = (h + 2) * rs;
   for (int64_t ci = 0; ci < cin; ++ci) {
     float taps[B][kTaps];
     for (int64_t j = 0; j < B; ++j)
       for (int64_t k = 0; k < kTaps; ++k) taps[j][k] = weights[((c0 + j) * cin + ci) * kTaps + k];
     for (int64_t next = 0; next < w; next += N) {
-      const int64_t x0 = std::min(next, w - N);
-      RowWindow<N> window(xp + ci * plane + x0, rs);
-      for (int64_t row = 0; row < h; ++row) {
-        window.complete(row);
-        for (int64_t j = 0; j < B; ++j) {
-          float* out = y + ((c0 + j) * h + row) * w + x0;
-          V acc{};
-          for (int64_t ky = 0; ky < 3; ++ky)
-            for (int64_t kx = 0; kx < 3; ++kx) acc += taps[j][ky * 3 + kx] * window.v[ky][kx];
-          V sum;
-          if (ci > 0) {
-            lanes::load(sum, out);
-            drop_counted<N>(acc, x0, next, std::make_index_sequence<N>());
-            sum += acc;
-          } else {
-            sum = bias ? acc + bias[c0 + j] : acc;
+      for (int64_t x0 = std::min(next, w - N), end = x0 + N; x0 < end; x0 += L) {
+        RowWindow<L> window(xp + ci * plane + x0, rs);
+        for (int64_t row = 0; row < h; ++row) {
+          window.complete(row);
+          for (int64_t j = 0; j < B; ++j) {
+            float* out = y + ((c0 + j) * h + row) * w + x0;
+            V acc{};
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) acc += taps[j][ky * 3 + kx] * window.v[ky][kx];
+            V sum;
+            if (ci > 0) {
+              lanes::load(sum, out);
+              drop_counted<L>(acc, x0, next, std::make_index_sequence<L>());
+              sum += acc;
+            } else {
+              sum = bias ? acc + bias[c0 + j] : acc;
+            }
+            lanes::store(out, sum);
           }
-          lanes::store(out, sum);
+          window.slide();
         }
-        window.slide();
       }
     }
   }
 }
 
-template <int N>
+template <int N, int L>
 [[gnu::always_inline]] inline void forward_rows(const float* xp, int64_t cin, int64_t h, int64_t w,
                                                 const float* weights, int64_t cout,
                                                 const float* bias, float* y) {
   int64_t c = 0;
   for (; c + kBlock <= cout; c += kBlock)
-    forward_channels<N, kBlock>(xp, cin, h, w, weights, c, bias, y);
-  for (; c < cout; ++c) forward_channels<N, 1>(xp, cin, h, w, weights, c, bias, y);
+    forward_channels<N, L, kBlock>(xp, cin, h, w, weights, c, bias, y);
+  for (; c < cout; ++c) forward_channels<N, L, 1>(xp, cin, h, w, weights, c, bias, y);
 }
 
 // The sum of v's lanes, halves added pairwise (Is: the lanes of one half): 4 dependent
@@ -139,33 +144,58 @@ template <int N, size_t... Is>
   }
 }
 
-template <int N>
+// The sum of the lanes of a vector of N lanes held as N / L passes of L (pass p: lanes [p L,
+// p L + L)), added as lane_sum<N> adds them: lane i and lane i + N / 2 first.
+template <int N, int L>
+[[gnu::always_inline]] inline float pass_sum(Vec<L> (&passes)[N / L]) {
+  for (int n = N / L; n > 1; n /= 2)
+    for (int p = 0; p < n / 2; ++p) passes[p] += passes[p + n / 2];
+  return lane_sum<L>(passes[0], std::make_index_sequence<L / 2>());
+}
+
+template <int N, int L>
 [[gnu::always_inline]] inline void weight_grad_rows(const float* xp, int64_t cin, int64_t h,
                                                     int64_t w, const float* dy, int64_t cout,
                                                     float* dw) {
-  using V = Vec<N>;
+  using V = Vec<L>;
   const int64_t rs = w + 2, plane = (h + 2) * rs;
   for (int64_t c = 0; c < cout; ++c) {
     for (int64_t ci = 0; ci < cin; ++ci) {
-      V acc[kTaps] = {};
-      for (int64_t next = 0; next < w; next += N) {
-        const int64_t x0 = std::min(next, w - N);
-        RowWindow<N> window(xp + ci * plane + x0, rs);
-        for (int64_t row = 0; row < h; ++row) {
-          window.complete(row);
-          V d;
-          lanes::load(d, dy + (c * h + row) * w + x0);
-          drop_counted<N>(d, x0, next, std::make_index_sequence<N>());
-          for (int64_t ky = 0; ky < 3; ++ky)
-            for (int64_t kx = 0; kx < 3; ++kx) acc[ky * 3 + kx] += d * window.v[ky][kx];
-          window.slide();
+      V sums[kTaps][N / L];
+      for (int64_t pass = 0; pass < N / L; ++pass) {
+        V acc[kTaps] = {};
+        for (int64_t next = 0; next < w; next += N) {
+          const int64_t x0 = std::min(next, w - N) + pass * L;
+          RowWindow<L> window(xp + ci * plane + x0, rs);
+          for (int64_t row = 0; row < h; ++row) {
+            window.complete(row);
+            V d;
+            lanes::load(d, dy + (c * h + row) * w + x0);
+            drop_counted<L>(d, x0, next, std::make_index_sequence<L>());
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) acc[ky * 3 + kx] += d * window.v[ky][kx];
+            window.slide();
+          }
         }
+        for (int64_t k = 0; k < kTaps; ++k) sums[k][pass] = acc[k];
       }
       float* out = dw + (c * cin + ci) * kTaps;
-      for (int64_t k = 0; k < kTaps; ++k)
-        out[k] += lane_sum<N>(acc[k], std::make_index_sequence<N / 2>());
+      for (int64_t k = 0; k < kTaps; ++k) out[k] += pass_sum<N, L>(sums[k]);
     }
   }
+}
+
+// Whether chunks of 16 run in passes of 16 lanes (one AVX-512 register) rather than 8 (one AVX2
+// register, two SSE ones): where the CPU has AVX-512. The tests' build of the baseline copy
+// (SYNCOPATE_KERNELS_BASELINE_ONLY) always takes 16, so that on a CPU without AVX-512 comparing
+// it with the copy the loader picks compares the two widths' bits.
+bool passes_of_16() {
+#if defined(__x86_64__) && !defined(SYNCOPATE_KERNELS_BASELINE_ONLY)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512;
+#else
+  return true;
+#endif
 }
 
 }  // namespace
@@ -174,33 +204,39 @@ bool applies(int64_t kernel, int64_t stride, int64_t padding) {
   return kernel == 3 && stride == 1 && padding == 1;
 }
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void forward(const float* x, int64_t cin, int64_t h, int64_t w, const float* weights, int64_t cout,
              const float* bias, float* y) {
   const float* xp = bordered(x, cin, h, w);
   if (w >= 16) {
-    forward_rows<16>(xp, cin, h, w, weights, cout, bias, y);
+    if (passes_of_16())
+      forward_rows<16, 16>(xp, cin, h, w, weights, cout, bias, y);
+    else
+      forward_rows<16, 8>(xp, cin, h, w, weights, cout, bias, y);
   } else if (w >= 8) {
-    forward_rows<8>(xp, cin, h, w, weights, cout, bias, y);
+    forward_rows<8, 8>(xp, cin, h, w, weights, cout, bias, y);
   } else if (w >= 4) {
-    forward_rows<4>(xp, cin, h, w, weights, cout, bias, y);
+    forward_rows<4, 4>(xp, cin, h, w, weights, cout, bias, y);
   } else {
-    forward_rows<1>(xp, cin, h, w, weights, cout, bias, y);
+    forward_rows<1, 1>(xp, cin, h, w, weights, cout, bias, y);
   }
 }
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void add_weight_grad(const float* x, int64_t cin, int64_t h, int64_t w, const float* dy,
                      int64_t cout, float* dw) {
   const float* xp = bordered(x, cin, h, w);
   if (w >= 16) {
-    weight_grad_rows<16>(xp, cin, h, w, dy, cout, dw);
+    if (passes_of_16())
+      weight_grad_rows<16, 16>(xp, cin, h, w, dy, cout, dw);
+    else
+      weight_grad_rows<16, 8>(xp, cin, h, w, dy, cout, dw);
   } else if (w >= 8) {
-    weight_grad_rows<8>(xp, cin, h, w, dy, cout, dw);
+    weight_grad_rows<8, 8>(xp, cin, h, w, dy, cout, dw);
   } else if (w >= 4) {
-    weight_grad_rows<4>(xp, cin, h, w, dy, cout, dw);
+    weight_grad_rows<4, 4>(xp, cin, h, w, dy, cout, dw);
   } else {
-    weight_grad_rows<1>(xp, cin, h, w, dy, cout, dw);
+    weight_grad_rows<1, 1>(xp, cin, h, w, dy, cout, dw);
   }
 }
 

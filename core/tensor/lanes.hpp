@@ -1,22 +1,24 @@
 #pragma once
 // N floats (and N int32 lanes) as GCC's and clang's vector extension, for hand-written loops
 // whose width follows the CPU: each compiled copy of a function lowers them to its own registers
-// (four SSE registers for 16 floats on baseline x86-64, one with AVX-512).
+// (four SSE registers for 16 floats on baseline x86-64, two with AVX2, one with AVX-512).
 //
-// SYNCOPATE_CLONES_FOR_AVX512 before a function compiles it twice on x86-64, for the build's
-// target and for x86-64-v4, and the loader picks the copy that the CPU runs (target_clones, as
-// glibc picks its string functions). What the function calls must be inlined into it to share
-// its copy's target: helpers that hold the loop bodies are always_inline. A build whose target
-// already has AVX-512, or another architecture, compiles one copy; so does a translation unit
-// compiled with SYNCOPATE_KERNELS_BASELINE_ONLY, which the tests use to run the baseline copy on
-// a CPU that would pick the other (tests/CMakeLists.txt, test_kernels_baseline).
+// SYNCOPATE_VECTOR_CLONES before a function compiles it three times on x86-64, for the build's
+// target, for x86-64-v3 (AVX2, FMA) and for x86-64-v4 (AVX-512), and the loader picks the copy
+// that the CPU runs (target_clones, as glibc picks its string functions). What the function calls
+// must be inlined into it to share its copy's target: helpers that hold the loop bodies are
+// always_inline. A build whose target already has AVX-512, or another architecture, compiles one
+// copy; so does a translation unit compiled with SYNCOPATE_KERNELS_BASELINE_ONLY, which the tests
+// use to run the baseline copy on a CPU that would pick the other (tests/CMakeLists.txt,
+// test_kernels_baseline).
 #include <cstdint>
 #include <cstring>
 
 #if defined(__x86_64__) && !defined(__AVX512BW__) && !defined(SYNCOPATE_KERNELS_BASELINE_ONLY)
-#define SYNCOPATE_CLONES_FOR_AVX512 __attribute__((target_clones("arch=x86-64-v4", "default")))
+#define SYNCOPATE_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
-#define SYNCOPATE_CLONES_FOR_AVX512
+#define SYNCOPATE_VECTOR_CLONES
 #endif
 
 namespace syncopate::lanes {

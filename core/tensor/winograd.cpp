@@ -308,7 +308,7 @@ void transform_filters(std::span<const float> w, int64_t outs, int64_t ins, bool
   }
 }
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void transform_input(const float* x, int64_t images, int64_t channels, const Tiling& tiling,
                      float* v, int64_t ld) {
   const int64_t h = tiling.height, w = tiling.width, tiles = tiling.tiles();
@@ -322,7 +322,7 @@ void transform_input(const float* x, int64_t images, int64_t channels, const Til
   }
 }
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void transform_output(const float* m, int64_t ld, int64_t images, int64_t channels,
                       const Tiling& tiling, std::span<const float> bias, float* y) {
   const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
@@ -352,7 +352,7 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
   }
 }
 
-SYNCOPATE_CLONES_FOR_AVX512
+SYNCOPATE_VECTOR_CLONES
 void transform_output_grad(const float* dy, int64_t images, int64_t channels, const Tiling& tiling,
                            float* p, int64_t ld, float* v) {
   const int64_t h = tiling.height, w = tiling.width, tx_n = tiling.tiles_x();
