@@ -29,15 +29,21 @@ struct Lanes {
   typedef int32_t I __attribute__((vector_size(4 * N)));
 };
 
-// Through memcpy: the pointers need not be aligned. By reference, since passing or returning a
-// vector wider than the baseline's registers by value is an ABI question the compilers warn about.
+// Through a copy of V's type aligned as a float and allowed to alias anything (as the
+// intrinsics headers' unaligned types are): the pointers need not be aligned, and each copy of a
+// function loads with its own target's widest moves. (A memcpy was expanded in 16-byte pieces
+// in the AVX2 copy: two stores to the stack and one 32-byte load back, which stalled.) By
+// reference, since passing or returning a vector wider than the baseline's registers by value is
+// an ABI question the compilers warn about.
 template <class V>
 [[gnu::always_inline]] inline void load(V& v, const void* p) {
-  std::memcpy(&v, p, sizeof v);
+  typedef V Unaligned __attribute__((aligned(alignof(float)), may_alias));
+  v = *static_cast<const Unaligned*>(p);
 }
 template <class V>
 [[gnu::always_inline]] inline void store(void* p, const V& v) {
-  std::memcpy(p, &v, sizeof v);
+  typedef V Unaligned __attribute__((aligned(alignof(float)), may_alias));
+  *static_cast<Unaligned*>(p) = v;
 }
 
 }  // namespace syncopate::lanes
