@@ -5,10 +5,9 @@
 // - forward writes each output from its inputs only, so the overlap is written twice, alike;
 // - the weight gradient sums over the outputs, so the last chunk drops the lanes that the chunk
 //   before it already counted.
-// A chunk is computed in passes of L lanes (L divides N): 16 where the CPU has AVX-512, 8 where it
-// has not. Every lane of every pass computes what it would in a pass of N, in the same order, so
-// the bits do not depend on L. (The AVX2 copy, given 16-lane vectors, moved their halves through
-// the stack: its weight gradient took three times as long as the baseline copy's.)
+// A chunk of 16 is computed in passes of L lanes (lanes::sixteen_lanes(): 16 or 8). Every lane of
+// every pass computes what it would in a pass of 16, in the same order, so the bits do not
+// depend on L.
 #include "core/tensor/conv_direct.hpp"
 
 #include <algorithm>
@@ -185,19 +184,6 @@ template <int N, int L>
   }
 }
 
-// Whether chunks of 16 run in passes of 16 lanes (one AVX-512 register) rather than 8 (one AVX2
-// register, two SSE ones): where the CPU has AVX-512. The tests' build of the baseline copy
-// (SYNCOPATE_KERNELS_BASELINE_ONLY) always takes 16, so that on a CPU without AVX-512 comparing
-// it with the copy the loader picks compares the two widths' bits.
-bool passes_of_16() {
-#if defined(__x86_64__) && !defined(SYNCOPATE_KERNELS_BASELINE_ONLY)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512;
-#else
-  return true;
-#endif
-}
-
 }  // namespace
 
 bool applies(int64_t kernel, int64_t stride, int64_t padding) {
@@ -209,7 +195,7 @@ void forward(const float* x, int64_t cin, int64_t h, int64_t w, const float* wei
              const float* bias, float* y) {
   const float* xp = bordered(x, cin, h, w);
   if (w >= 16) {
-    if (passes_of_16())
+    if (lanes::sixteen_lanes())
       forward_rows<16, 16>(xp, cin, h, w, weights, cout, bias, y);
     else
       forward_rows<16, 8>(xp, cin, h, w, weights, cout, bias, y);
@@ -227,7 +213,7 @@ void add_weight_grad(const float* x, int64_t cin, int64_t h, int64_t w, const fl
                      int64_t cout, float* dw) {
   const float* xp = bordered(x, cin, h, w);
   if (w >= 16) {
-    if (passes_of_16())
+    if (lanes::sixteen_lanes())
       weight_grad_rows<16, 16>(xp, cin, h, w, dy, cout, dw);
     else
       weight_grad_rows<16, 8>(xp, cin, h, w, dy, cout, dw);

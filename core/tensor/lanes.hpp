@@ -23,6 +23,22 @@
 
 namespace syncopate::lanes {
 
+// Whether the kernels' loops take 16 lanes at a time (one AVX-512 register) rather than 8 (one
+// AVX2 register, two SSE ones): where the CPU has AVX-512. In AVX2's 16 registers, vectors of 16
+// floats spill (the direct convolution's weight gradient took three times as long as in passes
+// of 8). A loop's lanes compute the same in either width, so the bits do not depend on it. The
+// tests' build of the baseline copies (SYNCOPATE_KERNELS_BASELINE_ONLY) always takes 16, so that
+// on a CPU without AVX-512, comparing it with the copy the loader picks compares the two widths.
+// Internal linkage: that build and the library's differ here.
+[[maybe_unused]] static bool sixteen_lanes() {
+#if defined(__x86_64__) && !defined(SYNCOPATE_KERNELS_BASELINE_ONLY)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512;
+#else
+  return true;
+#endif
+}
+
 template <int N>
 struct Lanes {
   typedef float F __attribute__((vector_size(4 * N)));

@@ -228,7 +228,9 @@ template <int N>
       const float* patch = pixels + (2 * ty * cols + 2 * tx) * c4;
       float* tile = out + (ty * tx_n + tx) * ld;
       int64_t c = 0;
-      for (; c + 16 <= c4; c += 16) input_tile<16>(patch, cols, c4, c, tile, xi_step);
+      if (lanes::sixteen_lanes())
+        for (; c + 16 <= c4; c += 16) input_tile<16>(patch, cols, c4, c, tile, xi_step);
+      for (; c + 8 <= c4; c += 8) input_tile<8>(patch, cols, c4, c, tile, xi_step);
       for (; c < c4; c += 4) input_tile<4>(patch, cols, c4, c, tile, xi_step);
     }
   }
@@ -342,8 +344,11 @@ void transform_output(const float* m, int64_t ld, int64_t images, int64_t channe
         const float* in = m + (n * tiles + ty * tx_n + tx) * ld;
         float* top_left = pixels + (2 * ty * cols + 2 * tx) * c4;
         int64_t c = 0;
-        for (; c + 16 <= c4; c += 16)
-          output_tile<16>(in, xi_step, padded_bias.data(), cols, c4, c, top_left);
+        if (lanes::sixteen_lanes())
+          for (; c + 16 <= c4; c += 16)
+            output_tile<16>(in, xi_step, padded_bias.data(), cols, c4, c, top_left);
+        for (; c + 8 <= c4; c += 8)
+          output_tile<8>(in, xi_step, padded_bias.data(), cols, c4, c, top_left);
         for (; c < c4; c += 4)
           output_tile<4>(in, xi_step, padded_bias.data(), cols, c4, c, top_left);
       }
@@ -370,7 +375,9 @@ void transform_output_grad(const float* dy, int64_t images, int64_t channels, co
         const float* top = pixels + ((2 * ty + 1) * cols + 2 * tx + 1) * c4;
         float* out = p + (n * tiles + ty * tx_n + tx) * ld;
         int64_t c = 0;
-        for (; c + 16 <= c4; c += 16) output_grad_tile<16>(top, cols, c4, c, out, xi_step);
+        if (lanes::sixteen_lanes())
+          for (; c + 16 <= c4; c += 16) output_grad_tile<16>(top, cols, c4, c, out, xi_step);
+        for (; c + 8 <= c4; c += 8) output_grad_tile<8>(top, cols, c4, c, out, xi_step);
         for (; c < c4; c += 4) output_grad_tile<4>(top, cols, c4, c, out, xi_step);
       }
     }
