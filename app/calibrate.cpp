@@ -190,6 +190,8 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   if (comm->rank() != 0) return 0;
   c.provenance = provenance(o, comm->size(), c.compute.batch, load);
   c.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  c.shared_memory_single_copy = mpi::Runtime::shared_memory_single_copy();
+  c.mpi_yield_when_idle = mpi::Runtime::waiting_ranks_yield();
   print_calibration(c);
   const std::string profile = write_calibration(c, o.out);
   std::printf("wrote %s and %s\n", o.out.c_str(), profile.c_str());

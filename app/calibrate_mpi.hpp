@@ -1,6 +1,7 @@
 #pragma once
 // The transport half of `syncopate calibrate` (MPI) and what the files are written from.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,10 @@ struct Calibration {
   ComputeSamples compute;  // every rank's samples, pooled
   TransportSamples transport;
   int cores = 0;  // the node's cores online: its cores_per_node
+  // The MPI settings the transport was measured under (Runtime): the platform's
+  // [calibrated_under], which compare checks against a measured run's.
+  bool shared_memory_single_copy = false;
+  std::optional<bool> mpi_yield_when_idle;  // none: the MPI has no such setting
 };
 
 // Writes the profile (returned path) and the platform recipe `platform_path`.

@@ -302,7 +302,14 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "\n"
       << "[master]  # a process on the same machine: the same transport\n"
       << "bandwidth = " << num(link.bandwidth_Bps) << "\nlatency = " << num(link.latency_s)
-      << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n";
+      << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n"
+      << "[calibrated_under]  # the MPI settings measured under: compare flags a measured run "
+         "under others\n"
+      << "shared_memory_single_copy = " << (c.shared_memory_single_copy ? "true" : "false")
+      << "  # btl_vader_single_copy_mechanism\n";
+  if (c.mpi_yield_when_idle)
+    out << "mpi_yield_when_idle = " << (*c.mpi_yield_when_idle ? "true" : "false") << "\n";
+  out << "\n";
   write_network(out, c.transport, link);
   out << "# Measured (seconds: ping_pong one way, exchange per exchange, a local pass per pass, a "
          "collective per call on the slowest rank):\n";

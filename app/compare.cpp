@@ -119,6 +119,44 @@ std::vector<std::string> scenario_differences(const RunDir& a, const RunDir& b) 
   return allowed;
 }
 
+// ---- Under the same MPI settings? ---------------------------------------------------------------
+
+// The MPI settings that change a run's communication times: what a measured run ran under
+// (summary.json backend_stats.NAME: 1 or 0, -1 where its MPI has no such setting; run_mpi.cpp)
+// or what a simulated run's platform was calibrated under (backend_stats.calibrated_NAME, from
+// the platform's [calibrated_under]; run_sim.cpp).
+constexpr std::array<const char*, 2> kMpiSettings = {"shared_memory_single_copy",
+                                                     "mpi_yield_when_idle"};
+
+struct Setting {
+  bool on = false;
+  const char* how = "";  // "ran under" or "calibrated under"
+};
+
+std::optional<Setting> setting_of(const RunDir& run, const std::string& name) {
+  const Json& stats = run.summary.value("backend_stats", Json());
+  if (!stats.is_object()) return std::nullopt;
+  for (const auto& [key, how] : {std::pair<std::string, const char*>(name, "ran under"),
+                                 {"calibrated_" + name, "calibrated under"}}) {
+    const Json& value = stats.value(key, Json());
+    if (value.is_number() && value.get<double>() >= 0) return Setting{value.get<double>() > 0, how};
+  }
+  return std::nullopt;
+}
+
+// Each setting that both runs name and that differs: "mpi_yield_when_idle: on (A calibrated
+// under) vs off (B ran under)". A prediction for one setting says little of a run under another.
+std::vector<std::string> setting_mismatches(const RunDir& a, const RunDir& b) {
+  std::vector<std::string> out;
+  for (const char* name : kMpiSettings) {
+    const std::optional<Setting> sa = setting_of(a, name), sb = setting_of(b, name);
+    if (!sa || !sb || sa->on == sb->on) continue;
+    out.push_back(std::string(name) + ": " + (sa->on ? "on" : "off") + " (A " + sa->how + ") vs " +
+                  (sb->on ? "on" : "off") + " (B " + sb->how + ")");
+  }
+  return out;
+}
+
 // ---- The figures -----------------------------------------------------------------------------
 
 struct Phases {
@@ -374,7 +412,8 @@ void print_outcome(const Outcome& o, const RunDir& a, double tolerance) {
 }
 
 Json compare_json(const Outcome& o, const RunDir& a, const RunDir& b,
-                  const std::vector<std::string>& allowed, double tolerance) {
+                  const std::vector<std::string>& allowed, const std::vector<std::string>& settings,
+                  double tolerance) {
   Json rows = Json::array();
   for (const Row& r : o.rows) rows.push_back(row_json(r));
   const Json time_error = std::isfinite(o.time_error) ? Json(o.time_error) : Json();
@@ -383,6 +422,7 @@ Json compare_json(const Outcome& o, const RunDir& a, const RunDir& b,
           {"b", run_json(b)},
           {"tolerance", tolerance},
           {"allowed_differences", allowed},
+          {"mpi_setting_mismatches", settings},
           {"rows", rows},
           {"training_time", {{"a", o.time_a}, {"b", o.time_b}, {"error", time_error}}},
           {"bytes", {{"equal", o.bytes.empty()}, {"mismatches", o.bytes}}},
@@ -398,13 +438,21 @@ int run_compare(const CompareOptions& options) {
   const Outcome outcome = judge(a, b, options.tolerance);
   std::printf("A (predicted) %s\nB (measured)  %s\n", describe(a).c_str(), describe(b).c_str());
   for (const std::string& d : allowed) std::printf("  differs: %s\n", d.c_str());
+  const std::vector<std::string> settings = setting_mismatches(a, b);
+  for (const std::string& s : settings) {
+    std::printf("  WARNING: MPI setting differs: %s\n", s.c_str());
+    std::fprintf(stderr,
+                 "syncopate: compare: warning: %s and %s ran under different MPI settings (%s): "
+                 "the prediction is for the other one\n",
+                 a.path.c_str(), b.path.c_str(), s.c_str());
+  }
   std::printf(
       "err: (A - B) / B's total of the same row; ! beyond the tolerance, * beyond it on one "
       "worker (reported, not failed)\n\n");
   print_rows(outcome.rows, options.tolerance);
   print_outcome(outcome, a, options.tolerance);
   const fs::path out = fs::path(options.out.empty() ? options.run_b : options.out) / "compare.json";
-  write_file(out, compare_json(outcome, a, b, allowed, options.tolerance).dump(2) + "\n");
+  write_file(out, compare_json(outcome, a, b, allowed, settings, options.tolerance).dump(2) + "\n");
   std::printf("compare.json written to %s\n", out.string().c_str());
   return outcome.passed() ? 0 : 1;
 }

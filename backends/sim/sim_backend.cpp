@@ -124,6 +124,7 @@ SimStats run_on_platform(const Platform& platform, const SimOptions& options,
   }
   stats.simulated_seconds = simgrid::s4u::Engine::get_clock();
   stats.losses = world.losses();
+  stats.calibrated_under = platform.calibrated_under;
   stats.wall_seconds = wall.count();
   return stats;
 }

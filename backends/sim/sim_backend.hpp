@@ -77,6 +77,8 @@ struct SimStats {
                                  // collectives issued, summed over workers
 
   std::vector<WorkerLoss> losses;  // elastic runs: the workers lost, in order
+  // The platform's [calibrated_under] settings (Platform::calibrated_under).
+  std::vector<std::pair<std::string, bool>> calibrated_under;
 };
 
 // A simulated deadlock: every remaining worker is blocked forever. The message names each

@@ -68,6 +68,12 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
             std::string::npos)
       << profile;
   EXPECT_NE(recipe.find("profile = \"bench-cpu\""), std::string::npos) << recipe;
+  // The same settings as data, which a simulated run records and compare checks.
+  EXPECT_NE(recipe.find("\n[calibrated_under]  # the MPI settings measured under: compare flags "
+                        "a measured run under others\nshared_memory_single_copy = true  # "
+                        "btl_vader_single_copy_mechanism\nmpi_yield_when_idle = true\n"),
+            std::string::npos)
+      << recipe;
   EXPECT_NE(recipe.find("#   allgather "), std::string::npos) << recipe;
   // The transport fit: overheads and one bandwidth factor per (channel) ping-pong size but the
   // first (16 B to 64 MiB), the last 1 (the link's bandwidth is the largest size's).
@@ -185,6 +191,7 @@ TEST(Calibrate, SaysWhenWaitingRanksSpin) {
                         "for runs that do\n"),
             std::string::npos)
       << recipe;
+  EXPECT_NE(recipe.find("\nmpi_yield_when_idle = false\n"), std::string::npos) << recipe;
   EXPECT_NE(out.find("calibrate: note: waiting ranks spin here (mpi_yield_when_idle off)"),
             std::string::npos)
       << out;

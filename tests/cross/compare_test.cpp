@@ -168,5 +168,47 @@ TEST(Compare, SimulatedAgainstMeasuredUnderMpirun) {
   EXPECT_FALSE(fs::exists(mpi / "compare.json"));  // --out, not RUN_B
 }
 
+// A simulated run records the MPI settings its platform was calibrated under
+// ([calibrated_under]); compare warns where the measured run ran under others.
+TEST(Compare, MpiSettingsThatDifferFromThePlatformsCalibrationAreFlagged) {
+  const fs::path mpi = run_dir("mpi", "--backend mpi", mpirun(2));
+  const Json stats = Json::parse(std::ifstream(mpi / "summary.json"))["backend_stats"];
+  const double copy = stats["shared_memory_single_copy"].get<double>();
+  const double yields = stats["mpi_yield_when_idle"].get<double>();
+  ASSERT_TRUE(copy == 0 || copy == 1) << stats;
+  ASSERT_TRUE(yields == 0 || yields == 1) << stats;  // Open MPI has the setting
+  // The committed loopback recipe, calibrated under the measured run's single copy and the
+  // other waiting.
+  std::string recipe =
+      syncopate::read_text(fs::path(SYNCOPATE_SOURCE_DIR) / "platforms" / "loopback.toml");
+  if (const size_t at = recipe.find("[calibrated_under]"); at != std::string::npos)
+    recipe.erase(at, recipe.find("\n[", at + 1) - at);
+  const fs::path platform = scratch() / "other-waiting.toml";
+  std::ofstream(platform) << recipe << "\n[calibrated_under]\nshared_memory_single_copy = "
+                          << (copy == 1 ? "true" : "false")
+                          << "\nmpi_yield_when_idle = " << (yields == 1 ? "false" : "true") << "\n";
+  const fs::path sim = sim_run("sim-other-waiting", "--platform " + platform.string());
+  const Json sim_stats = Json::parse(std::ifstream(sim / "summary.json"))["backend_stats"];
+  EXPECT_EQ(sim_stats["calibrated_shared_memory_single_copy"].get<double>(), copy) << sim_stats;
+  EXPECT_EQ(sim_stats["calibrated_mpi_yield_when_idle"].get<double>(), 1 - yields) << sim_stats;
+
+  const fs::path out_dir = scratch() / "other-waiting-vs-mpi";
+  std::string out;
+  const int rc = compare(sim, mpi, "--out " + out_dir.string(), &out);
+  ASSERT_TRUE(rc == 0 || rc == 1) << out;  // a warning, not a refusal
+  const std::string mismatch = std::string("mpi_yield_when_idle: ") + (yields == 1 ? "off" : "on") +
+                               " (A calibrated under) vs " + (yields == 1 ? "on" : "off") +
+                               " (B ran under)";
+  EXPECT_NE(out.find("WARNING: MPI setting differs: " + mismatch), std::string::npos) << out;
+  EXPECT_NE(out.find("ran under different MPI settings (" + mismatch + ")"), std::string::npos)
+      << out;  // stderr too
+  EXPECT_EQ(compare_json(out_dir)["mpi_setting_mismatches"], Json::array({mismatch}));
+
+  // Two simulated runs, and a platform without [calibrated_under]: nothing to flag.
+  EXPECT_EQ(compare(sim, sim_run(), "--out " + (scratch() / "sims").string(), &out), 0) << out;
+  EXPECT_EQ(out.find("WARNING"), std::string::npos) << out;
+  EXPECT_TRUE(compare_json(scratch() / "sims")["mpi_setting_mismatches"].empty());
+}
+
 }  // namespace
 }  // namespace compare_test

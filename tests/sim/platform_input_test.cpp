@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backends/sim/platform/platform.hpp"
 #include "backends/sim/platform/platform_recipe.hpp"
@@ -202,6 +204,27 @@ TEST(RecipeInput, CoresBandwidthNeedsCoresPerNodeAndABandwidth) {
     msg = recipe_file_error(base + "cores_per_node = 2\ncores_bandwidth = " + bad + "\n");
     EXPECT_TRUE(has(msg, ":7: cores_bandwidth: ")) << bad << ": " << msg;
   }
+}
+
+TEST(RecipeInput, CalibratedUnderHoldsTheMpiSettingsAsBooleans) {
+  const std::string base = "topology = \"star\"\nnodes = 1\ngpus_per_node = 1\nprofile = \"cpu\"\n";
+  const fs::path path =
+      fs::temp_directory_path() / ("syncopate-calibrated-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(path) << base << "[calibrated_under]\nshared_memory_single_copy = true\n"
+                      << "mpi_yield_when_idle = false\n";
+  using Settings = std::vector<std::pair<std::string, bool>>;
+  EXPECT_EQ(detail::parse_recipe(path.string(), {}).calibrated_under,
+            (Settings{{"shared_memory_single_copy", true}, {"mpi_yield_when_idle", false}}));
+  std::ofstream(path) << base << "[calibrated_under]\nmpi_yield_when_idle = true\n";
+  EXPECT_EQ(detail::parse_recipe(path.string(), {}).calibrated_under,
+            (Settings{{"mpi_yield_when_idle", true}}));
+  std::ofstream(path) << base;
+  EXPECT_TRUE(detail::parse_recipe(path.string(), {}).calibrated_under.empty());
+  fs::remove(path);
+  std::string msg = recipe_file_error(base + "[calibrated_under]\nmpi_yield_when_idle = 1\n");
+  EXPECT_TRUE(has(msg, ":6: calibrated_under.mpi_yield_when_idle: ")) << msg;
+  msg = recipe_file_error(base + "[calibrated_under]\nmpi_yield_when_idel = true\n");
+  EXPECT_TRUE(has(msg, ":6: calibrated_under.mpi_yield_when_idel: unknown key")) << msg;
 }
 
 }  // namespace

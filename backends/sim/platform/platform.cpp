@@ -174,6 +174,7 @@ Platform load_recipe(const std::string& path, const std::map<std::string, std::s
   platform.master = built.master;
   platform.profile = recipe.profile;
   platform.network = recipe.network;
+  platform.calibrated_under = recipe.calibrated_under;
   return platform;
 }
 

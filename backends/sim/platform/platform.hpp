@@ -73,6 +73,8 @@ struct Platform {
   // The recipe's [network] overheads and factor tables (empty: the plain model; XML platforms).
   // The factor tables are installed in SimGrid's network model by load_platform.
   NetworkFactors network;
+  // The recipe's [calibrated_under] (Recipe::calibrated_under); empty for other platforms.
+  std::vector<std::pair<std::string, bool>> calibrated_under;
 };
 
 // The command line a SimGrid Engine is built from: log thresholds and, under AddressSanitizer,

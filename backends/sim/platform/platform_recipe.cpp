@@ -243,6 +243,11 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.node_eth_bandwidth = quantity(reader, "master.node_bandwidth", Quantity::kBandwidth,
                                        recipe.master.bandwidth, !recipe.has_master);
   recipe.network = read_network_factors(reader);
+  for (const char* setting : {"shared_memory_single_copy", "mpi_yield_when_idle"}) {
+    const std::string key = std::string("calibrated_under.") + setting;
+    if (reader.node(key) != nullptr)
+      recipe.calibrated_under.emplace_back(setting, reader.boolean(key, std::nullopt));
+  }
 
   const int64_t gpus = int64_t{recipe.nodes} * recipe.gpus_per_node;
   if (gpus > kMaxNodes) {
