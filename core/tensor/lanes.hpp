@@ -12,7 +12,6 @@
 // use to run the baseline copy on a CPU that would pick the other (tests/CMakeLists.txt,
 // test_kernels_baseline).
 #include <cstdint>
-#include <cstring>
 
 #if defined(__x86_64__) && !defined(__AVX512BW__) && !defined(SYNCOPATE_KERNELS_BASELINE_ONLY)
 #define SYNCOPATE_VECTOR_CLONES \
