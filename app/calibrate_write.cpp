@@ -10,6 +10,7 @@
 #include "app/calibrate_mpi.hpp"
 #include "app/spread.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/mpi_settings.hpp"
 
 namespace syncopate::app {
 namespace {
@@ -305,10 +306,11 @@ void write_platform(const std::string& path, const std::string& profile, const C
       << "\nnode_bandwidth = " << num(link.bandwidth_Bps) << "\n\n"
       << "[calibrated_under]  # the MPI settings measured under: compare flags a measured run "
          "under others\n"
-      << "shared_memory_single_copy = " << (c.shared_memory_single_copy ? "true" : "false")
+      << mpi_settings::kSingleCopy << " = " << (c.shared_memory_single_copy ? "true" : "false")
       << "  # btl_vader_single_copy_mechanism\n";
   if (c.mpi_yield_when_idle)
-    out << "mpi_yield_when_idle = " << (*c.mpi_yield_when_idle ? "true" : "false") << "\n";
+    out << mpi_settings::kYieldWhenIdle << " = " << (*c.mpi_yield_when_idle ? "true" : "false")
+        << "\n";
   out << "\n";
   write_network(out, c.transport, link);
   out << "# Measured (seconds: ping_pong one way, exchange per exchange, a local pass per pass, a "

@@ -17,6 +17,7 @@
 
 #include "app/commands.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/mpi_settings.hpp"
 #include "core/train/run_files.hpp"
 
 namespace syncopate::app {
@@ -121,13 +122,9 @@ std::vector<std::string> scenario_differences(const RunDir& a, const RunDir& b) 
 
 // ---- Under the same MPI settings? ---------------------------------------------------------------
 
-// The MPI settings that change a run's communication times: what a measured run ran under
-// (summary.json backend_stats.NAME: 1 or 0, -1 where its MPI has no such setting; run_mpi.cpp)
-// or what a simulated run's platform was calibrated under (backend_stats.calibrated_NAME, from
-// the platform's [calibrated_under]; run_sim.cpp).
-constexpr std::array<const char*, 2> kMpiSettings = {"shared_memory_single_copy",
-                                                     "mpi_yield_when_idle"};
-
+// The MPI settings that change a run's communication times (core/comm/mpi_settings.hpp): what a
+// measured run ran under (backend_stats.NAME: 1 or 0, -1 where its MPI has no such setting) or
+// what a simulated run's platform was calibrated under (backend_stats.calibrated_NAME).
 struct Setting {
   bool on = false;
   const char* how = "";  // "ran under" or "calibrated under"
@@ -136,8 +133,9 @@ struct Setting {
 std::optional<Setting> setting_of(const RunDir& run, const std::string& name) {
   const Json& stats = run.summary.value("backend_stats", Json());
   if (!stats.is_object()) return std::nullopt;
-  for (const auto& [key, how] : {std::pair<std::string, const char*>(name, "ran under"),
-                                 {"calibrated_" + name, "calibrated under"}}) {
+  for (const auto& [key, how] :
+       {std::pair<std::string, const char*>(name, "ran under"),
+        {std::string(mpi_settings::kCalibrated) + name, "calibrated under"}}) {
     const Json& value = stats.value(key, Json());
     if (value.is_number() && value.get<double>() >= 0) return Setting{value.get<double>() > 0, how};
   }
@@ -148,10 +146,11 @@ std::optional<Setting> setting_of(const RunDir& run, const std::string& name) {
 // under) vs off (B ran under)". A prediction for one setting says little of a run under another.
 std::vector<std::string> setting_mismatches(const RunDir& a, const RunDir& b) {
   std::vector<std::string> out;
-  for (const char* name : kMpiSettings) {
+  for (const std::string_view setting : mpi_settings::kAll) {
+    const std::string name(setting);
     const std::optional<Setting> sa = setting_of(a, name), sb = setting_of(b, name);
     if (!sa || !sb || sa->on == sb->on) continue;
-    out.push_back(std::string(name) + ": " + (sa->on ? "on" : "off") + " (A " + sa->how + ") vs " +
+    out.push_back(name + ": " + (sa->on ? "on" : "off") + " (A " + sa->how + ") vs " +
                   (sb->on ? "on" : "off") + " (B " + sb->how + ")");
   }
   return out;

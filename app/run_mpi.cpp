@@ -12,6 +12,7 @@
 #include "backends/mpi/startup_check.hpp"
 #include "backends/mpi/stop_latch.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/mpi_settings.hpp"
 #include "core/train/run_files.hpp"
 #include "core/train/trainer.hpp"
 
@@ -111,9 +112,10 @@ RunResult run_ranks(const Scenario& scenario, const ProgressFn& progress, RunTar
       {"nodes", static_cast<double>(comm->num_nodes())},
       {"nccl", nccl ? 1.0 : 0.0},
       // how Open MPI's shared memory moved large messages (see calibrate)
-      {"shared_memory_single_copy", mpi::Runtime::shared_memory_single_copy() ? 1.0 : 0.0},
+      {std::string(mpi_settings::kSingleCopy),
+       mpi::Runtime::shared_memory_single_copy() ? 1.0 : 0.0},
       // how a waiting rank waited: 1 yielded its core, 0 spun, -1 unknown (calibrate's header)
-      {"mpi_yield_when_idle", yields ? (*yields ? 1.0 : 0.0) : -1.0}};
+      {std::string(mpi_settings::kYieldWhenIdle), yields ? (*yields ? 1.0 : 0.0) : -1.0}};
   result.writes_output = comm->rank() == 0;
   return result;
 }

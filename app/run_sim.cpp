@@ -11,6 +11,7 @@
 #include "backends/sim/sim_backend.hpp"
 #include "core/base/check.hpp"
 #include "core/comm/fault_abort.hpp"
+#include "core/comm/mpi_settings.hpp"
 #include "core/train/memory.hpp"
 #include "core/train/trainer.hpp"
 
@@ -98,10 +99,10 @@ RunResult run_sim(const Scenario& scenario, const ProgressFn& progress, RunTarge
                        {"simulated_comms", static_cast<double>(stats.comms)},
                        {"simulated_activities", static_cast<double>(stats.activities)},
                        {"modelled_events", static_cast<double>(stats.modelled_events)}};
-  // What a calibrated platform was measured under, for compare: "calibrated_" and the name the
-  // MPI backend records the setting it ran under by (run_mpi.cpp).
+  // What a calibrated platform was measured under, for compare (core/comm/mpi_settings.hpp).
   for (const auto& [setting, on] : stats.calibrated_under)
-    result.info.extra.emplace_back("calibrated_" + setting, on ? 1.0 : 0.0);
+    result.info.extra.emplace_back(std::string(mpi_settings::kCalibrated) + setting,
+                                   on ? 1.0 : 0.0);
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include "backends/sim/platform/platform_reader.hpp"
 #include "backends/sim/platform/profile_layers.hpp"
 #include "core/base/check.hpp"
+#include "core/comm/mpi_settings.hpp"
 
 namespace syncopate::sim::detail {
 namespace {
@@ -243,8 +244,8 @@ Recipe parse_recipe(const std::string& path, const std::map<std::string, std::st
   recipe.node_eth_bandwidth = quantity(reader, "master.node_bandwidth", Quantity::kBandwidth,
                                        recipe.master.bandwidth, !recipe.has_master);
   recipe.network = read_network_factors(reader);
-  for (const char* setting : {"shared_memory_single_copy", "mpi_yield_when_idle"}) {
-    const std::string key = std::string("calibrated_under.") + setting;
+  for (const std::string_view setting : mpi_settings::kAll) {
+    const std::string key = "calibrated_under." + std::string(setting);
     if (reader.node(key) != nullptr)
       recipe.calibrated_under.emplace_back(setting, reader.boolean(key, std::nullopt));
   }

@@ -69,7 +69,7 @@ struct Recipe {
   double node_eth_bandwidth = 0;  // each node's Ethernet NIC, on the way to the master
   NetworkFactors network;         // [network]: overheads and size-dependent factors
   // [calibrated_under]: the MPI settings a calibrated platform was measured under, by name
-  // (shared_memory_single_copy, mpi_yield_when_idle); recorded by a simulated run for compare.
+  // (core/comm/mpi_settings.hpp); recorded by a simulated run for compare.
   std::vector<std::pair<std::string, bool>> calibrated_under;
 };
 
