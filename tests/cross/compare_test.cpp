@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/comm/mpi_settings.hpp"
 #include "core/train/recorder.hpp"
 #include "core/train/run_files.hpp"
 #include "tests/common/run_command.hpp"
@@ -204,10 +205,28 @@ TEST(Compare, MpiSettingsThatDifferFromThePlatformsCalibrationAreFlagged) {
       << out;  // stderr too
   EXPECT_EQ(compare_json(out_dir)["mpi_setting_mismatches"], Json::array({mismatch}));
 
-  // Two simulated runs, and a platform without [calibrated_under]: nothing to flag.
-  EXPECT_EQ(compare(sim, sim_run(), "--out " + (scratch() / "sims").string(), &out), 0) << out;
+  // Two simulated runs: flagged where their platforms were calibrated under different
+  // settings (the doctored copy's against the committed loopback's), and not on one platform.
+  const fs::path loopback = sim_run();
+  const Json loopback_stats =
+      Json::parse(std::ifstream(loopback / "summary.json"))["backend_stats"];
+  Json expected = Json::array();
+  for (const std::string_view setting : syncopate::mpi_settings::kAll) {
+    const std::string key = "calibrated_" + std::string(setting);
+    const double a = sim_stats[key].get<double>(), b = loopback_stats[key].get<double>();
+    ASSERT_TRUE(b == 0 || b == 1) << loopback_stats;
+    if (a != b)
+      expected.push_back(std::string(setting) + ": " + (a == 1 ? "on" : "off") +
+                         " (A calibrated under) vs " + (b == 1 ? "on" : "off") +
+                         " (B calibrated under)");
+  }
+  EXPECT_EQ(compare(sim, loopback, "--out " + (scratch() / "sims").string(), &out), 0) << out;
+  EXPECT_EQ(compare_json(scratch() / "sims")["mpi_setting_mismatches"], expected) << out;
+  EXPECT_EQ(compare(loopback, sim_run("sim-again"), "--out " + (scratch() / "same").string(), &out),
+            0)
+      << out;
   EXPECT_EQ(out.find("WARNING"), std::string::npos) << out;
-  EXPECT_TRUE(compare_json(scratch() / "sims")["mpi_setting_mismatches"].empty());
+  EXPECT_TRUE(compare_json(scratch() / "same")["mpi_setting_mismatches"].empty());
 }
 
 }  // namespace
