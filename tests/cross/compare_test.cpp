@@ -212,7 +212,8 @@ TEST(Compare, MpiSettingsThatDifferFromThePlatformsCalibrationAreFlagged) {
       Json::parse(std::ifstream(loopback / "summary.json"))["backend_stats"];
   Json expected = Json::array();
   for (const std::string_view setting : syncopate::mpi_settings::kAll) {
-    const std::string key = "calibrated_" + std::string(setting);
+    const std::string key =
+        std::string(syncopate::mpi_settings::kCalibrated) + std::string(setting);
     const double a = sim_stats[key].get<double>(), b = loopback_stats[key].get<double>();
     ASSERT_TRUE(b == 0 || b == 1) << loopback_stats;
     if (a != b)
