@@ -101,6 +101,18 @@ def test_trials_are_joined_by_their_median(tmp_path):
     # The medians, 20 and 20 us; the measured spread from the lowest p10 (9) to the highest p90
     # (44).
     assert "| allreduce | 4 KiB | ring | 20.0 | 20.0 (9.0 – 44.0) | +0.0% |" in open(out).read()
+    # Each side's other trials against its median: measured 10 and 40 us against 20 (50%, 100%),
+    # simulated 10 and 30 (50%, 50%).
+    assert "| measured trials against their row's median (2) | 75.0% | 100.0% | | |" in open(
+        out).read()
+    assert "| simulated trials against their row's median (2) | 50.0% | 50.0% | | |" in open(
+        out).read()
+
+
+def test_an_even_count_of_trials_leaves_none_out():
+    row = {"trials_s": [1.0, 3.0], "median_s": 2.0}
+    assert collectives.trial_errors(row) == pytest.approx([-0.5, 0.5])
+    assert collectives.trial_errors({"median_s": 2.0}) == []  # a single run: no spread
 
 
 def test_a_rank_count_both_as_a_pair_and_as_trials_is_refused(tmp_path, capsys):

@@ -110,6 +110,35 @@ def test_repeated_measured_runs_stand_for_their_pair_by_the_median(tmp_path):
     assert rows[0][4] == (f"{per_epoch:.4g} ({0.8 * per_epoch:.4g} - {1.3 * per_epoch:.4g}, "
                           "3 runs)")
     assert rows[0][5] == "+0.0%"
+    # The other two runs against the median one: -20% and +30%, median abs 25%.
+    assert summarize.repeat_errors(pairs) == pytest.approx([-0.2, 0.3])
+    errors = dict((r[0], r) for r in md_table(open(out).read(), "error of"))
+    assert errors["a measured run against its pair's median run"][1:] == ["25.0%", "30.0%", "2"]
+    assert "range in 1 of 1 pairs" in open(out).read()
+
+
+def test_the_spread_counts_simulated_epochs_outside_the_measured_range(tmp_path):
+    """A pair measured 1.1x and 1.2x its simulation lies outside; one measured once is left out
+    of the spread."""
+    for k, scale in enumerate((1.1, 1.2), start=1):
+        path = os.path.join(str(tmp_path), f"ddp-w2-m{k}")
+        data = make_compare(path, workers=2, comm_factor=1.0)
+        data["a"].update(strategy="ddp", workers=2)
+        for row in data["rows"]:
+            row["b"] = {key: value * scale for key, value in row["b"].items()}
+        with open(os.path.join(path, "compare.json"), "w") as f:
+            json.dump(data, f)
+    single = os.path.join(str(tmp_path), "epoch_sync-w4-m1")
+    data = make_compare(single, workers=4, comm_factor=1.0)
+    data["a"].update(strategy="epoch_sync", workers=4)
+    with open(os.path.join(single, "compare.json"), "w") as f:
+        json.dump(data, f)
+    pairs = summarize.read_pairs(str(tmp_path))
+    assert summarize.within_range(pairs) == (0, 1)
+    assert summarize.repeat_errors(pairs) == pytest.approx([1.2 / 1.1 - 1])
+    # Measured once everywhere: no spread to state.
+    assert summarize.spread_lines([p for p in pairs if len(p["measured_runs"]) == 1],
+                                  (0.05, 0.15)) == []
 
 
 def test_check_exits_3_above_the_targets(tmp_path):

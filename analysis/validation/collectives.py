@@ -7,8 +7,10 @@
 CSV_DIR holds `sim-<W>.csv` and `mpi-<W>.csv` pairs written by `syncopate collectives` (one row
 per collective and size), or several trials of a pair, `sim-<W>.<K>.csv` and `mpi-<W>.<K>.csv`,
 whose times are joined by their median. Each row's error is (simulated - measured) / measured
-of the median seconds per call. --check: exit 1 when the median |error| over all rows exceeds
-the target (--target-median, default the issue's 10%).
+of the median seconds per call. With trials, the summary also gives each side's spread: every
+trial's time against its row's median over the trials (the measured side: how the machine
+repeats itself; the simulated side: how its calibrations do). --check: exit 1 when the median
+|error| over all rows exceeds the target (--target-median, default the issue's 10%).
 """
 
 import argparse
@@ -38,7 +40,8 @@ def median_row(rows):
     """One row of several trials' rows: the median of their medians; p10 and p90 the lowest and
     highest over the trials."""
     row = dict(rows[0])
-    row["median_s"] = statistics.median(float(r["median_s"]) for r in rows)
+    row["trials_s"] = [float(r["median_s"]) for r in rows]
+    row["median_s"] = statistics.median(row["trials_s"])
     row["p10_s"] = min(float(r["p10_s"]) for r in rows)
     row["p90_s"] = max(float(r["p90_s"]) for r in rows)
     return row
@@ -104,6 +107,16 @@ def table(ranks, rows):
     return lines + [""]
 
 
+def trial_errors(row):
+    """Each trial's time against the row's median over the trials, (trial - median) / median;
+    of an odd count, the middle trial (the median itself) left out."""
+    trials = sorted(row.get("trials_s", []))
+    if len(trials) < 2:
+        return []
+    middle = len(trials) // 2 if len(trials) % 2 else None
+    return [t / row["median_s"] - 1 for k, t in enumerate(trials) if k != middle]
+
+
 def summary(pairs, target=TARGET_MEDIAN):
     """(lines, median |error| over every row), against the median's target (a fraction)."""
     every = [abs(error(s, m)) for rows in pairs.values() for _, _, s, m in rows]
@@ -117,6 +130,13 @@ def summary(pairs, target=TARGET_MEDIAN):
             if errs:
                 lines.append(f"| {op}, {ranks} ranks | {100 * statistics.median(errs):.1f}% | "
                              f"{100 * max(errs):.1f}% | | |")
+    for side, index in (("measured", 3), ("simulated", 2)):
+        spread = [abs(e) for rows in pairs.values() for row in rows
+                  for e in trial_errors(row[index])]
+        if spread:
+            lines.append(f"| {side} trials against their row's median ({len(spread)}) | "
+                         f"{100 * statistics.median(spread):.1f}% | {100 * max(spread):.1f}% | "
+                         "| |")
     return lines + [""], statistics.median(every)
 
 

@@ -13,7 +13,9 @@ their first COMPARE_DIR) gives seconds per epoch (the mean over the epochs of ea
 over the workers) and its split into phases, simulated and measured, and the error of each:
 (simulated - measured) / the measured epoch time. The errors summarised, over every scenario
 and per scenario: each pair's whole-run epoch time, and every epoch of every pair. The targets
-hold over every pair.
+hold over every pair. Beside them, the measurement's own spread: each pair's other measured runs
+against its median one, which a prediction exact for the median run would show as its errors,
+and how many pairs' simulated epochs lie within their measured runs' range.
 """
 
 import argparse
@@ -118,6 +120,41 @@ def pair_errors(pairs):
     return [whole_run(p)["error"]["total_s"] for p in pairs]
 
 
+def repeat_errors(pairs):
+    """Each pair's other measured runs against its median one, (run - median) / median: the
+    errors that a prediction exact for the median run would show against them."""
+    errors = []
+    for pair in pairs:
+        runs = pair.get("measured_runs", [])
+        middle = (len(runs) - 1) // 2
+        errors += [(run - runs[middle]) / runs[middle] for k, run in enumerate(runs)
+                   if k != middle]
+    return errors
+
+
+def within_range(pairs):
+    """(pairs whose simulated seconds per epoch lie within their measured runs' range, pairs
+    measured more than once)."""
+    repeated = [p for p in pairs if len(p.get("measured_runs", [])) > 1]
+    inside = [p for p in repeated
+              if min(p["measured_runs"]) <= seconds_per_epoch(p, "a") <= max(p["measured_runs"])]
+    return len(inside), len(repeated)
+
+
+def spread_lines(pairs, targets):
+    """The measurement's own spread, beside the model's errors (none for single runs)."""
+    errors = repeat_errors(pairs)
+    if not errors:
+        return []
+    inside, repeated = within_range(pairs)
+    return ["", "## The measurement's own spread", "",
+            "- each pair's other measured runs against its median run (the one compared), as "
+            "(run - median) / median: the errors of a prediction exact for the median run: "
+            f"{verdict(errors, targets)}",
+            f"- the simulated epoch lies within its measured runs' range in {inside} of "
+            f"{repeated} pairs"]
+
+
 def scenarios_of(pairs):
     """The scenarios' names in the pairs' order, each once."""
     return list(dict.fromkeys(scenario_of(p) for p in pairs))
@@ -150,9 +187,13 @@ def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST)):
     for label, key in PHASES:
         md.append(stats_line(f"{label}, per pair (share of the epoch)",
                              [whole_run(p)["error"][key] for p in pairs]))
+    if repeat_errors(pairs):
+        md.append(stats_line("a measured run against its pair's median run",
+                             repeat_errors(pairs)))
     mismatched = [p for p in pairs if not p["bytes"]["equal"]]
     md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
                             f"{len(mismatched)} pair(s) differ.")]
+    md += spread_lines(pairs, targets)
     return "\n".join(md) + "\n"
 
 
