@@ -184,3 +184,29 @@ def test_a_bad_target_is_refused(tmp_path, capsys, bad):
         summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md"), "--target-worst", bad])
     assert exit_info.value.code == 2
     assert f"'{bad}': allowed: a percentage >= 0" in capsys.readouterr().err
+
+
+def test_the_calibrations_spread_is_read_from_the_host_profiles(tmp_path, capsys):
+    """Three calibrations of 1.0, 1.2 and 0.9 ms a step (one profile per pair's folder, and a
+    profile without the line, left out): 1 ms the median, 10% and 20% from it."""
+    make_pairs(str(tmp_path / "compare"))
+    platforms = tmp_path / "platform"
+    for name, step in (("ddp-w2", "0.001"), ("epoch_sync-w4", "0.0012"), ("serial-w1", "9e-4")):
+        (platforms / name / "profiles").mkdir(parents=True)
+        (platforms / name / "profiles" / "loopback-cpu.toml").write_text(
+            "name = \"loopback\"\n# every pass x: the median of a step's timed parts "
+            f"({step} s; p10 1, p90 2)\ncompute_skew = 1\n")
+    (platforms / "other" / "profiles").mkdir(parents=True)
+    (platforms / "other" / "profiles" / "h100.toml").write_text("name = \"h100\"\n")
+    assert summarize.calibrated_steps(str(platforms)) == pytest.approx([0.001, 0.0012, 9e-4])
+    out = str(tmp_path / "v.md")
+    assert summarize.main([str(tmp_path / "compare"), "--out", out, "--calibrations",
+                           f"fmnist-mlp={platforms}"]) == 0
+    text = open(out).read()
+    assert "## The measurement's own spread" in text  # measured once: the calibrations' alone
+    assert ("- fmnist-mlp, the simulated side: 3 calibrations put a step's compute at 0.9 to 1.2 "
+            "ms (median 1 ms), 10.0% from that median at the median and 20.0% at worst") in text
+    for bad in ("fmnist-mlp", f"={platforms}", f"fmnist-mlp={tmp_path / 'none'}"):
+        assert summarize.main([str(tmp_path / "compare"), "--out", out,
+                               "--calibrations", bad]) == 2
+        assert f"--calibrations '{bad}': allowed: SCENARIO=DIR" in capsys.readouterr().err

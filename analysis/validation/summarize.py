@@ -3,6 +3,7 @@
 
     python3 analysis/validation/summarize.py COMPARE_DIR... --out validation.md [--note TEXT]...
                                              [--target-median PCT] [--target-worst PCT] [--check]
+                                             [--calibrations SCENARIO=DIR]...
 
 Each COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate
 compare SIMULATED MEASURED`. Several comparisons of one pair (scenario, strategy and worker
@@ -15,12 +16,16 @@ over the workers) and its split into phases, simulated and measured, and the err
 and per scenario: each pair's whole-run epoch time, and every epoch of every pair. The targets
 hold over every pair. Beside them, the measurement's own spread: each pair's other measured runs
 against its median one, which a prediction exact for the median run would show as its errors,
-and how many pairs' simulated epochs lie within their measured runs' range.
+and how many pairs' simulated epochs lie within their measured runs' range; and, per
+--calibrations SCENARIO=DIR (the host profiles that `syncopate calibrate` wrote under DIR), how
+far each calibration's step compute lies from their median: the simulated side's own spread.
 """
 
 import argparse
+import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -141,18 +146,53 @@ def within_range(pairs):
     return len(inside), len(repeated)
 
 
-def spread_lines(pairs, targets):
-    """The measurement's own spread, beside the model's errors (none for single runs)."""
+def spread_lines(pairs, targets, calibrations=()):
+    """The measurement's own spread, beside the model's errors: the measured runs' (none for
+    single runs) and the calibrations' (none for fewer than two per scenario)."""
+    lines = []
     errors = repeat_errors(pairs)
-    if not errors:
-        return []
-    inside, repeated = within_range(pairs)
-    return ["", "## The measurement's own spread", "",
-            "- each pair's other measured runs against its median run (the one compared), as "
-            "(run - median) / median: the errors of a prediction exact for the median run: "
-            f"{verdict(errors, targets)}",
-            f"- the simulated epoch lies within its measured runs' range in {inside} of "
-            f"{repeated} pairs"]
+    if errors:
+        inside, repeated = within_range(pairs)
+        lines += ["- each pair's other measured runs against its median run (the one compared), "
+                  "as (run - median) / median: the errors of a prediction exact for the median "
+                  f"run: {verdict(errors, targets)}",
+                  f"- the simulated epoch lies within its measured runs' range in {inside} of "
+                  f"{repeated} pairs"]
+    lines += calibration_lines(calibrations)
+    return ["", "## The measurement's own spread", ""] + lines if lines else []
+
+
+# The line of a host profile (app/calibrate_write.cpp) that gives a step's measured compute.
+STEP_LINE = re.compile(r"^# every pass x: the median of a step's timed parts \(([0-9.eE+-]+) s")
+
+
+def calibrated_steps(directory):
+    """The median step compute (seconds) of every host profile under directory, in path order."""
+    steps = []
+    for path in sorted(glob.glob(os.path.join(directory, "**", "profiles", "*.toml"),
+                                 recursive=True)):
+        with open(path) as f:
+            for line in f:
+                match = STEP_LINE.match(line)
+                if match:
+                    steps.append(float(match.group(1)))
+                    break
+    return steps
+
+
+def calibration_lines(calibrations):
+    """calibrations: [(scenario, [step seconds])]: each one's deviations from their median."""
+    lines = []
+    for scenario, steps in calibrations:
+        if len(steps) < 2:
+            continue
+        middle = statistics.median(steps)
+        deviations = [abs(s / middle - 1) for s in steps]
+        lines.append(f"- {scenario}, the simulated side: {len(steps)} calibrations put a step's "
+                     f"compute at {1e3 * min(steps):.4g} to {1e3 * max(steps):.4g} ms (median "
+                     f"{1e3 * middle:.4g} ms), {100 * statistics.median(deviations):.1f}% from "
+                     f"that median at the median and {100 * max(deviations):.1f}% at worst")
+    return lines
 
 
 def scenarios_of(pairs):
@@ -160,7 +200,7 @@ def scenarios_of(pairs):
     return list(dict.fromkeys(scenario_of(p) for p in pairs))
 
 
-def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST)):
+def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibrations=()):
     scenarios = scenarios_of(pairs)
     md = [f"# Validation: simulated vs measured, {', '.join(scenarios)}", ""]
     md += [f"- {n}" for n in notes]
@@ -193,7 +233,7 @@ def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST)):
     mismatched = [p for p in pairs if not p["bytes"]["equal"]]
     md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
                             f"{len(mismatched)} pair(s) differ.")]
-    md += spread_lines(pairs, targets)
+    md += spread_lines(pairs, targets, calibrations)
     return "\n".join(md) + "\n"
 
 
@@ -217,6 +257,8 @@ def main(argv=None):
                         metavar="PCT")
     parser.add_argument("--target-worst", type=percent, default=100 * TARGET_WORST,
                         metavar="PCT")
+    parser.add_argument("--calibrations", action="append", default=[], metavar="SCENARIO=DIR",
+                        help="a scenario's calibrations: the host profiles under DIR")
     parser.add_argument("--check", action="store_true",
                         help=f"exit {MISSED} when the per-pair errors miss the targets or bytes "
                              "differ")
@@ -226,13 +268,21 @@ def main(argv=None):
         if not os.path.isdir(compare_dir):
             print(f"summarize: {compare_dir}: no such directory", file=sys.stderr)
             return 2
+    calibrations = []
+    for given in args.calibrations:
+        scenario, _, directory = given.partition("=")
+        if not scenario or not os.path.isdir(directory):
+            print(f"summarize: --calibrations '{given}': allowed: SCENARIO=DIR, DIR a directory",
+                  file=sys.stderr)
+            return 2
+        calibrations.append((scenario, calibrated_steps(directory)))
     pairs = read_pairs(*args.compare_dirs)
     if not pairs:
         print(f"summarize: {' '.join(args.compare_dirs)}: no compare.json in their folders",
               file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
-        f.write(summarize(pairs, args.note, targets))
+        f.write(summarize(pairs, args.note, targets, calibrations))
     print(f"validation written to {args.out} ({len(pairs)} pairs)")
     print(f"per pair: {verdict(pair_errors(pairs), targets)}")
     if not args.check:

@@ -19,7 +19,9 @@
 # every scenario.
 # Each pair's measured side runs --measured-runs times (one run on this machine varies by more
 # than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with the simulated
-# run; validation.md takes the comparison whose measured run is the median (summarize.py).
+# run; validation.md takes the comparison whose measured run is the median (summarize.py), and
+# states the measurement's own spread: the measured runs' and, with two calibrations or more of
+# a scenario (--calibrate pair), the calibrations' step compute.
 # Runs go to DIR (default runs/validation): DIR/SCENARIO/sim/<strategy>-w<W>,
 # DIR/SCENARIO/mpi/<strategy>-w<W>-m<k>, DIR/SCENARIO/compare/<strategy>-w<W>-m<k>;
 # a run already there is kept, and so is the calibrated platform (re-running finishes an
@@ -216,8 +218,13 @@ notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out
        --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
-for scenario in $scenarios; do compare_dirs+=("$out/$scenario/compare"); done
+calibrations=()  # the simulated side's spread: each scenario's calibrations, where calibrated here
+for scenario in $scenarios; do
+  compare_dirs+=("$out/$scenario/compare")
+  if [ -z "$platform" ]; then calibrations+=(--calibrations "$scenario=$out/$scenario/platform"); fi
+done
 rc=0
-/usr/bin/python3 "$here/summarize.py" "${compare_dirs[@]}" --out "$md" "${notes[@]}" "${check[@]}" || rc=$?
+/usr/bin/python3 "$here/summarize.py" "${compare_dirs[@]}" --out "$md" "${notes[@]}" \
+  "${calibrations[@]}" "${check[@]}" || rc=$?
 [ "$failed" = 1 ] && exit 1
 exit $rc
