@@ -58,7 +58,7 @@ TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
 }
 
 // --calibrate pair: each pair's simulated run uses a platform calibrated for it alone, and the
-// table says so.
+// table says so, with the two calibrations' spread of a step's compute.
 TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
   const fs::path runs = scratch() / "pair-runs";
   const fs::path md = scratch() / "pair-validation.md";
@@ -81,10 +81,13 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
   }
   EXPECT_FALSE(fs::exists(runs / "fmnist-mlp" / "platform" / "loopback.toml"));
   EXPECT_EQ(count_of(log, "calibrating this machine"), 2u) << log;
-  EXPECT_NE(syncopate::read_text(md).find("<strategy>-w<W>/loopback.toml, calibrated before each "
-                                          "pair"),
+  const std::string text = syncopate::read_text(md);
+  EXPECT_NE(text.find("<strategy>-w<W>/loopback.toml, calibrated before each pair"),
             std::string::npos)
-      << syncopate::read_text(md);
+      << text;
+  EXPECT_NE(text.find("- fmnist-mlp, the simulated side: 2 calibrations put a step's compute at "),
+            std::string::npos)
+      << text;
 }
 
 // Arguments the script cannot use stop it before it calibrates or runs anything.
