@@ -121,6 +121,7 @@ void write_profile(const std::string& path, const std::string& name, const Calib
   for (const Series* part : {&s.loss, &s.zero_grad, &s.optimizer})
     sum_of_medians += spread(part->seconds).median;
   const Spread parts = spread(s.parts.seconds);
+  // analysis/validation/summarize.py reads a step's compute from this comment (STEP_LINE).
   out << "# every pass x: the median of a step's timed parts (" << num(parts.median) << " s; p10 "
       << num(parts.p10) << ", p90 " << num(parts.p90) << ")\n# over the sum of their medians ("
       << num(sum_of_medians) << " s): right-skewed timings sum to more than their medians\n"

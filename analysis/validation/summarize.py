@@ -227,9 +227,9 @@ def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibratio
     for label, key in PHASES:
         md.append(stats_line(f"{label}, per pair (share of the epoch)",
                              [whole_run(p)["error"][key] for p in pairs]))
-    if repeat_errors(pairs):
-        md.append(stats_line("a measured run against its pair's median run",
-                             repeat_errors(pairs)))
+    repeats = repeat_errors(pairs)
+    if repeats:
+        md.append(stats_line("a measured run against its pair's median run", repeats))
     mismatched = [p for p in pairs if not p["bytes"]["equal"]]
     md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
                             f"{len(mismatched)} pair(s) differ.")]
