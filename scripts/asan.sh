@@ -12,7 +12,7 @@
 # step and its resume (StopSignal.LocalStopsAtTheStepAndResumes, StopSignal.Sim*,
 # StopSignal.MpiRanksStopAt*: the process signals itself, so the handler and the ranks' stop latch
 # run sanitised too). Also the validation scripts' runs end to end (Validation.Script*,
-# Validation.ADoctored*, Validation.CalibratePair*, ValidationTargets.*, Collectives.ADoctored*):
+# Validation.ADoctored*, Validation.Calibrate*, ValidationTargets.*, Collectives.ADoctored*):
 # 165 s under ASan before the last three were added (Validation.CalibratePair* alone took 177 s),
 # mostly measured runs and calibration; their commands run sanitised in the tests of calibrate,
 # compare and collectives.
@@ -28,6 +28,7 @@ training_volume=(
   Validation.ScriptComparesEveryPairAndWritesTheTable
   Validation.ADoctoredPlatformMissesTheTargets
   Validation.CalibratePairCalibratesBeforeEachPair
+  Validation.CalibrateRunCalibratesBeforeEachMeasuredRun
   ValidationTargets.ReducedValidationMeetsItsTargets
   ValidationTargets.ReducedCollectivesMeetTheirTarget
   Collectives.ADoctoredPlatformMissesTheTarget

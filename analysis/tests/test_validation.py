@@ -117,6 +117,37 @@ def test_repeated_measured_runs_stand_for_their_pair_by_the_median(tmp_path):
     assert "range in 1 of 1 pairs" in open(out).read()
 
 
+def test_runs_simulated_on_their_own_calibrations_stand_by_the_median_error(tmp_path):
+    """Three comparisons of one pair, each simulated on its own calibration (validate.sh
+    --calibrate run): errors +20%, -5% and +3%. The +3% one is the row, though its measured run
+    is the shortest, and the simulated runs' range is beside it."""
+    for k, (measured, simulated) in enumerate(((1.0, 1.2), (1.3, 1.235), (0.8, 0.824)), start=1):
+        path = os.path.join(str(tmp_path), f"ddp-w2-m{k}")
+        data = make_compare(path, workers=2, comm_factor=1.0)
+        data["a"].update(strategy="ddp", workers=2)
+        for row in data["rows"]:
+            row["a"] = {key: value * simulated for key, value in row["a"].items()}
+            row["b"] = {key: value * measured for key, value in row["b"].items()}
+            row["error"] = {key: (row["a"][key] - row["b"][key]) / row["b"]["total_s"]
+                            for key in row["a"]}
+        with open(os.path.join(path, "compare.json"), "w") as f:
+            json.dump(data, f)
+    pairs = summarize.read_pairs(str(tmp_path))
+    assert summarize.pair_errors(pairs) == pytest.approx([0.03])
+    shortest = summarize.seconds_per_epoch(pairs[0], "b")
+    assert pairs[0]["measured_runs"] == pytest.approx(
+        [shortest, shortest / 0.8, 1.3 * shortest / 0.8])
+    out = str(tmp_path / "validation.md")
+    assert summarize.main([str(tmp_path), "--out", out]) == 0
+    row = md_table(open(out).read(), "strategy")[0]
+    simulated = summarize.seconds_per_epoch(pairs[0], "a")
+    low, high = simulated, 1.235 * simulated / 0.824
+    assert row[3] == f"{simulated:.4g} ({low:.4g} - {high:.4g}, 3 runs)"
+    assert row[5] == "+3.0%"
+    # The measured runs' own spread is still against their median run (1.0x): -20% and +30%.
+    assert summarize.repeat_errors(pairs) == pytest.approx([-0.2, 0.3])
+
+
 def test_the_spread_counts_simulated_epochs_outside_the_measured_range(tmp_path):
     """A pair measured 1.1x and 1.2x its simulation lies outside; one measured once is left out
     of the spread."""

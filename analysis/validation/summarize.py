@@ -7,9 +7,11 @@
 
 Each COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate
 compare SIMULATED MEASURED`. Several comparisons of one pair (scenario, strategy and worker
-count: the simulated run against each of repeated measured runs) stand for the pair by the one
-whose measured run is the median by its training time (of an even count, the lower middle); the
-table gives the range of the measured runs beside it. A table per scenario (in the order of
+count: each of repeated measured runs against the simulated run, or against a simulation of its
+own on the calibration made just before it) stand for the pair by the one of median error (of an
+even count, the upper middle: with one simulated run, the one whose measured run is the lower
+middle by its training time); the table gives the range of the measured runs, and of the
+simulated runs where they differ, beside it. A table per scenario (in the order of
 their first COMPARE_DIR) gives seconds per epoch (the mean over the epochs of each epoch's mean
 over the workers) and its split into phases, simulated and measured, and the error of each:
 (simulated - measured) / the measured epoch time. The errors summarised, over every scenario
@@ -44,8 +46,8 @@ def key_of(pair):
 
 def read_pairs(*compare_dirs):
     """[(compare.json dict)] by scenario (in the order the directories first hold them), then
-    strategy and worker count, one per pair: the median of its repeated measured runs, with
-    "measured_runs" (every run's measured seconds per epoch)."""
+    strategy and worker count, one per pair: the comparison of median error, with
+    "measured_runs" and "simulated_runs" (every comparison's seconds per epoch, each sorted)."""
     groups = {}
     order = {}
     for compare_dir in compare_dirs:
@@ -58,9 +60,12 @@ def read_pairs(*compare_dirs):
                 groups.setdefault(key_of(pair), []).append(pair)
     pairs = []
     for key in sorted(groups, key=lambda k: (order[k[0]],) + k[1:]):
-        runs = sorted(groups[key], key=lambda p: whole_run(p)["b"]["total_s"])
-        pair = runs[(len(runs) - 1) // 2]
-        pair["measured_runs"] = [seconds_per_epoch(p, "b") for p in runs]
+        runs = groups[key]
+        # By error, largest first: with one simulated run, by measured time, shortest first.
+        by_error = sorted(runs, key=lambda p: -whole_run(p)["error"]["total_s"])
+        pair = by_error[(len(runs) - 1) // 2]
+        pair["measured_runs"] = sorted(seconds_per_epoch(p, "b") for p in runs)
+        pair["simulated_runs"] = sorted(seconds_per_epoch(p, "a") for p in runs)
         pairs.append(pair)
     return pairs
 
@@ -93,11 +98,15 @@ def pair_row(pair):
     whole = whole_run(pair)
     n = max(1, len(epoch_means(pair)))
     measured = f"{whole['b']['total_s'] / n:.4g}"
+    simulated = f"{whole['a']['total_s'] / n:.4g}"
     runs = pair.get("measured_runs", [])
     if len(runs) > 1:
         measured += f" ({min(runs):.4g} - {max(runs):.4g}, {len(runs)} runs)"
+    runs = pair.get("simulated_runs", [])
+    if len(runs) > 1 and min(runs) != max(runs):
+        simulated += f" ({min(runs):.4g} - {max(runs):.4g}, {len(runs)} runs)"
     cells = [pair["a"].get("strategy", "?"), str(pair["a"].get("workers", "?")), str(n),
-             f"{whole['a']['total_s'] / n:.4g}", measured, pct(whole["error"]["total_s"])]
+             simulated, measured, pct(whole["error"]["total_s"])]
     for _, key in PHASES:
         cells.append(f"{whole['a'][key] / n:.3g} / {whole['b'][key] / n:.3g} "
                      f"({pct(whole['error'][key])})")
@@ -153,9 +162,9 @@ def spread_lines(pairs, targets, calibrations=()):
     errors = repeat_errors(pairs)
     if errors:
         inside, repeated = within_range(pairs)
-        lines += ["- each pair's other measured runs against its median run (the one compared), "
-                  "as (run - median) / median: the errors of a prediction exact for the median "
-                  f"run: {verdict(errors, targets)}",
+        lines += ["- each pair's other measured runs against its median run, as (run - median) "
+                  "/ median: the errors of a prediction exact for the median run: "
+                  f"{verdict(errors, targets)}",
                   f"- the simulated epoch lies within its measured runs' range in {inside} of "
                   f"{repeated} pairs"]
     lines += calibration_lines(calibrations)

@@ -5,7 +5,7 @@
 #
 #   analysis/validation/validate.sh [--scenarios "fmnist-mlp fmnist-cnn"] [--epochs N]
 #                                   [--workers "1 2 4"] [--strategies "ddp ..."]
-#                                   [--measured-runs 3] [--calibrate scenario|pair]
+#                                   [--measured-runs 3] [--calibrate scenario|pair|run]
 #                                   [--platform NAME|FILE] [--out DIR]
 #                                   [--md FILE] [--bin PATH] [--set key=value]...
 #                                   [--target-median PCT] [--target-worst PCT] [--check]
@@ -15,15 +15,20 @@
 # (DIR/SCENARIO/platform/loopback.toml; this machine's speed changes from minute to minute: see
 # collectives.sh); --calibrate pair calibrates again before every pair, into
 # DIR/SCENARIO/platform/<strategy>-w<W>/ (about 12 s a pair), so that the measured runs follow
-# their calibration within seconds; --platform uses a committed one instead (e.g. loopback) for
-# every scenario.
+# their calibration within seconds; --calibrate run calibrates before every measured run, into
+# DIR/SCENARIO/platform/<strategy>-w<W>-m<k>/, and simulates the pair on each of them, so that
+# every measured run is compared with a simulation on the calibration just before it (a
+# calibration caught in a slow phase then spoils one comparison of three, not the pair);
+# --platform uses a committed one instead (e.g. loopback) for every scenario.
 # Each pair's measured side runs --measured-runs times (one run on this machine varies by more
-# than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with the simulated
-# run; validation.md takes the comparison whose measured run is the median (summarize.py), and
-# states the measurement's own spread: the measured runs' and, with two calibrations or more of
-# a scenario (--calibrate pair), the calibrations' step compute.
-# Runs go to DIR (default runs/validation): DIR/SCENARIO/sim/<strategy>-w<W>,
-# DIR/SCENARIO/mpi/<strategy>-w<W>-m<k>, DIR/SCENARIO/compare/<strategy>-w<W>-m<k>;
+# than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with its simulated
+# run; validation.md takes the comparison of median error (summarize.py: with one simulated run,
+# the one whose measured run is the median), and states the measurement's own spread: the
+# measured runs' and, with two calibrations or more of a scenario (--calibrate pair or run), the
+# calibrations' step compute.
+# Runs go to DIR (default runs/validation): DIR/SCENARIO/sim/<strategy>-w<W> (with --calibrate
+# run, <strategy>-w<W>-m<k>), DIR/SCENARIO/mpi/<strategy>-w<W>-m<k>,
+# DIR/SCENARIO/compare/<strategy>-w<W>-m<k>;
 # a run already there is kept, and so is the calibrated platform (re-running finishes an
 # interrupted validation; remove DIR to start over). A scenario's own settings come first
 # (fmnist-cnn: 16,384 training samples), then --set and --epochs, which apply to both runs of
@@ -77,11 +82,11 @@ case $measured_runs in
   '' | *[!0-9]* | 0) echo "validate.sh: --measured-runs '$measured_runs'; allowed: an integer >= 1" >&2; exit 2 ;;
 esac
 case $calibrate_each in
-  scenario | pair) ;;
-  *) echo "validate.sh: --calibrate '$calibrate_each'; allowed: scenario, pair" >&2; exit 2 ;;
+  scenario | pair | run) ;;
+  *) echo "validate.sh: --calibrate '$calibrate_each'; allowed: scenario, pair, run" >&2; exit 2 ;;
 esac
-[ "$calibrate_each" = pair ] && [ -n "$platform" ] &&
-  { echo "validate.sh: --calibrate pair and --platform: a committed platform is not calibrated; give one of them" >&2; exit 2; }
+[ "$calibrate_each" != scenario ] && [ -n "$platform" ] &&
+  { echo "validate.sh: --calibrate $calibrate_each and --platform: a committed platform is not calibrated; give one of them" >&2; exit 2; }
 [ -n "$epochs" ] && sets+=(--epochs "$epochs")
 [ -z "${strategies// /}" ] && { echo "validate.sh: --strategies is empty; allowed: strategies, e.g. \"ddp epoch_sync\"" >&2; exit 2; }
 for scenario in $scenarios; do
@@ -132,12 +137,13 @@ mpirun=(mpirun --oversubscribe --bind-to none)
 export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 platforms_note=
 scenario_notes=
-# The platform of a pair's simulated run (scenario, pair name): --platform, or one calibrated at
-# the scenario's shapes (with --calibrate pair, one per pair).
+# The platform of a simulated run (scenario, the run's name: <strategy>-w<W>, with --calibrate
+# run <strategy>-w<W>-m<k>): --platform, or one calibrated at the scenario's shapes (with
+# --calibrate pair or run, one per pair or per measured run).
 platform_of() {
   if [ -n "$platform" ]; then
     echo "$platform"
-  elif [ "$calibrate_each" = pair ]; then
+  elif [ "$calibrate_each" != scenario ]; then
     echo "$out/$1/platform/$2/loopback.toml"
   else
     echo "$out/$1/platform/loopback.toml"
@@ -145,19 +151,21 @@ platform_of() {
 }
 # A scenario's platform is calibrated just before its first pair runs, not all at the start: the
 # machine's speed drifts over the minutes that another scenario's pairs take. With --calibrate
-# pair, before each of its pairs.
+# pair or run, before each of its pairs or measured runs (the second argument names it).
 calibrated=
 calibrate() {
-  local pair=${2-} file knob note
-  file=$(platform_of "$1" "$pair")
+  local name=${2-} file knob note
+  file=$(platform_of "$1" "$name")
   if [ -z "$platform" ] && [ ! -f "$file" ]; then
-    echo "== $1${pair:+ $pair}: calibrating this machine (mpirun -np 2): $file"
+    echo "== $1${name:+ $name}: calibrating this machine (mpirun -np 2): $file"
     mkdir -p "$(dirname "$file")"
     "${mpirun[@]}" -np 2 "$bin" calibrate "$1" --repeats 30 --out "$file" >/dev/null
   fi
   [[ $calibrated == *" $1 "* ]] && return
   if [ "$calibrate_each" = pair ] && [ -z "$platform" ]; then
     note="$1: ${out#"$root"/}/$1/platform/<strategy>-w<W>/loopback.toml, calibrated before each pair"
+  elif [ "$calibrate_each" = run ] && [ -z "$platform" ]; then
+    note="$1: ${out#"$root"/}/$1/platform/<strategy>-w<W>-m<k>/loopback.toml, calibrated before each measured run"
   else
     note="$1: ${file#"$root"/}"
     [ -f "$file" ] && note+=" (calibrated $(sed -n 's/^# date: //p' "$file" | head -n 1))"
@@ -168,6 +176,17 @@ calibrate() {
   calibrated+=" $1 "
 }
 
+# Simulates the pair (args_of_pair, at $scenario and $w) into $dir/sim/NAME on NAME's platform,
+# unless it is there already; 1 when the run fails.
+simulate() {
+  [ -f "$dir/sim/$1/summary.json" ] && return 0
+  echo "== $scenario $1: simulated"
+  # The platform models this machine's two workers; more workers are more GPUs on its node.
+  "$bin" run "${args_of_pair[@]}" --backend sim --platform "$(platform_of "$scenario" "$1")" \
+    --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$dir/sim/$1" \
+    >"$dir/sim/$1.log" 2>&1 || { echo "   failed: $dir/sim/$1.log"; return 1; }
+}
+
 failed=0
 for pair in "${pairs[@]}"; do
   read -r scenario strategy w <<<"$pair"
@@ -175,27 +194,27 @@ for pair in "${pairs[@]}"; do
   name=$strategy-w$w
   if [ "$calibrate_each" = pair ]; then
     calibrate "$scenario" "$name"
-  elif [[ $calibrated != *" $scenario "* ]]; then
+  elif [ "$calibrate_each" = scenario ] && [[ $calibrated != *" $scenario "* ]]; then
     calibrate "$scenario"
   fi
   mkdir -p "$dir/sim" "$dir/mpi" "$dir/compare"
   pair_args "$scenario" "$strategy" "$w"
-  if [ ! -f "$dir/sim/$name/summary.json" ]; then
-    echo "== $scenario $name: simulated"
-    # The platform models this machine's two workers; more workers are more GPUs on its node.
-    "$bin" run "${args_of_pair[@]}" --backend sim --platform "$(platform_of "$scenario" "$name")" \
-      --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$dir/sim/$name" \
-      >"$dir/sim/$name.log" 2>&1 || { echo "   failed: $dir/sim/$name.log"; failed=1; continue; }
+  if [ "$calibrate_each" != run ]; then
+    simulate "$name" || { failed=1; continue; }
   fi
   for k in $(seq "$measured_runs"); do
     run=$name-m$k
+    simulated=$name
+    # With --calibrate run: calibrate, measure at once, then simulate on that calibration.
+    [ "$calibrate_each" = run ] && { calibrate "$scenario" "$run"; simulated=$run; }
     if [ ! -f "$dir/mpi/$run/summary.json" ]; then
       echo "== $scenario $name: measured (mpirun -np $w), run $k of $measured_runs"
       "${mpirun[@]}" -np "$w" "$bin" run "${args_of_pair[@]}" --backend mpi --out "$dir/mpi/$run" \
         >"$dir/mpi/$run.log" 2>&1 || { echo "   failed: $dir/mpi/$run.log"; failed=1; continue; }
     fi
+    simulate "$simulated" || { failed=1; continue; }
     rc=0
-    "$bin" compare "$dir/sim/$name" "$dir/mpi/$run" --tolerance 15% --out "$dir/compare/$run" \
+    "$bin" compare "$dir/sim/$simulated" "$dir/mpi/$run" --tolerance 15% --out "$dir/compare/$run" \
       >"$dir/compare/$run.txt" 2>&1 || rc=$?
     if [ "$rc" -gt 1 ]; then
       echo "   compare failed: $dir/compare/$run.txt"
@@ -211,11 +230,13 @@ for strategy in $strategies; do
   knob=$(strategy_knobs "$strategy")
   if [ -n "$knob" ]; then strategy_notes+="; $strategy $knob"; fi
 done
+compared="the median run compared"
+[ "$calibrate_each" = run ] && compared="each run compared with a simulation on its own calibration, the comparison of median error shown"
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=1; each pair measured $measured_runs times, the median run compared (the runs' range in brackets)"
+       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=1; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
 calibrations=()  # the simulated side's spread: each scenario's calibrations, where calibrated here

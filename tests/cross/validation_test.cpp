@@ -90,6 +90,52 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
       << text;
 }
 
+// --calibrate run: each measured run is compared with a simulation on the calibration made just
+// before it, and the table says so.
+TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
+  const fs::path runs = scratch() / "run-runs";
+  const fs::path md = scratch() / "run-validation.md";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(
+                kScript +
+                    " --scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
+                    "--measured-runs 2 --calibrate run --set data.train_samples=2048 --out " +
+                    runs.string() + " --md " + md.string(),
+                &log),
+            0)
+      << log;
+  for (const char* run : {"epoch_sync-w1-m1", "epoch_sync-w1-m2"}) {
+    const fs::path platform = runs / "fmnist-mlp" / "platform" / run / "loopback.toml";
+    EXPECT_TRUE(fs::exists(platform)) << platform;
+    const std::string summary =
+        syncopate::read_text(runs / "fmnist-mlp" / "sim" / run / "summary.json");
+    EXPECT_NE(summary.find("\"platform\": \"" + platform.string() + "\""), std::string::npos)
+        << summary;
+    const std::string compared =
+        syncopate::read_text(runs / "fmnist-mlp" / "compare" / run / "compare.json");
+    EXPECT_NE(compared.find((runs / "fmnist-mlp" / "sim" / run).string()), std::string::npos)
+        << compared;
+  }
+  EXPECT_FALSE(fs::exists(runs / "fmnist-mlp" / "sim" / "epoch_sync-w1"));
+  EXPECT_EQ(count_of(log, "calibrating this machine"), 2u) << log;
+  // Calibrated, measured, then simulated: each measured run follows its own calibration.
+  const size_t second = log.find("epoch_sync-w1-m2: calibrating");
+  ASSERT_NE(second, std::string::npos) << log;
+  EXPECT_LT(log.find("run 1 of 2"), second) << log;
+  EXPECT_GT(log.find("run 2 of 2"), second) << log;
+  const std::string text = syncopate::read_text(md);
+  EXPECT_NE(text.find("<strategy>-w<W>-m<k>/loopback.toml, calibrated before each measured run"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("each run compared with a simulation on its own calibration"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(count_of(text, "| epoch_sync | 1 | 1 | "), 1u) << text;
+  EXPECT_NE(text.find("- fmnist-mlp, the simulated side: 2 calibrations put a step's compute at "),
+            std::string::npos)
+      << text;
+}
+
 // Arguments the script cannot use stop it before it calibrates or runs anything.
 TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
   const struct {
@@ -100,9 +146,11 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--target-median -1", "validate.sh: --target-median '-1'; allowed: a percentage >= 0"},
       {"--measured-runs 0", "validate.sh: --measured-runs '0'; allowed: an integer >= 1"},
       {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
-      {"--calibrate each", "validate.sh: --calibrate 'each'; allowed: scenario, pair"},
+      {"--calibrate each", "validate.sh: --calibrate 'each'; allowed: scenario, pair, run"},
       {"--calibrate pair --platform loopback",
        "validate.sh: --calibrate pair and --platform: a committed platform is not calibrated"},
+      {"--calibrate run --platform loopback",
+       "validate.sh: --calibrate run and --platform: a committed platform is not calibrated"},
       // Every pair's settings, resolved by the binary before the calibration.
       {"--strategies 'ddp fedavg'",
        "validate.sh: fmnist-mlp, fedavg at 1 workers: syncopate: error: --set "
