@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "app/calibrate_fit.hpp"
 #include "app/calibrate_mpi.hpp"
 #include "backends/mpi/mpi_communicator.hpp"
 #include "backends/mpi/runtime.hpp"
@@ -195,6 +196,9 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   print_calibration(c);
   const std::string profile = write_calibration(c, o.out);
   std::printf("wrote %s and %s\n", o.out.c_str(), profile.c_str());
+  const std::string unsteady = unsteady_step_warning(c.compute.parts.seconds);
+  if (!unsteady.empty())
+    std::fprintf(stderr, "syncopate: calibrate: warning: %s\n", unsteady.c_str());
   if (mpi::Runtime::waiting_ranks_yield() == false && !c.transport.turn.empty())
     std::fprintf(stderr,
                  "syncopate: calibrate: note: waiting ranks spin here (mpi_yield_when_idle off), "

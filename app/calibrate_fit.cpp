@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "app/spread.hpp"
 #include "core/base/check.hpp"
 
 namespace syncopate::app {
@@ -89,6 +91,19 @@ std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points) {
 double compute_skew(double step_median_s, double sum_of_medians_s) {
   if (!(sum_of_medians_s > 0)) return 1;
   return std::clamp(step_median_s / sum_of_medians_s, 0.5, 2.0);
+}
+
+std::string unsteady_step_warning(const std::vector<double>& step_seconds) {
+  if (step_seconds.empty()) return "";
+  const Spread s = spread(step_seconds);
+  if (!(s.p90 > kSteadyStepSpread * s.p10)) return "";
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "a step's timed parts took %.3g s at p10 and %.3g s at p90 (%.2fx, over %.2fx): "
+                "the machine's speed changed while they were timed, so the profile's median "
+                "(%.3g s) may fit neither speed; calibrate again when the machine is steadier",
+                s.p10, s.p90, s.p90 / s.p10, kSteadyStepSpread, s.median);
+  return text;
 }
 
 }  // namespace syncopate::app

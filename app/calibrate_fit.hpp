@@ -3,6 +3,7 @@
 // piecewise bandwidth and latency factors, as SMPI has them) to ping-pong timings over sizes.
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace syncopate::app {
@@ -65,5 +66,16 @@ std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points);
 // medians (each timing is skewed to the right, so the medians sum short of a step's), within
 // the range a profile accepts, [0.5, 2]; 1 without parts.
 double compute_skew(double step_median_s, double sum_of_medians_s);
+
+// The widest p90 / p10 of a step's timed parts that calibrate takes as one speed. Of 176
+// calibrations of fmnist-mlp and fmnist-cnn before validation runs on a 2-core machine
+// (2026-12-07), half spanned 1.28x or less and 154 at most 1.5x. Of 132 that were each followed
+// by a measured run, those within 1.5x predicted it within 8.5% at the median (113); the wider
+// ones, 16.7% (19), with the worst of all (67%) after the widest (2.07x).
+inline constexpr double kSteadyStepSpread = 1.5;
+
+// A warning when a step's timed parts (seconds, every rank's pooled) spread wider than
+// kSteadyStepSpread from p10 to p90, naming the spread and the median; empty otherwise.
+std::string unsteady_step_warning(const std::vector<double>& step_seconds);
 
 }  // namespace syncopate::app

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "backends/sim/platform/network_factors.hpp"
@@ -127,6 +128,24 @@ TEST(CalibrateFit, ComputeSkewIsTheStepsMedianOverTheSumOfMediansWithinTheProfil
   EXPECT_DOUBLE_EQ(compute_skew(10, 1), 2.0);
   EXPECT_DOUBLE_EQ(compute_skew(0.1, 1), 0.5);
   EXPECT_DOUBLE_EQ(compute_skew(0.1, 0), 1.0);
+}
+
+// 100 step timings: 80 at 1 ms and 20 at `slow` ms, the slow ones at p90 and above.
+std::vector<double> steps_with_a_slow_fifth(double slow) {
+  std::vector<double> seconds(80, 1e-3);
+  seconds.insert(seconds.end(), 20, slow * 1e-3);
+  return seconds;
+}
+
+TEST(CalibrateFit, AStepSpreadWiderThanTheSteadyOneIsWarnedOf) {
+  EXPECT_EQ(unsteady_step_warning({}), "");
+  EXPECT_EQ(unsteady_step_warning(steps_with_a_slow_fifth(1.45)), "");
+  EXPECT_EQ(unsteady_step_warning(steps_with_a_slow_fifth(kSteadyStepSpread)), "");
+  const std::string warning = unsteady_step_warning(steps_with_a_slow_fifth(1.7));
+  EXPECT_NE(warning.find("0.001 s at p10 and 0.0017 s at p90 (1.70x, over 1.50x)"),
+            std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("median (0.001 s)"), std::string::npos) << warning;
 }
 
 }  // namespace
