@@ -23,6 +23,22 @@ def make_pairs(path, scenario="fmnist-mlp", ddp_factor=2.0):
             json.dump(data, f)
 
 
+def make_runs(directory, scales):
+    """Comparisons of one pair, ddp at 2 workers (ddp-w2-m<k>), one per (measured, simulated)
+    scale of make_compare's seconds, with the errors recomputed."""
+    for k, (measured, simulated) in enumerate(scales, start=1):
+        path = os.path.join(directory, f"ddp-w2-m{k}")
+        data = make_compare(path, workers=2, comm_factor=1.0)
+        data["a"].update(strategy="ddp", workers=2)
+        for row in data["rows"]:
+            row["a"] = {key: value * simulated for key, value in row["a"].items()}
+            row["b"] = {key: value * measured for key, value in row["b"].items()}
+            row["error"] = {key: (row["a"][key] - row["b"][key]) / row["b"]["total_s"]
+                            for key in row["a"]}
+        with open(os.path.join(path, "compare.json"), "w") as f:
+            json.dump(data, f)
+
+
 def test_table_and_errors(tmp_path):
     make_pairs(str(tmp_path))
     out = str(tmp_path / "validation.md")
@@ -87,16 +103,7 @@ def test_no_pairs_exits_2(tmp_path):
 
 def test_repeated_measured_runs_stand_for_their_pair_by_the_median(tmp_path):
     """Three comparisons of one pair, measured 1.0x, 1.3x and 0.8x: the 1.0x one is the row."""
-    for k, scale in enumerate((1.0, 1.3, 0.8), start=1):
-        path = os.path.join(str(tmp_path), f"ddp-w2-m{k}")
-        data = make_compare(path, workers=2, comm_factor=1.0)
-        data["a"].update(strategy="ddp", workers=2)
-        for row in data["rows"]:
-            row["b"] = {key: value * scale for key, value in row["b"].items()}
-            row["error"] = {key: (row["a"][key] - row["b"][key]) / row["b"]["total_s"]
-                            for key in row["a"]}
-        with open(os.path.join(path, "compare.json"), "w") as f:
-            json.dump(data, f)
+    make_runs(str(tmp_path), ((1.0, 1.0), (1.3, 1.0), (0.8, 1.0)))
     pairs = summarize.read_pairs(str(tmp_path))
     assert len(pairs) == 1
     median = pairs[0]
@@ -121,17 +128,7 @@ def test_runs_simulated_on_their_own_calibrations_stand_by_the_median_error(tmp_
     """Three comparisons of one pair, each simulated on its own calibration (validate.sh
     --calibrate run): errors +20%, -5% and +3%. The +3% one is the row, though its measured run
     is the shortest, and the simulated runs' range is beside it."""
-    for k, (measured, simulated) in enumerate(((1.0, 1.2), (1.3, 1.235), (0.8, 0.824)), start=1):
-        path = os.path.join(str(tmp_path), f"ddp-w2-m{k}")
-        data = make_compare(path, workers=2, comm_factor=1.0)
-        data["a"].update(strategy="ddp", workers=2)
-        for row in data["rows"]:
-            row["a"] = {key: value * simulated for key, value in row["a"].items()}
-            row["b"] = {key: value * measured for key, value in row["b"].items()}
-            row["error"] = {key: (row["a"][key] - row["b"][key]) / row["b"]["total_s"]
-                            for key in row["a"]}
-        with open(os.path.join(path, "compare.json"), "w") as f:
-            json.dump(data, f)
+    make_runs(str(tmp_path), ((1.0, 1.2), (1.3, 1.235), (0.8, 0.824)))
     pairs = summarize.read_pairs(str(tmp_path))
     assert summarize.pair_errors(pairs) == pytest.approx([0.03])
     shortest = summarize.seconds_per_epoch(pairs[0], "b")
@@ -151,14 +148,7 @@ def test_runs_simulated_on_their_own_calibrations_stand_by_the_median_error(tmp_
 def test_the_spread_counts_simulated_epochs_outside_the_measured_range(tmp_path):
     """A pair measured 1.1x and 1.2x its simulation lies outside; one measured once is left out
     of the spread."""
-    for k, scale in enumerate((1.1, 1.2), start=1):
-        path = os.path.join(str(tmp_path), f"ddp-w2-m{k}")
-        data = make_compare(path, workers=2, comm_factor=1.0)
-        data["a"].update(strategy="ddp", workers=2)
-        for row in data["rows"]:
-            row["b"] = {key: value * scale for key, value in row["b"].items()}
-        with open(os.path.join(path, "compare.json"), "w") as f:
-            json.dump(data, f)
+    make_runs(str(tmp_path), ((1.1, 1.0), (1.2, 1.0)))
     single = os.path.join(str(tmp_path), "epoch_sync-w4-m1")
     data = make_compare(single, workers=4, comm_factor=1.0)
     data["a"].update(strategy="epoch_sync", workers=4)

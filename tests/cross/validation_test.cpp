@@ -57,6 +57,17 @@ TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   EXPECT_TRUE(fs::exists(runs / "fmnist-mlp" / "compare" / "epoch_sync-w2-m2"));
 }
 
+// The fmnist-mlp simulated run `name` (a pair's, or with --calibrate run a measured run's) ran on
+// the platform calibrated under that name.
+void expect_simulated_on_its_own(const fs::path& runs, const std::string& name) {
+  const fs::path platform = runs / "fmnist-mlp" / "platform" / name / "loopback.toml";
+  EXPECT_TRUE(fs::exists(platform)) << platform;
+  const std::string summary =
+      syncopate::read_text(runs / "fmnist-mlp" / "sim" / name / "summary.json");
+  EXPECT_NE(summary.find("\"platform\": \"" + platform.string() + "\""), std::string::npos)
+      << summary;
+}
+
 // --calibrate pair: each pair's simulated run uses a platform calibrated for it alone, and the
 // table says so, with the two calibrations' spread of a step's compute.
 TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
@@ -71,14 +82,8 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
                 &log),
             0)
       << log;
-  for (const char* pair : {"epoch_sync-w1", "epoch_sync-w2"}) {
-    const fs::path platform = runs / "fmnist-mlp" / "platform" / pair / "loopback.toml";
-    EXPECT_TRUE(fs::exists(platform)) << platform;
-    const std::string summary =
-        syncopate::read_text(runs / "fmnist-mlp" / "sim" / pair / "summary.json");
-    EXPECT_NE(summary.find("\"platform\": \"" + platform.string() + "\""), std::string::npos)
-        << summary;
-  }
+  for (const char* pair : {"epoch_sync-w1", "epoch_sync-w2"})
+    expect_simulated_on_its_own(runs, pair);
   EXPECT_FALSE(fs::exists(runs / "fmnist-mlp" / "platform" / "loopback.toml"));
   EXPECT_EQ(count_of(log, "calibrating this machine"), 2u) << log;
   const std::string text = syncopate::read_text(md);
@@ -105,12 +110,7 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
             0)
       << log;
   for (const char* run : {"epoch_sync-w1-m1", "epoch_sync-w1-m2"}) {
-    const fs::path platform = runs / "fmnist-mlp" / "platform" / run / "loopback.toml";
-    EXPECT_TRUE(fs::exists(platform)) << platform;
-    const std::string summary =
-        syncopate::read_text(runs / "fmnist-mlp" / "sim" / run / "summary.json");
-    EXPECT_NE(summary.find("\"platform\": \"" + platform.string() + "\""), std::string::npos)
-        << summary;
+    expect_simulated_on_its_own(runs, run);
     const std::string compared =
         syncopate::read_text(runs / "fmnist-mlp" / "compare" / run / "compare.json");
     EXPECT_NE(compared.find((runs / "fmnist-mlp" / "sim" / run).string()), std::string::npos)
