@@ -67,11 +67,12 @@ std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points);
 // the range a profile accepts, [0.5, 2]; 1 without parts.
 double compute_skew(double step_median_s, double sum_of_medians_s);
 
-// The widest p90 / p10 of a step's timed parts that calibrate takes as one speed. Of 176
-// calibrations of fmnist-mlp and fmnist-cnn before validation runs on a 2-core machine
-// (2026-12-07), half spanned 1.28x or less and 154 at most 1.5x. Of 132 that were each followed
-// by a measured run, those within 1.5x predicted it within 8.5% at the median (113); the wider
-// ones, 16.7% (19), with the worst of all (67%) after the widest (2.07x).
+// The widest p90 / p10 of a step's timed parts that calibrate takes as one speed. Over the 132
+// calibrations of the validation by validate.sh --calibrate run on a 2-core machine (2026-12-07;
+// analysis/validation/validation.md, "the calibrations' steadiness"), the median spread was
+// 1.28x and 113 lay within 1.5x. The runs simulated on those were predicted within 8.5% at the
+// median, those on the 19 wider ones within 16.7%, and the worst of all (67%) on the widest
+// (2.07x). analysis/validation/summarize.py groups runs at this threshold (STEADY_STEP_SPREAD).
 inline constexpr double kSteadyStepSpread = 1.5;
 
 // A warning when a step's timed parts (seconds, every rank's pooled) spread wider than

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -231,3 +232,48 @@ def test_the_calibrations_spread_is_read_from_the_host_profiles(tmp_path, capsys
         assert summarize.main([str(tmp_path / "compare"), "--out", out,
                                "--calibrations", bad]) == 2
         assert f"--calibrations '{bad}': allowed: SCENARIO=DIR" in capsys.readouterr().err
+
+
+def test_runs_are_grouped_by_their_calibrations_steadiness(tmp_path):
+    """Five comparisons simulated on four platforms, two runs sharing one calibration (as with
+    validate.sh --calibrate pair): a step's p90 / p10 of 1.2x (errors +20% and -5%), 1.5x, the
+    threshold itself (+3%), and 2x (-40%); a platform without a host profile is left out."""
+    compare = tmp_path / "compare"
+    make_runs(str(compare), ((1.0, 1.2), (1.0, 0.95), (1.0, 1.03), (1.0, 0.6), (1.0, 1.0)))
+    platforms = (("steady", "1.2"), ("steady", "1.2"), ("edge", "1.5"), ("wide", "2"),
+                 ("committed", None))
+    for k, (name, p90) in enumerate(platforms, start=1):
+        platform = tmp_path / "platform" / name
+        (platform / "profiles").mkdir(parents=True, exist_ok=True)
+        (platform / "loopback.toml").write_text("name = \"loopback\"\n")
+        if p90:
+            (platform / "profiles" / "loopback-cpu.toml").write_text(
+                "# every pass x: the median of a step's timed parts "
+                f"(1.1 s; p10 1, p90 {p90})\ncompute_skew = 1\n")
+        path = compare / f"ddp-w2-m{k}" / "compare.json"
+        data = json.loads(path.read_text())
+        data["a"]["platform"] = str(platform / "loopback.toml")
+        path.write_text(json.dumps(data))
+    steadiness = summarize.calibration_steadiness(summarize.read_comparisons(str(compare)))
+    assert [spread for spread, _ in steadiness] == pytest.approx([1.2, 1.5, 2.0])
+    assert [errors for _, errors in steadiness] == [pytest.approx([0.2, -0.05]),
+                                                    pytest.approx([0.03]),
+                                                    pytest.approx([-0.4])]
+    out = str(tmp_path / "v.md")
+    assert summarize.main([str(compare), "--out", out]) == 0
+    text = open(out).read()
+    assert ("- the calibrations' steadiness: a step's timed parts spread 1.50x from p10 to p90 "
+            "at the median over 3 calibrations, 2.00x at widest (the error of the runs "
+            "simulated on it: -40.0%); `syncopate calibrate` warns over 1.5x") in text
+    assert md_table(text, "runs simulated on a calibration") == [
+        ["within 1.5x", "2", "5.0%", "20.0%", "3"],
+        ["over 1.5x (warned of)", "1", "40.0%", "40.0%", "1"]]
+
+
+def test_the_steadiness_threshold_is_the_one_calibrate_warns_over():
+    """summarize.py groups runs at the spread over which `syncopate calibrate` warns."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "app",
+                          "calibrate_fit.hpp")
+    with open(header) as f:
+        declared = re.search(r"kSteadyStepSpread = ([0-9.]+);", f.read())
+    assert declared and float(declared.group(1)) == summarize.STEADY_STEP_SPREAD

@@ -21,6 +21,10 @@ against its median one, which a prediction exact for the median run would show a
 and how many pairs' simulated epochs lie within their measured runs' range; and, per
 --calibrations SCENARIO=DIR (the host profiles that `syncopate calibrate` wrote under DIR), how
 far each calibration's step compute lies from their median: the simulated side's own spread.
+Last, every comparison (not only each pair's median one) by the steadiness of the calibration
+its simulated run used (the host profile beside the platform file that compare.json names):
+p90 / p10 of the step's timed parts, within or over the spread at which `syncopate calibrate`
+warns, with the errors of each group.
 """
 
 import argparse
@@ -44,20 +48,27 @@ def key_of(pair):
     return (scenario_of(pair), pair["a"].get("strategy", ""), pair["a"].get("workers", 0))
 
 
+def read_comparisons(*compare_dirs):
+    """Every compare.json under the directories' folders, in directory then folder order."""
+    comparisons = []
+    for compare_dir in compare_dirs:
+        for name in sorted(os.listdir(compare_dir)):
+            path = os.path.join(compare_dir, name, "compare.json")
+            if os.path.isfile(path):
+                with open(path) as f:
+                    comparisons.append(json.load(f))
+    return comparisons
+
+
 def read_pairs(*compare_dirs):
     """[(compare.json dict)] by scenario (in the order the directories first hold them), then
     strategy and worker count, one per pair: the comparison of median error, with
     "measured_runs" and "simulated_runs" (every comparison's seconds per epoch, each sorted)."""
     groups = {}
     order = {}
-    for compare_dir in compare_dirs:
-        for name in sorted(os.listdir(compare_dir)):
-            path = os.path.join(compare_dir, name, "compare.json")
-            if os.path.isfile(path):
-                with open(path) as f:
-                    pair = json.load(f)
-                order.setdefault(scenario_of(pair), len(order))
-                groups.setdefault(key_of(pair), []).append(pair)
+    for pair in read_comparisons(*compare_dirs):
+        order.setdefault(scenario_of(pair), len(order))
+        groups.setdefault(key_of(pair), []).append(pair)
     pairs = []
     for key in sorted(groups, key=lambda k: (order[k[0]],) + k[1:]):
         runs = groups[key]
@@ -155,9 +166,10 @@ def within_range(pairs):
     return len(inside), len(repeated)
 
 
-def spread_lines(pairs, targets, calibrations=()):
+def spread_lines(pairs, targets, calibrations=(), steadiness=()):
     """The measurement's own spread, beside the model's errors: the measured runs' (none for
-    single runs) and the calibrations' (none for fewer than two per scenario)."""
+    single runs), the calibrations' (none for fewer than two per scenario) and the errors by the
+    calibrations' steadiness (calibration_steadiness)."""
     lines = []
     errors = repeat_errors(pairs)
     if errors:
@@ -168,25 +180,81 @@ def spread_lines(pairs, targets, calibrations=()):
                   f"- the simulated epoch lies within its measured runs' range in {inside} of "
                   f"{repeated} pairs"]
     lines += calibration_lines(calibrations)
+    lines += steadiness_lines(steadiness)
     return ["", "## The measurement's own spread", ""] + lines if lines else []
 
 
-# The line of a host profile (app/calibrate_write.cpp) that gives a step's measured compute.
-STEP_LINE = re.compile(r"^# every pass x: the median of a step's timed parts \(([0-9.eE+-]+) s")
+# The line of a host profile (app/calibrate_write.cpp) that gives a step's measured compute: the
+# median of its timed parts, their p10 and p90.
+NUMBER = r"([0-9.eE+-]+)"
+STEP_LINE = re.compile(r"^# every pass x: the median of a step's timed parts \(" + NUMBER +
+                       r" s; p10 " + NUMBER + ", p90 " + NUMBER + r"\)")
+# p90 / p10 of a step's timed parts over which `syncopate calibrate` warns that the machine's
+# speed changed while it timed them: kSteadyStepSpread in app/calibrate_fit.hpp.
+STEADY_STEP_SPREAD = 1.5
+
+
+def profile_step(path):
+    """(median, p10, p90) seconds of a step's timed parts in the host profile at path, or None
+    for a profile without the line (one not written by calibrate)."""
+    with open(path) as f:
+        for line in f:
+            match = STEP_LINE.match(line)
+            if match:
+                return tuple(float(group) for group in match.groups())
+    return None
+
+
+def profile_steps(directory):
+    """(median, p10, p90) of every host profile under directory that has them, in path order."""
+    paths = sorted(glob.glob(os.path.join(directory, "**", "profiles", "*.toml"), recursive=True))
+    return [step for step in map(profile_step, paths) if step is not None]
 
 
 def calibrated_steps(directory):
     """The median step compute (seconds) of every host profile under directory, in path order."""
-    steps = []
-    for path in sorted(glob.glob(os.path.join(directory, "**", "profiles", "*.toml"),
-                                 recursive=True)):
-        with open(path) as f:
-            for line in f:
-                match = STEP_LINE.match(line)
-                if match:
-                    steps.append(float(match.group(1)))
-                    break
-    return steps
+    return [median for median, _, _ in profile_steps(directory)]
+
+
+def calibration_steadiness(comparisons):
+    """[(spread, [errors])]: per calibration that simulated runs of the comparisons used (the
+    host profile beside the platform file that compare.json names for the simulated side, in the
+    order first used), the p90 / p10 of its step's timed parts and the epoch-time errors of the
+    comparisons simulated on it. Platforms without such a profile are left out."""
+    by_platform = {}
+    for comparison in comparisons:
+        platform = comparison["a"].get("platform", "")
+        if platform not in by_platform:
+            steps = profile_steps(os.path.dirname(platform)) if os.path.isfile(platform) else []
+            by_platform[platform] = (steps[0][2] / steps[0][1], []) if steps else None
+        if by_platform[platform] is not None:
+            by_platform[platform][1].append(whole_run(comparison)["error"]["total_s"])
+    return [entry for entry in by_platform.values() if entry is not None]
+
+
+def steadiness_lines(steadiness):
+    """Comparisons grouped by their calibration's steadiness (calibration_steadiness): how well
+    runs simulated on a calibration that calibrate warned of were predicted, against the rest."""
+    if not steadiness:
+        return []
+    spreads = [spread for spread, _ in steadiness]
+    widest, widest_errors = max(steadiness, key=lambda entry: entry[0])
+    lines = ["- the calibrations' steadiness: a step's timed parts spread "
+             f"{statistics.median(spreads):.2f}x from p10 to p90 at the median over "
+             f"{len(spreads)} calibrations, {widest:.2f}x at widest (the error of the runs "
+             f"simulated on it: {', '.join(pct(e) for e in widest_errors)}); `syncopate "
+             f"calibrate` warns over {STEADY_STEP_SPREAD:g}x", "",
+             "| runs simulated on a calibration | calibrations | median abs error | worst abs "
+             "error | runs |", "|---|---|---|---|---|"]
+    for label, steady in ((f"within {STEADY_STEP_SPREAD:g}x", True),
+                          (f"over {STEADY_STEP_SPREAD:g}x (warned of)", False)):
+        group = [errors for spread, errors in steadiness
+                 if (spread <= STEADY_STEP_SPREAD) == steady]
+        errors = [abs(e) for each in group for e in each]
+        figures = (f"{100 * statistics.median(errors):.1f}% | {100 * max(errors):.1f}%"
+                   if errors else "- | -")
+        lines.append(f"| {label} | {len(group)} | {figures} | {len(errors)} |")
+    return lines
 
 
 def calibration_lines(calibrations):
@@ -209,7 +277,8 @@ def scenarios_of(pairs):
     return list(dict.fromkeys(scenario_of(p) for p in pairs))
 
 
-def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibrations=()):
+def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibrations=(),
+              steadiness=()):
     scenarios = scenarios_of(pairs)
     md = [f"# Validation: simulated vs measured, {', '.join(scenarios)}", ""]
     md += [f"- {n}" for n in notes]
@@ -242,7 +311,7 @@ def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibratio
     mismatched = [p for p in pairs if not p["bytes"]["equal"]]
     md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
                             f"{len(mismatched)} pair(s) differ.")]
-    md += spread_lines(pairs, targets, calibrations)
+    md += spread_lines(pairs, targets, calibrations, steadiness)
     return "\n".join(md) + "\n"
 
 
@@ -286,12 +355,13 @@ def main(argv=None):
             return 2
         calibrations.append((scenario, calibrated_steps(directory)))
     pairs = read_pairs(*args.compare_dirs)
+    steadiness = calibration_steadiness(read_comparisons(*args.compare_dirs))
     if not pairs:
         print(f"summarize: {' '.join(args.compare_dirs)}: no compare.json in their folders",
               file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
-        f.write(summarize(pairs, args.note, targets, calibrations))
+        f.write(summarize(pairs, args.note, targets, calibrations, steadiness))
     print(f"validation written to {args.out} ({len(pairs)} pairs)")
     print(f"per pair: {verdict(pair_errors(pairs), targets)}")
     if not args.check:

@@ -134,6 +134,9 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
   EXPECT_NE(text.find("- fmnist-mlp, the simulated side: 2 calibrations put a step's compute at "),
             std::string::npos)
       << text;
+  // Each run's error by its calibration's steadiness, read from the profiles calibrate wrote.
+  EXPECT_NE(text.find("from p10 to p90 at the median over 2 calibrations"), std::string::npos)
+      << text;
 }
 
 // Arguments the script cannot use stop it before it calibrates or runs anything.
