@@ -196,7 +196,7 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   print_calibration(c);
   const std::string profile = write_calibration(c, o.out);
   std::printf("wrote %s and %s\n", o.out.c_str(), profile.c_str());
-  const std::string unsteady = unsteady_step_warning(c.compute.parts.seconds);
+  const std::string unsteady = unsteady_step_warning(c.compute.parts.seconds, o.steady_spread);
   if (!unsteady.empty())
     std::fprintf(stderr, "syncopate: calibrate: warning: %s\n", unsteady.c_str());
   if (mpi::Runtime::waiting_ranks_yield() == false && !c.transport.turn.empty())

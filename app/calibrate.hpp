@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "app/calibrate_fit.hpp"
 #include "core/nn/cost.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/tensor/tensor.hpp"
@@ -15,6 +16,8 @@ struct CalibrateOptions {
   std::vector<std::string> sets;
   std::string out;   // the platform recipe; its profile goes to <dir>/profiles/<stem>-cpu.toml
   int repeats = 30;  // samples of every figure (per rank); medians are taken over them
+  // The widest p90 / p10 of a step's timed parts taken as one speed: calibrate warns over it.
+  double steady_spread = kSteadyStepSpread;
   std::string command_line;  // for the files' header
 };
 

@@ -93,16 +93,16 @@ double compute_skew(double step_median_s, double sum_of_medians_s) {
   return std::clamp(step_median_s / sum_of_medians_s, 0.5, 2.0);
 }
 
-std::string unsteady_step_warning(const std::vector<double>& step_seconds) {
+std::string unsteady_step_warning(const std::vector<double>& step_seconds, double steady_spread) {
   if (step_seconds.empty()) return "";
   const Spread s = spread(step_seconds);
-  if (!(s.p90 > kSteadyStepSpread * s.p10)) return "";
+  if (!(s.p90 > steady_spread * s.p10)) return "";
   char text[400];
   std::snprintf(text, sizeof text,
                 "a step's timed parts took %.3g s at p10 and %.3g s at p90 (%.2fx, over %.2fx): "
                 "the machine's speed changed while they were timed, so the profile's median "
                 "(%.3g s) may fit neither speed; calibrate again when the machine is steadier",
-                s.p10, s.p90, s.p90 / s.p10, kSteadyStepSpread, s.median);
+                s.p10, s.p90, s.p90 / s.p10, steady_spread, s.median);
   return text;
 }
 

@@ -336,6 +336,11 @@ CLI::App* declare_calibrate(CLI::App& cli, CalibrateOptions& o) {
       ->required();
   calibrate->add_option("--repeats", o.repeats, "samples per figure and rank (default 30)")
       ->check(CLI::Range(3, 100000));
+  calibrate
+      ->add_option("--steady-spread", o.steady_spread,
+                   "warn when a step's timed parts spread wider than this from p10 to p90 "
+                   "(default 1.5; 1: whenever they differ)")
+      ->check(CLI::Range(1.0, 1e6));
   return calibrate;
 }
 

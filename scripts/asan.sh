@@ -29,6 +29,7 @@ training_volume=(
   Validation.ADoctoredPlatformMissesTheTargets
   Validation.CalibratePairCalibratesBeforeEachPair
   Validation.CalibrateRunCalibratesBeforeEachMeasuredRun
+  Validation.CalibratesAgainWhileCalibrateWarns
   ValidationTargets.ReducedValidationMeetsItsTargets
   ValidationTargets.ReducedCollectivesMeetTheirTarget
   Collectives.ADoctoredPlatformMissesTheTarget

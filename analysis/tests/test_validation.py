@@ -199,6 +199,15 @@ def test_check_fails_when_bytes_differ(tmp_path, capsys):
     assert "1 pair(s) differ." in open(out).read()
 
 
+@pytest.mark.parametrize("bad", ["0.9", "five", "nan", "inf", ""])
+def test_a_bad_steady_spread_is_refused(tmp_path, capsys, bad):
+    make_pairs(str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md"), "--steady-spread", bad])
+    assert exit_info.value.code == 2
+    assert f"'{bad}': allowed: a number >= 1" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", ["-1", "five", "nan", "inf", ""])
 def test_a_bad_target_is_refused(tmp_path, capsys, bad):
     make_pairs(str(tmp_path))
@@ -237,7 +246,8 @@ def test_the_calibrations_spread_is_read_from_the_host_profiles(tmp_path, capsys
 def test_runs_are_grouped_by_their_calibrations_steadiness(tmp_path):
     """Five comparisons simulated on four platforms, two runs sharing one calibration (as with
     validate.sh --calibrate pair): a step's p90 / p10 of 1.2x (errors +20% and -5%), 1.5x, the
-    threshold itself (+3%), and 2x (-40%); a platform without a host profile is left out."""
+    threshold itself (+3%), and 2x (-40%, of fmnist-cnn); a platform without a host profile is
+    left out. The groups are over both scenarios, then per scenario."""
     compare = tmp_path / "compare"
     make_runs(str(compare), ((1.0, 1.2), (1.0, 0.95), (1.0, 1.03), (1.0, 0.6), (1.0, 1.0)))
     platforms = (("steady", "1.2"), ("steady", "1.2"), ("edge", "1.5"), ("wide", "2"),
@@ -253,12 +263,13 @@ def test_runs_are_grouped_by_their_calibrations_steadiness(tmp_path):
         path = compare / f"ddp-w2-m{k}" / "compare.json"
         data = json.loads(path.read_text())
         data["a"]["platform"] = str(platform / "loopback.toml")
+        data["a"]["name"] = "fmnist-cnn" if name == "wide" else "fmnist-mlp"
         path.write_text(json.dumps(data))
     steadiness = summarize.calibration_steadiness(summarize.read_comparisons(str(compare)))
-    assert [spread for spread, _ in steadiness] == pytest.approx([1.2, 1.5, 2.0])
-    assert [errors for _, errors in steadiness] == [pytest.approx([0.2, -0.05]),
-                                                    pytest.approx([0.03]),
-                                                    pytest.approx([-0.4])]
+    assert [spread for spread, _, _ in steadiness] == pytest.approx([1.2, 1.5, 2.0])
+    assert [errors for _, _, errors in steadiness] == [pytest.approx([0.2, -0.05]),
+                                                       pytest.approx([0.03]),
+                                                       pytest.approx([-0.4])]
     out = str(tmp_path / "v.md")
     assert summarize.main([str(compare), "--out", out]) == 0
     text = open(out).read()
@@ -267,7 +278,16 @@ def test_runs_are_grouped_by_their_calibrations_steadiness(tmp_path):
             "simulated on it: -40.0%); `syncopate calibrate` warns over 1.5x") in text
     assert md_table(text, "runs simulated on a calibration") == [
         ["within 1.5x", "2", "5.0%", "20.0%", "3"],
-        ["over 1.5x (warned of)", "1", "40.0%", "40.0%", "1"]]
+        ["over 1.5x (warned of)", "1", "40.0%", "40.0%", "1"],
+        ["fmnist-mlp, within 1.5x", "2", "5.0%", "20.0%", "3"],
+        ["fmnist-mlp, over 1.5x (warned of)", "0", "-", "-", "0"],
+        ["fmnist-cnn, within 1.5x", "0", "-", "-", "0"],
+        ["fmnist-cnn, over 1.5x (warned of)", "1", "40.0%", "40.0%", "1"]]
+    # A stricter threshold (validate.sh --steady-spread, as calibrate's) moves the 1.5x one over.
+    assert summarize.main([str(compare), "--out", out, "--steady-spread", "1.3"]) == 0
+    assert md_table(open(out).read(), "runs simulated on a calibration")[:2] == [
+        ["within 1.3x", "1", "12.5%", "20.0%", "2"],
+        ["over 1.3x (warned of)", "2", "21.5%", "40.0%", "2"]]
 
 
 def test_the_steadiness_threshold_is_the_one_calibrate_warns_over():

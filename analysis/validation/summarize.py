@@ -4,6 +4,7 @@
     python3 analysis/validation/summarize.py COMPARE_DIR... --out validation.md [--note TEXT]...
                                              [--target-median PCT] [--target-worst PCT] [--check]
                                              [--calibrations SCENARIO=DIR]...
+                                             [--steady-spread X]
 
 Each COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate
 compare SIMULATED MEASURED`. Several comparisons of one pair (scenario, strategy and worker
@@ -24,7 +25,7 @@ far each calibration's step compute lies from their median: the simulated side's
 Last, every comparison (not only each pair's median one) by the steadiness of the calibration
 its simulated run used (the host profile beside the platform file that compare.json names):
 p90 / p10 of the step's timed parts, within or over the spread at which `syncopate calibrate`
-warns, with the errors of each group.
+warns (--steady-spread, default its own), with the errors of each group.
 """
 
 import argparse
@@ -38,6 +39,9 @@ import sys
 PHASES = (("compute", "compute_s"), ("comm", "comm_s"), ("idle", "idle_s"))
 TARGET_MEDIAN, TARGET_WORST = 0.05, 0.15  # the issue's targets for the epoch time
 MISSED = 3  # --check's exit code when the targets are missed
+# p90 / p10 of a step's timed parts over which `syncopate calibrate` warns that the machine's
+# speed changed while it timed them: kSteadyStepSpread in app/calibrate_fit.hpp.
+STEADY_STEP_SPREAD = 1.5
 
 
 def scenario_of(pair):
@@ -166,7 +170,8 @@ def within_range(pairs):
     return len(inside), len(repeated)
 
 
-def spread_lines(pairs, targets, calibrations=(), steadiness=()):
+def spread_lines(pairs, targets, calibrations=(), steadiness=(),
+                 steady_spread=STEADY_STEP_SPREAD):
     """The measurement's own spread, beside the model's errors: the measured runs' (none for
     single runs), the calibrations' (none for fewer than two per scenario) and the errors by the
     calibrations' steadiness (calibration_steadiness)."""
@@ -180,7 +185,7 @@ def spread_lines(pairs, targets, calibrations=(), steadiness=()):
                   f"- the simulated epoch lies within its measured runs' range in {inside} of "
                   f"{repeated} pairs"]
     lines += calibration_lines(calibrations)
-    lines += steadiness_lines(steadiness)
+    lines += steadiness_lines(steadiness, steady_spread)
     return ["", "## The measurement's own spread", ""] + lines if lines else []
 
 
@@ -189,9 +194,6 @@ def spread_lines(pairs, targets, calibrations=(), steadiness=()):
 NUMBER = r"([0-9.eE+-]+)"
 STEP_LINE = re.compile(r"^# every pass x: the median of a step's timed parts \(" + NUMBER +
                        r" s; p10 " + NUMBER + ", p90 " + NUMBER + r"\)")
-# p90 / p10 of a step's timed parts over which `syncopate calibrate` warns that the machine's
-# speed changed while it timed them: kSteadyStepSpread in app/calibrate_fit.hpp.
-STEADY_STEP_SPREAD = 1.5
 
 
 def profile_step(path):
@@ -217,43 +219,50 @@ def calibrated_steps(directory):
 
 
 def calibration_steadiness(comparisons):
-    """[(spread, [errors])]: per calibration that simulated runs of the comparisons used (the
-    host profile beside the platform file that compare.json names for the simulated side, in the
-    order first used), the p90 / p10 of its step's timed parts and the epoch-time errors of the
-    comparisons simulated on it. Platforms without such a profile are left out."""
-    by_platform = {}
+    """[(spread, scenario, [errors])]: per calibration that simulated runs of the comparisons
+    used (the host profile beside the platform file that compare.json names for the simulated
+    side, in the order first used) and scenario, the p90 / p10 of its step's timed parts and the
+    epoch-time errors of the comparisons simulated on it. Platforms without such a profile are
+    left out."""
+    spreads = {}
+    runs = {}
     for comparison in comparisons:
         platform = comparison["a"].get("platform", "")
-        if platform not in by_platform:
+        if platform not in spreads:
             steps = profile_steps(os.path.dirname(platform)) if os.path.isfile(platform) else []
-            by_platform[platform] = (steps[0][2] / steps[0][1], []) if steps else None
-        if by_platform[platform] is not None:
-            by_platform[platform][1].append(whole_run(comparison)["error"]["total_s"])
-    return [entry for entry in by_platform.values() if entry is not None]
+            spreads[platform] = steps[0][2] / steps[0][1] if steps else None
+        if spreads[platform] is not None:
+            key = (platform, scenario_of(comparison))
+            runs.setdefault(key, []).append(whole_run(comparison)["error"]["total_s"])
+    return [(spreads[platform], scenario, errors) for (platform, scenario), errors in runs.items()]
 
 
-def steadiness_lines(steadiness):
+def steadiness_lines(steadiness, steady_spread=STEADY_STEP_SPREAD):
     """Comparisons grouped by their calibration's steadiness (calibration_steadiness): how well
-    runs simulated on a calibration that calibrate warned of were predicted, against the rest."""
+    runs simulated on a calibration that calibrate warned of (over steady_spread) were
+    predicted, against the rest; over every scenario and, for more than one, per scenario."""
     if not steadiness:
         return []
-    spreads = [spread for spread, _ in steadiness]
-    widest, widest_errors = max(steadiness, key=lambda entry: entry[0])
+    spreads = [spread for spread, _, _ in steadiness]
+    widest, _, widest_errors = max(steadiness, key=lambda entry: entry[0])
     lines = ["- the calibrations' steadiness: a step's timed parts spread "
              f"{statistics.median(spreads):.2f}x from p10 to p90 at the median over "
              f"{len(spreads)} calibrations, {widest:.2f}x at widest (the error of the runs "
              f"simulated on it: {', '.join(pct(e) for e in widest_errors)}); `syncopate "
-             f"calibrate` warns over {STEADY_STEP_SPREAD:g}x", "",
+             f"calibrate` warns over {steady_spread:g}x", "",
              "| runs simulated on a calibration | calibrations | median abs error | worst abs "
              "error | runs |", "|---|---|---|---|---|"]
-    for label, steady in ((f"within {STEADY_STEP_SPREAD:g}x", True),
-                          (f"over {STEADY_STEP_SPREAD:g}x (warned of)", False)):
-        group = [errors for spread, errors in steadiness
-                 if (spread <= STEADY_STEP_SPREAD) == steady]
-        errors = [abs(e) for each in group for e in each]
-        figures = (f"{100 * statistics.median(errors):.1f}% | {100 * max(errors):.1f}%"
-                   if errors else "- | -")
-        lines.append(f"| {label} | {len(group)} | {figures} | {len(errors)} |")
+    scenarios = list(dict.fromkeys(scenario for _, scenario, _ in steadiness))
+    for scenario in [None] + (scenarios if len(scenarios) > 1 else []):
+        for label, steady in ((f"within {steady_spread:g}x", True),
+                              (f"over {steady_spread:g}x (warned of)", False)):
+            group = [errors for spread, of, errors in steadiness
+                     if (spread <= steady_spread) == steady and scenario in (None, of)]
+            errors = [abs(e) for each in group for e in each]
+            figures = (f"{100 * statistics.median(errors):.1f}% | {100 * max(errors):.1f}%"
+                       if errors else "- | -")
+            lines.append(f"| {scenario + ', ' if scenario else ''}{label} | {len(group)} | "
+                         f"{figures} | {len(errors)} |")
     return lines
 
 
@@ -278,7 +287,7 @@ def scenarios_of(pairs):
 
 
 def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibrations=(),
-              steadiness=()):
+              steadiness=(), steady_spread=STEADY_STEP_SPREAD):
     scenarios = scenarios_of(pairs)
     md = [f"# Validation: simulated vs measured, {', '.join(scenarios)}", ""]
     md += [f"- {n}" for n in notes]
@@ -311,7 +320,7 @@ def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibratio
     mismatched = [p for p in pairs if not p["bytes"]["equal"]]
     md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
                             f"{len(mismatched)} pair(s) differ.")]
-    md += spread_lines(pairs, targets, calibrations, steadiness)
+    md += spread_lines(pairs, targets, calibrations, steadiness, steady_spread)
     return "\n".join(md) + "\n"
 
 
@@ -326,6 +335,17 @@ def percent(text):
     return value
 
 
+def spread_threshold(text):
+    """A p90 / p10 threshold: a number >= 1, as calibrate's --steady-spread."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 1 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"'{text}': allowed: a number >= 1, e.g. 1.5")
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("compare_dirs", nargs="+", metavar="compare_dir")
@@ -337,6 +357,9 @@ def main(argv=None):
                         metavar="PCT")
     parser.add_argument("--calibrations", action="append", default=[], metavar="SCENARIO=DIR",
                         help="a scenario's calibrations: the host profiles under DIR")
+    parser.add_argument("--steady-spread", type=spread_threshold, default=STEADY_STEP_SPREAD,
+                        metavar="X", help="group runs by their calibration's p90 / p10 within "
+                        f"or over X (default {STEADY_STEP_SPREAD:g}, calibrate's)")
     parser.add_argument("--check", action="store_true",
                         help=f"exit {MISSED} when the per-pair errors miss the targets or bytes "
                              "differ")
@@ -361,7 +384,8 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
-        f.write(summarize(pairs, args.note, targets, calibrations, steadiness))
+        f.write(summarize(pairs, args.note, targets, calibrations, steadiness,
+                          args.steady_spread))
     print(f"validation written to {args.out} ({len(pairs)} pairs)")
     print(f"per pair: {verdict(pair_errors(pairs), targets)}")
     if not args.check:

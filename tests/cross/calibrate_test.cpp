@@ -197,6 +197,31 @@ TEST(Calibrate, SaysWhenWaitingRanksSpin) {
       << out;
 }
 
+// --steady-spread 1 takes no spread as steady: the warning comes, after both files are written.
+// A threshold below 1 (p90 is never below p10) is refused before anything runs.
+TEST(Calibrate, WarnsOfAStepSpreadOverTheSteadyOne) {
+  const fs::path platform = scratch() / "strict.toml";
+  std::string out;
+  ASSERT_EQ(syncopate::run_command(mpirun(2) + " " + kBin + " calibrate " + kScenario + kSets +
+                                       " --repeats 3 --steady-spread 1 --out " + platform.string(),
+                                   &out),
+            0)
+      << out;
+  EXPECT_TRUE(fs::exists(platform));
+  EXPECT_TRUE(fs::exists(scratch() / "profiles" / "strict-cpu.toml"));
+  const std::string warning = "syncopate: calibrate: warning: a step's timed parts took ";
+  ASSERT_NE(out.find(warning), std::string::npos) << out;
+  EXPECT_EQ(out.find(warning), out.rfind(warning)) << out;  // rank 0's alone
+  EXPECT_NE(out.find("over 1.00x"), std::string::npos) << out;
+  const fs::path refused = scratch() / "refused.toml";
+  EXPECT_NE(syncopate::run_command(mpirun(2) + " " + kBin + " calibrate " + kScenario +
+                                       " --steady-spread 0.9 --out " + refused.string(),
+                                   &out),
+            0);
+  EXPECT_NE(out.find("--steady-spread"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(refused));
+}
+
 TEST(Calibrate, OneRankIsRefused) {
   std::string out;
   const int rc = syncopate::run_command(

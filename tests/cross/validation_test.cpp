@@ -74,13 +74,15 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
   const fs::path runs = scratch() / "pair-runs";
   const fs::path md = scratch() / "pair-validation.md";
   std::string log;
-  ASSERT_EQ(syncopate::run_command(
-                kScript +
-                    " --scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
-                    "--measured-runs 1 --calibrate pair --set data.train_samples=2048 --out " +
-                    runs.string() + " --md " + md.string(),
-                &log),
-            0)
+  ASSERT_EQ(
+      syncopate::run_command(
+          kScript +
+              " --scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
+              "--measured-runs 1 --calibrate pair --recalibrate 0 --set data.train_samples=2048 "
+              "--out " +
+              runs.string() + " --md " + md.string(),
+          &log),
+      0)
       << log;
   for (const char* pair : {"epoch_sync-w1", "epoch_sync-w2"})
     expect_simulated_on_its_own(runs, pair);
@@ -101,13 +103,15 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
   const fs::path runs = scratch() / "run-runs";
   const fs::path md = scratch() / "run-validation.md";
   std::string log;
-  ASSERT_EQ(syncopate::run_command(
-                kScript +
-                    " --scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
-                    "--measured-runs 2 --calibrate run --set data.train_samples=2048 --out " +
-                    runs.string() + " --md " + md.string(),
-                &log),
-            0)
+  ASSERT_EQ(
+      syncopate::run_command(
+          kScript +
+              " --scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
+              "--measured-runs 2 --calibrate run --recalibrate 0 --set data.train_samples=2048 "
+              "--out " +
+              runs.string() + " --md " + md.string(),
+          &log),
+      0)
       << log;
   for (const char* run : {"epoch_sync-w1-m1", "epoch_sync-w1-m2"}) {
     expect_simulated_on_its_own(runs, run);
@@ -139,6 +143,36 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
       << text;
 }
 
+// While calibrate warns of an unsteady step, the script calibrates again, up to --recalibrate
+// times, and keeps the last. --steady-spread 1 makes every calibration warn (p90 over p10).
+TEST(Validation, CalibratesAgainWhileCalibrateWarns) {
+  const fs::path runs = scratch() / "recalibrated-runs";
+  const fs::path md = scratch() / "recalibrated-validation.md";
+  std::string log;
+  ASSERT_EQ(syncopate::run_command(
+                kScript +
+                    " --scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
+                    "--measured-runs 1 --steady-spread 1 --recalibrate 1 "
+                    "--set data.train_samples=2048 --out " +
+                    runs.string() + " --md " + md.string(),
+                &log),
+            0)
+      << log;
+  EXPECT_EQ(count_of(log, "calibrating again (1 of at most 1)"), 1u) << log;
+  EXPECT_NE(log.find("calibrate warned of an unsteady step 2 times; the last calibration is kept"),
+            std::string::npos)
+      << log;
+  const fs::path platform = runs / "fmnist-mlp" / "platform";
+  EXPECT_EQ(count_of(syncopate::read_text(platform / "calibrate.log"),
+                     "syncopate: calibrate: warning: a step's timed parts took "),
+            2u);
+  EXPECT_TRUE(fs::exists(platform / "loopback.toml"));
+  const std::string text = syncopate::read_text(md);
+  EXPECT_NE(text.find("over 1x from p10 to p90), up to 1 times: 2 warning(s)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| over 1x (warned of) | 1 | "), std::string::npos) << text;
+}
+
 // Arguments the script cannot use stop it before it calibrates or runs anything.
 TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
   const struct {
@@ -150,6 +184,9 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--measured-runs 0", "validate.sh: --measured-runs '0'; allowed: an integer >= 1"},
       {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
       {"--calibrate each", "validate.sh: --calibrate 'each'; allowed: scenario, pair, run"},
+      {"--recalibrate -1", "validate.sh: --recalibrate '-1'; allowed: an integer >= 0"},
+      {"--steady-spread 0.5", "validate.sh: --steady-spread '0.5'; allowed: a number >= 1"},
+      {"--steady-spread 1.5x", "validate.sh: --steady-spread '1.5x'; allowed: a number >= 1"},
       {"--calibrate pair --platform loopback",
        "validate.sh: --calibrate pair and --platform: a committed platform is not calibrated"},
       {"--calibrate run --platform loopback",

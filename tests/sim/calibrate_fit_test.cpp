@@ -146,6 +146,10 @@ TEST(CalibrateFit, AStepSpreadWiderThanTheSteadyOneIsWarnedOf) {
             std::string::npos)
       << warning;
   EXPECT_NE(warning.find("median (0.001 s)"), std::string::npos) << warning;
+  // A stricter threshold (calibrate --steady-spread) warns of what the default passes.
+  EXPECT_NE(unsteady_step_warning(steps_with_a_slow_fifth(1.45), 1.2).find("(1.45x, over 1.20x)"),
+            std::string::npos);
+  EXPECT_EQ(unsteady_step_warning(steps_with_a_slow_fifth(1.7), 2.0), "");
 }
 
 }  // namespace
