@@ -199,22 +199,15 @@ def test_check_fails_when_bytes_differ(tmp_path, capsys):
     assert "1 pair(s) differ." in open(out).read()
 
 
-@pytest.mark.parametrize("bad", ["0.9", "five", "nan", "inf", ""])
-def test_a_bad_steady_spread_is_refused(tmp_path, capsys, bad):
+@pytest.mark.parametrize("option, bad, allowed", [
+    *[("--target-worst", bad, "a percentage >= 0") for bad in ("-1", "five", "nan", "inf", "")],
+    *[("--steady-spread", bad, "a number >= 1") for bad in ("0.9", "five", "nan", "inf", "")]])
+def test_a_bad_target_or_threshold_is_refused(tmp_path, capsys, option, bad, allowed):
     make_pairs(str(tmp_path))
     with pytest.raises(SystemExit) as exit_info:
-        summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md"), "--steady-spread", bad])
+        summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md"), option, bad])
     assert exit_info.value.code == 2
-    assert f"'{bad}': allowed: a number >= 1" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("bad", ["-1", "five", "nan", "inf", ""])
-def test_a_bad_target_is_refused(tmp_path, capsys, bad):
-    make_pairs(str(tmp_path))
-    with pytest.raises(SystemExit) as exit_info:
-        summarize.main([str(tmp_path), "--out", str(tmp_path / "v.md"), "--target-worst", bad])
-    assert exit_info.value.code == 2
-    assert f"'{bad}': allowed: a percentage >= 0" in capsys.readouterr().err
+    assert f"'{bad}': allowed: {allowed}" in capsys.readouterr().err
 
 
 def test_the_calibrations_spread_is_read_from_the_host_profiles(tmp_path, capsys):

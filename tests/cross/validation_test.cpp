@@ -20,6 +20,13 @@ const std::string kScript =
 
 fs::path scratch() { return syncopate::scratch_folder("validation"); }
 
+// validate.sh with its runs under runs, its table at md and args (last, so that an option
+// without its value is the last argument): its exit code, its output in *log.
+int validate(const std::string& args, const fs::path& runs, const fs::path& md, std::string* log) {
+  return syncopate::run_command(
+      kScript + " --out " + runs.string() + " --md " + md.string() + " " + args, log);
+}
+
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -33,13 +40,10 @@ TEST(Validation, ScriptComparesEveryPairAndWritesTheTable) {
   const fs::path runs = scratch() / "runs";
   const fs::path md = scratch() / "validation.md";
   std::string log;
-  ASSERT_EQ(syncopate::run_command(
-                kScript +
-                    " --scenarios fmnist-mlp --epochs 1 --workers '1 2' "
-                    "--strategies 'serial epoch_sync' --measured-runs 2 --platform loopback --set "
-                    "data.train_samples=2048 --out " +
-                    runs.string() + " --md " + md.string(),
-                &log),
+  ASSERT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers '1 2' "
+                     "--strategies 'serial epoch_sync' --measured-runs 2 --platform loopback "
+                     "--set data.train_samples=2048",
+                     runs, md, &log),
             0)
       << log;
   const std::string text = syncopate::read_text(md);
@@ -75,13 +79,9 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
   const fs::path md = scratch() / "pair-validation.md";
   std::string log;
   ASSERT_EQ(
-      syncopate::run_command(
-          kScript +
-              " --scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
-              "--measured-runs 1 --calibrate pair --recalibrate 0 --set data.train_samples=2048 "
-              "--out " +
-              runs.string() + " --md " + md.string(),
-          &log),
+      validate("--scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
+               "--measured-runs 1 --calibrate pair --recalibrate 0 --set data.train_samples=2048",
+               runs, md, &log),
       0)
       << log;
   for (const char* pair : {"epoch_sync-w1", "epoch_sync-w2"})
@@ -104,13 +104,9 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
   const fs::path md = scratch() / "run-validation.md";
   std::string log;
   ASSERT_EQ(
-      syncopate::run_command(
-          kScript +
-              " --scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
-              "--measured-runs 2 --calibrate run --recalibrate 0 --set data.train_samples=2048 "
-              "--out " +
-              runs.string() + " --md " + md.string(),
-          &log),
+      validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
+               "--measured-runs 2 --calibrate run --recalibrate 0 --set data.train_samples=2048",
+               runs, md, &log),
       0)
       << log;
   for (const char* run : {"epoch_sync-w1-m1", "epoch_sync-w1-m2"}) {
@@ -149,13 +145,10 @@ TEST(Validation, CalibratesAgainWhileCalibrateWarns) {
   const fs::path runs = scratch() / "recalibrated-runs";
   const fs::path md = scratch() / "recalibrated-validation.md";
   std::string log;
-  ASSERT_EQ(syncopate::run_command(
-                kScript +
-                    " --scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
-                    "--measured-runs 1 --steady-spread 1 --recalibrate 1 "
-                    "--set data.train_samples=2048 --out " +
-                    runs.string() + " --md " + md.string(),
-                &log),
+  ASSERT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
+                     "--measured-runs 1 --steady-spread 1 --recalibrate 1 "
+                     "--set data.train_samples=2048",
+                     runs, md, &log),
             0)
       << log;
   EXPECT_EQ(count_of(log, "calibrating again (1 of at most 1)"), 1u) << log;
@@ -211,13 +204,10 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
   for (const auto& c : cases) {
     std::string log;
     // One scenario, strategy and worker count unless the case sets them (the last one counts).
-    EXPECT_EQ(
-        syncopate::run_command(kScript +
-                                   " --scenarios fmnist-mlp --strategies ddp --workers 1 "
-                                   "--check --out " +
-                                   out.string() + " --md " + (out / "v.md").string() + " " + c.args,
-                               &log),
-        2)
+    EXPECT_EQ(validate("--scenarios fmnist-mlp --strategies ddp --workers 1 --check " +
+                           std::string(c.args),
+                       out, out / "v.md", &log),
+              2)
         << c.args << "\n"
         << log;
     EXPECT_NE(log.find(c.message), std::string::npos) << c.args << "\n" << log;
@@ -262,14 +252,10 @@ TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   const fs::path md = dir / "validation.md";
   const fs::path platform = doctored_platform(dir / "platform");
   std::string log;
-  EXPECT_EQ(syncopate::run_command(
-                kScript +
-                    " --scenarios fmnist-mlp --epochs 1 --workers 1 "
-                    "--strategies serial --measured-runs 1 --set data.train_samples=2048 "
-                    "--platform " +
-                    platform.string() + " --out " + (dir / "runs").string() + " --md " +
-                    md.string() + " --check",
-                &log),
+  EXPECT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
+                     "--measured-runs 1 --set data.train_samples=2048 --check --platform " +
+                         platform.string(),
+                     dir / "runs", md, &log),
             3)
       << log;
   const std::string text = syncopate::read_text(md);
@@ -300,14 +286,11 @@ TEST(ValidationTargets, ReducedValidationMeetsItsTargets) {
   const fs::path dir = scratch() / "targets";
   const fs::path md = dir / "validation.md";
   std::string log;
-  const int rc = syncopate::run_command(
-      kScript +
-          " --scenarios fmnist-mlp --epochs 2 --workers '1 2' --strategies 'ddp epoch_sync "
-          "epoch_async' "
-          "--measured-runs 3 --set data.train_samples=16384 --out " +
-          (dir / "runs").string() + " --md " + md.string() + " --check --target-median " +
-          kReducedMedian + " --target-worst " + kReducedWorst,
-      &log);
+  const int rc = validate(
+      "--scenarios fmnist-mlp --epochs 2 --workers '1 2' --strategies 'ddp epoch_sync "
+      "epoch_async' --measured-runs 3 --set data.train_samples=16384 --check --target-median " +
+          std::string(kReducedMedian) + " --target-worst " + kReducedWorst,
+      dir / "runs", md, &log);
   EXPECT_EQ(rc, 0) << log << "\n" << syncopate::read_text(md);
   EXPECT_NE(syncopate::read_text(md).find("targets met"), std::string::npos);
 }
