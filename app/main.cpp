@@ -325,6 +325,16 @@ CLI::App* declare_compare(CLI::App& cli, Commands& c) {
   return compare;
 }
 
+// calibrate's --steady-spread: a p90 / p10, so a number from 1 to 1e6 (CLI::Range lets NaN by).
+const CLI::Validator kSpreadThreshold(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && *end == '\0' && value >= 1 && value <= 1e6) return "";
+      return "Value " + text + " is not a number from 1 to 1e6 (p90 / p10)";
+    },
+    "NUMBER >= 1");
+
 CLI::App* declare_calibrate(CLI::App& cli, CalibrateOptions& o) {
   CLI::App* calibrate = cli.add_subcommand(
       "calibrate",
@@ -340,7 +350,7 @@ CLI::App* declare_calibrate(CLI::App& cli, CalibrateOptions& o) {
       ->add_option("--steady-spread", o.steady_spread,
                    "warn when a step's timed parts spread wider than this from p10 to p90 "
                    "(default 1.5; 1: whenever they differ)")
-      ->check(CLI::Range(1.0, 1e6));
+      ->check(kSpreadThreshold);
   return calibrate;
 }
 

@@ -214,12 +214,16 @@ TEST(Calibrate, WarnsOfAStepSpreadOverTheSteadyOne) {
   EXPECT_EQ(out.find(warning), out.rfind(warning)) << out;  // rank 0's alone
   EXPECT_NE(out.find("over 1.00x"), std::string::npos) << out;
   const fs::path refused = scratch() / "refused.toml";
-  EXPECT_NE(syncopate::run_command(mpirun(2) + " " + kBin + " calibrate " + kScenario +
-                                       " --steady-spread 0.9 --out " + refused.string(),
-                                   &out),
-            0);
-  EXPECT_NE(out.find("--steady-spread"), std::string::npos) << out;
-  EXPECT_FALSE(fs::exists(refused));
+  for (const char* bad : {"0.9", "nan", "1.5x"}) {
+    EXPECT_NE(syncopate::run_command(kBin + " calibrate " + kScenario + " --steady-spread " + bad +
+                                         " --out " + refused.string(),
+                                     &out),
+              0);
+    EXPECT_NE(out.find("--steady-spread: Value " + std::string(bad) + " is not a number from 1"),
+              std::string::npos)
+        << out;
+    EXPECT_FALSE(fs::exists(refused));
+  }
 }
 
 TEST(Calibrate, OneRankIsRefused) {
