@@ -248,7 +248,11 @@ def test_runs_are_grouped_by_their_calibrations_steadiness(tmp_path):
     for k, (name, p90) in enumerate(platforms, start=1):
         platform = tmp_path / "platform" / name
         (platform / "profiles").mkdir(parents=True, exist_ok=True)
-        (platform / "loopback.toml").write_text("name = \"loopback\"\n")
+        (platform / "loopback.toml").write_text("name = \"loopback\"\n"
+                                                "profile = \"loopback-cpu\"\n")
+        # A profile that the platform does not name is not read, though it sorts first.
+        (platform / "profiles" / "aaa-cpu.toml").write_text(
+            "# every pass x: the median of a step's timed parts (1 s; p10 1, p90 9)\n")
         if p90:
             (platform / "profiles" / "loopback-cpu.toml").write_text(
                 "# every pass x: the median of a step's timed parts "

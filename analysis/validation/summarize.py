@@ -23,7 +23,7 @@ and how many pairs' simulated epochs lie within their measured runs' range; and,
 --calibrations SCENARIO=DIR (the host profiles that `syncopate calibrate` wrote under DIR), how
 far each calibration's step compute lies from their median: the simulated side's own spread.
 Last, every comparison (not only each pair's median one) by the steadiness of the calibration
-its simulated run used (the host profile beside the platform file that compare.json names):
+its simulated run used (the host profile that the platform file named in compare.json names):
 p90 / p10 of the step's timed parts, within or over the spread at which `syncopate calibrate`
 warns (--steady-spread, default its own), with the errors of each group.
 """
@@ -35,6 +35,7 @@ import os
 import re
 import statistics
 import sys
+import tomllib
 
 PHASES = (("compute", "compute_s"), ("comm", "comm_s"), ("idle", "idle_s"))
 TARGET_MEDIAN, TARGET_WORST = 0.05, 0.15  # the issue's targets for the epoch time
@@ -218,10 +219,22 @@ def calibrated_steps(directory):
     return [median for median, _, _ in profile_steps(directory)]
 
 
+def platform_step(platform):
+    """(median, p10, p90) of the host profile that the platform file names (its profile key,
+    profiles/NAME.toml beside it), or None where either is missing or the profile lacks them."""
+    try:
+        with open(platform, "rb") as f:
+            name = tomllib.load(f).get("profile", "")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    path = os.path.join(os.path.dirname(platform), "profiles", f"{name}.toml")
+    return profile_step(path) if name and os.path.isfile(path) else None
+
+
 def calibration_steadiness(comparisons):
     """[(spread, scenario, [errors])]: per calibration that simulated runs of the comparisons
-    used (the host profile beside the platform file that compare.json names for the simulated
-    side, in the order first used) and scenario, the p90 / p10 of its step's timed parts and the
+    used (the host profile of the platform file that compare.json names for the simulated side,
+    platform_step, in the order first used) and scenario, the p90 / p10 of its step's timed parts and the
     epoch-time errors of the comparisons simulated on it. Platforms without such a profile are
     left out."""
     spreads = {}
@@ -229,8 +242,8 @@ def calibration_steadiness(comparisons):
     for comparison in comparisons:
         platform = comparison["a"].get("platform", "")
         if platform not in spreads:
-            steps = profile_steps(os.path.dirname(platform)) if os.path.isfile(platform) else []
-            spreads[platform] = steps[0][2] / steps[0][1] if steps else None
+            step = platform_step(platform)
+            spreads[platform] = step[2] / step[1] if step else None
         if spreads[platform] is not None:
             key = (platform, scenario_of(comparison))
             runs.setdefault(key, []).append(whole_run(comparison)["error"]["total_s"])
