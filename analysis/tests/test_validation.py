@@ -294,3 +294,67 @@ def test_the_steadiness_threshold_is_the_one_calibrate_warns_over():
     with open(header) as f:
         declared = re.search(r"kSteadyStepSpread = ([0-9.]+);", f.read())
     assert declared and float(declared.group(1)) == summarize.STEADY_STEP_SPREAD
+
+
+def write_platform(directory, p90):
+    """A platform file and the host profile it names, a step's p10 1 s and p90 p90 s."""
+    (directory / "profiles").mkdir(parents=True)
+    (directory / "loopback.toml").write_text("name = \"loopback\"\nprofile = \"loopback-cpu\"\n")
+    (directory / "profiles" / "loopback-cpu.toml").write_text(
+        f"# every pass x: the median of a step's timed parts (1.1 s; p10 1, p90 {p90})\n")
+    return str(directory / "loopback.toml")
+
+
+def point_at(comparison_dir, platform, measured):
+    """Sets a comparison's simulated platform and measured run's path."""
+    path = comparison_dir / "compare.json"
+    data = json.loads(path.read_text())
+    data["a"]["platform"] = platform
+    data["b"]["path"] = measured
+    path.write_text(json.dumps(data))
+
+
+def test_recalibrated_runs_are_set_beside_their_calibrations_set_aside(tmp_path):
+    """Three measured runs on steady kept calibrations (errors +5%, -10%, +2%); the first was
+    also simulated on two calibrations set aside (+30% at 2x, -4% at 1.8x), the third on one
+    (+20% at 3x), and a comparison set aside whose measured run was not kept is left out. The
+    table pairs them by measured run; the set-aside ones join the steadiness table; their
+    profiles are not the calibrations' spread."""
+    compare, aside = tmp_path / "compare", tmp_path / "recalibrated"
+    make_runs(str(compare), ((1.0, 1.05), (1.0, 0.9), (1.0, 1.02)))
+    make_runs(str(aside), ((1.0, 1.3), (1.0, 0.96), (1.0, 1.2), (1.0, 2.0)))
+    platforms = tmp_path / "platform"
+    for k in (1, 2, 3):
+        point_at(compare / f"ddp-w2-m{k}", write_platform(platforms / f"ddp-w2-m{k}", "1.2"),
+                 f"/runs/mpi/ddp-w2-m{k}")
+    for k, (run, warned, p90) in enumerate((("m1", 1, "2"), ("m1", 2, "1.8"), ("m3", 1, "3"),
+                                            ("m9", 1, "2")), start=1):
+        platform = write_platform(platforms / f"ddp-w2-{run}" / f"warned-{warned}", p90)
+        point_at(aside / f"ddp-w2-m{k}", platform, f"/runs/mpi/ddp-w2-{run}")
+    recalibrated = summarize.recalibrated_runs(summarize.read_comparisons(str(compare)),
+                                               summarize.read_comparisons(str(aside)))
+    assert [(kept["b"]["path"], len(others)) for kept, others in recalibrated] == [
+        ("/runs/mpi/ddp-w2-m1", 2), ("/runs/mpi/ddp-w2-m3", 1)]
+    assert summarize.calibrated_steps(str(platforms)) == pytest.approx([1.1, 1.1, 1.1])
+    out = str(tmp_path / "v.md")
+    assert summarize.main([str(compare), "--out", out, "--recalibrated", str(aside)]) == 0
+    text = open(out).read()
+    assert ("- 2 measured run(s) simulated on the calibration kept and on the 3 that `syncopate "
+            "calibrate` warned of before it (set aside, then calibrated again), each compared "
+            "with the same measured run: on the kept ones 3.5% at the median, 5.0% at worst; on "
+            "the ones set aside 20.0% at the median, 30.0% at worst; the kept calibration came "
+            "closer in 2 of 3 comparisons") in text
+    rows = md_table(text, "scenario | strategy | workers | measured run")
+    measured = [f"{summarize.seconds_per_epoch(kept, 'b'):.4g}" for kept, _ in recalibrated]
+    assert [row[3:] for row in rows] == [
+        ["ddp-w2-m1", measured[0], "1.20x +5.0%", "2.00x +30.0%, 1.80x -4.0%"],
+        ["ddp-w2-m3", measured[1], "1.20x +2.0%", "3.00x +20.0%"]]
+    # Every comparison by its calibration's steadiness, those set aside included.
+    assert md_table(text, "runs simulated on a calibration")[:2] == [
+        ["within 1.5x", "3", "5.0%", "10.0%", "3"],
+        ["over 1.5x (warned of)", "4", "25.0%", "100.0%", "4"]]
+    # Without --recalibrated, no such section; a folder that is not there is refused.
+    assert summarize.main([str(compare), "--out", out]) == 0
+    assert "## Recalibrated runs" not in open(out).read()
+    assert summarize.main([str(compare), "--out", out, "--recalibrated",
+                           str(tmp_path / "none")]) == 2

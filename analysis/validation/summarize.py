@@ -4,7 +4,7 @@
     python3 analysis/validation/summarize.py COMPARE_DIR... --out validation.md [--note TEXT]...
                                              [--target-median PCT] [--target-worst PCT] [--check]
                                              [--calibrations SCENARIO=DIR]...
-                                             [--steady-spread X]
+                                             [--steady-spread X] [--recalibrated DIR]...
 
 Each COMPARE_DIR holds one folder per comparison, each with the compare.json of `syncopate
 compare SIMULATED MEASURED`. Several comparisons of one pair (scenario, strategy and worker
@@ -25,7 +25,11 @@ far each calibration's step compute lies from their median: the simulated side's
 Last, every comparison (not only each pair's median one) by the steadiness of the calibration
 its simulated run used (the host profile that the platform file named in compare.json names):
 p90 / p10 of the step's timed parts, within or over the spread at which `syncopate calibrate`
-warns (--steady-spread, default its own), with the errors of each group.
+warns (--steady-spread, default its own), with the errors of each group: the comparisons of
+every --recalibrated DIR included. Each --recalibrated DIR holds comparisons like COMPARE_DIR's,
+of runs simulated on a calibration that calibrate warned of and that validate.sh set aside before
+calibrating again: each is set beside the comparison of the same measured run (compare.json's
+measured path) on the calibration kept, a paired test of recalibrating.
 """
 
 import argparse
@@ -209,8 +213,11 @@ def profile_step(path):
 
 
 def profile_steps(directory):
-    """(median, p10, p90) of every host profile under directory that has them, in path order."""
+    """(median, p10, p90) of every host profile under directory that has them, in path order,
+    but those of calibrations set aside (validate.sh's warned-N folders)."""
     paths = sorted(glob.glob(os.path.join(directory, "**", "profiles", "*.toml"), recursive=True))
+    paths = [path for path in paths if not any(
+        part.startswith("warned-") for part in os.path.relpath(path, directory).split(os.sep))]
     return [step for step in map(profile_step, paths) if step is not None]
 
 
@@ -231,6 +238,12 @@ def platform_step(platform):
     return profile_step(path) if name and os.path.isfile(path) else None
 
 
+def platform_spread(platform):
+    """p90 / p10 of a step's timed parts in the calibration of the platform file, or None."""
+    step = platform_step(platform)
+    return step[2] / step[1] if step else None
+
+
 def calibration_steadiness(comparisons):
     """[(spread, scenario, [errors])]: per calibration that simulated runs of the comparisons
     used (the host profile of the platform file that compare.json names for the simulated side,
@@ -242,8 +255,7 @@ def calibration_steadiness(comparisons):
     for comparison in comparisons:
         platform = comparison["a"].get("platform", "")
         if platform not in spreads:
-            step = platform_step(platform)
-            spreads[platform] = step[2] / step[1] if step else None
+            spreads[platform] = platform_spread(platform)
         if spreads[platform] is not None:
             key = (platform, scenario_of(comparison))
             runs.setdefault(key, []).append(whole_run(comparison)["error"]["total_s"])
@@ -279,6 +291,57 @@ def steadiness_lines(steadiness, steady_spread=STEADY_STEP_SPREAD):
     return lines
 
 
+def recalibrated_runs(kept, set_aside):
+    """[(comparison, [comparisons])]: each kept comparison whose measured run (compare.json's
+    measured path) was also compared with a simulation on calibrations set aside, with those, in
+    the kept comparisons' order."""
+    aside = {}
+    for comparison in set_aside:
+        aside.setdefault(comparison["b"].get("path"), []).append(comparison)
+    return [(comparison, aside[comparison["b"].get("path")]) for comparison in kept
+            if comparison["b"].get("path") in aside]
+
+
+def recalibration_lines(recalibrated):
+    """The errors of runs simulated on the calibration kept against the same measured runs
+    simulated on the calibrations that calibrate warned of before it (recalibrated_runs)."""
+    if not recalibrated:
+        return []
+    def error(comparison):
+        return whole_run(comparison)["error"]["total_s"]
+
+    kept = [abs(error(comparison)) for comparison, _ in recalibrated]
+    aside = [abs(error(other)) for _, others in recalibrated for other in others]
+    closer = sum(abs(error(comparison)) < abs(error(other))
+                 for comparison, others in recalibrated for other in others)
+
+    def figures(errors):
+        return (f"{100 * statistics.median(errors):.1f}% at the median, "
+                f"{100 * max(errors):.1f}% at worst")
+
+    def cell(comparison):
+        spread = platform_spread(comparison["a"].get("platform", ""))
+        return (f"{spread:.2f}x " if spread else "") + pct(error(comparison))
+
+    lines = ["", "## Recalibrated runs", "",
+             f"- {len(recalibrated)} measured run(s) simulated on the calibration kept and on "
+             f"the {len(aside)} that `syncopate calibrate` warned of before it (set aside, then "
+             f"calibrated again), each compared with the same measured run: on the kept ones "
+             f"{figures(kept)}; on the ones set aside {figures(aside)}; the "
+             f"kept calibration came closer in {closer} of {len(aside)} comparisons",
+             "- a calibration's p90 / p10 of a step's timed parts, then the error of the epoch "
+             "time", "",
+             "| scenario | strategy | workers | measured run | s/epoch | kept calibration | "
+             "calibrations set aside |", "|---|---|---|---|---|---|---|"]
+    for comparison, others in recalibrated:
+        run = os.path.basename(comparison["b"].get("path", "").rstrip("/"))
+        lines.append(f"| {scenario_of(comparison)} | {comparison['a'].get('strategy', '?')} | "
+                     f"{comparison['a'].get('workers', '?')} | {run} | "
+                     f"{seconds_per_epoch(comparison, 'b'):.4g} | {cell(comparison)} | "
+                     f"{', '.join(cell(other) for other in others)} |")
+    return lines
+
+
 def calibration_lines(calibrations):
     """calibrations: [(scenario, [step seconds])]: each one's deviations from their median."""
     lines = []
@@ -300,7 +363,7 @@ def scenarios_of(pairs):
 
 
 def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibrations=(),
-              steadiness=(), steady_spread=STEADY_STEP_SPREAD):
+              steadiness=(), steady_spread=STEADY_STEP_SPREAD, recalibrated=()):
     scenarios = scenarios_of(pairs)
     md = [f"# Validation: simulated vs measured, {', '.join(scenarios)}", ""]
     md += [f"- {n}" for n in notes]
@@ -334,6 +397,7 @@ def summarize(pairs, notes=(), targets=(TARGET_MEDIAN, TARGET_WORST), calibratio
     md += ["", "Bytes: " + ("equal in every pair." if not mismatched else
                             f"{len(mismatched)} pair(s) differ.")]
     md += spread_lines(pairs, targets, calibrations, steadiness, steady_spread)
+    md += recalibration_lines(recalibrated)
     return "\n".join(md) + "\n"
 
 
@@ -373,12 +437,14 @@ def main(argv=None):
     parser.add_argument("--steady-spread", type=spread_threshold, default=STEADY_STEP_SPREAD,
                         metavar="X", help="group runs by their calibration's p90 / p10 within "
                         f"or over X (default {STEADY_STEP_SPREAD:g}, calibrate's)")
+    parser.add_argument("--recalibrated", action="append", default=[], metavar="DIR",
+                        help="comparisons of runs simulated on calibrations set aside")
     parser.add_argument("--check", action="store_true",
                         help=f"exit {MISSED} when the per-pair errors miss the targets or bytes "
                              "differ")
     args = parser.parse_args(argv)
     targets = (args.target_median / 100, args.target_worst / 100)
-    for compare_dir in args.compare_dirs:
+    for compare_dir in args.compare_dirs + args.recalibrated:
         if not os.path.isdir(compare_dir):
             print(f"summarize: {compare_dir}: no such directory", file=sys.stderr)
             return 2
@@ -391,14 +457,15 @@ def main(argv=None):
             return 2
         calibrations.append((scenario, calibrated_steps(directory)))
     pairs = read_pairs(*args.compare_dirs)
-    steadiness = calibration_steadiness(read_comparisons(*args.compare_dirs))
+    kept, set_aside = read_comparisons(*args.compare_dirs), read_comparisons(*args.recalibrated)
+    steadiness = calibration_steadiness(kept + set_aside)
     if not pairs:
         print(f"summarize: {' '.join(args.compare_dirs)}: no compare.json in their folders",
               file=sys.stderr)
         return 2
     with open(args.out, "w") as f:
         f.write(summarize(pairs, args.note, targets, calibrations, steadiness,
-                          args.steady_spread))
+                          args.steady_spread, recalibrated_runs(kept, set_aside)))
     print(f"validation written to {args.out} ({len(pairs)} pairs)")
     print(f"per pair: {verdict(pair_errors(pairs), targets)}")
     if not args.check:

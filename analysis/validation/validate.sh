@@ -26,7 +26,11 @@
 # calibrates again, up to --recalibrate times (default 2; 0: never), and keeps the last; each
 # calibration's stderr goes to calibrate.log beside its platform. Of 132 calibrations before
 # measured runs, the 19 that warned predicted their run within 16.7% at the median, the others
-# within 8.5%, though in fmnist-cnn's alone no worse (README, "Calibrate").
+# within 8.5%, though in fmnist-cnn's alone no worse (README, "Calibrate"). The calibrations
+# warned of are set aside (warned-N/ beside the one kept), each pair is simulated on them too
+# (DIR/SCENARIO/sim/<name>.warned-N) and compared with the same measured runs
+# (DIR/SCENARIO/recalibrated/<run>.warned-N): validation.md sets each such run's error on the
+# kept calibration beside its errors on the ones set aside, a paired test of recalibrating.
 # Each pair's measured side runs --measured-runs times (one run on this machine varies by more
 # than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with its simulated
 # run; validation.md takes the comparison of median error (summarize.py: with one simulated run,
@@ -191,6 +195,10 @@ calibrate() {
         break
       fi
       tries=$((tries + 1))
+      # Set aside, not overwritten: the pairs are simulated on it too and compared with the same
+      # measured runs (DIR/SCENARIO/recalibrated), the recalibration's worth measured run by run.
+      mkdir -p "$(dirname "$file")/warned-$tries"
+      mv "$file" "$(dirname "$file")/profiles" "$(dirname "$file")/warned-$tries/"
       echo "== $1${name:+ $name}: calibrate warned of an unsteady step; calibrating again ($tries of at most $recalibrate)"
     done
   fi
@@ -209,15 +217,23 @@ calibrate() {
   calibrated+=" $1 "
 }
 
-# Simulates the pair (args_of_pair, at $scenario and $w) into $dir/sim/NAME on NAME's platform,
-# unless it is there already; 1 when the run fails.
+# Simulates the pair (args_of_pair, at $scenario and $w) into $dir/sim/NAME on NAME's platform
+# (or the platform file given second), unless it is there already; 1 when the run fails.
 simulate() {
   [ -f "$dir/sim/$1/summary.json" ] && return 0
   echo "== $scenario $1: simulated"
   # The platform models this machine's two workers; more workers are more GPUs on its node.
-  "$bin" run "${args_of_pair[@]}" --backend sim --platform "$(platform_of "$scenario" "$1")" \
+  "$bin" run "${args_of_pair[@]}" --backend sim --platform "${2:-$(platform_of "$scenario" "$1")}" \
     --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$dir/sim/$1" \
     >"$dir/sim/$1.log" 2>&1 || { echo "   failed: $dir/sim/$1.log"; return 1; }
+}
+
+# Compares the simulated run $dir/sim/$1 with the measured $dir/mpi/$2 into $3 (a folder) and
+# $3.txt; 1 when compare fails (not when it finds the runs apart: validation.md says that).
+compare_runs() {
+  local rc=0
+  "$bin" compare "$dir/sim/$1" "$dir/mpi/$2" --tolerance 15% --out "$3" >"$3.txt" 2>&1 || rc=$?
+  [ "$rc" -le 1 ] || { echo "   compare failed: $3.txt"; return 1; }
 }
 
 failed=0
@@ -246,14 +262,18 @@ for pair in "${pairs[@]}"; do
         >"$dir/mpi/$run.log" 2>&1 || { echo "   failed: $dir/mpi/$run.log"; failed=1; continue; }
     fi
     simulate "$simulated" || { failed=1; continue; }
-    rc=0
-    "$bin" compare "$dir/sim/$simulated" "$dir/mpi/$run" --tolerance 15% --out "$dir/compare/$run" \
-      >"$dir/compare/$run.txt" 2>&1 || rc=$?
-    if [ "$rc" -gt 1 ]; then
-      echo "   compare failed: $dir/compare/$run.txt"
-      failed=1
-    fi
+    compare_runs "$simulated" "$run" "$dir/compare/$run" || { failed=1; continue; }
     tail -n 2 "$dir/compare/$run.txt" | head -n 1
+    # The calibrations that calibrate warned of before the one kept (set aside by calibrate()):
+    # the same pair simulated on each, compared with the same measured run.
+    [ -n "$platform" ] && continue
+    for warned in "$(dirname "$(platform_of "$scenario" "$simulated")")"/warned-*/loopback.toml; do
+      [ -f "$warned" ] || continue
+      aside=$(basename "$(dirname "$warned")")
+      mkdir -p "$dir/recalibrated"
+      simulate "$simulated.$aside" "$warned" &&
+        compare_runs "$simulated.$aside" "$run" "$dir/recalibrated/$run.$aside" || failed=1
+    done
   done
 done
 
@@ -278,6 +298,7 @@ for scenario in $scenarios; do
   compare_dirs+=("$out/$scenario/compare")
   if [ -z "$platform" ]; then
     calibrations+=(--calibrations "$scenario=$out/$scenario/platform")
+    [ -d "$out/$scenario/recalibrated" ] && calibrations+=(--recalibrated "$out/$scenario/recalibrated")
     platform_dirs+=("$out/$scenario/platform")
   fi
 done

@@ -160,10 +160,21 @@ TEST(Validation, CalibratesAgainWhileCalibrateWarns) {
                      "syncopate: calibrate: warning: a step's timed parts took "),
             2u);
   EXPECT_TRUE(fs::exists(platform / "loopback.toml"));
+  // The calibration warned of first is set aside, the pair simulated on it too and compared with
+  // the same measured run.
+  EXPECT_TRUE(fs::exists(platform / "warned-1" / "loopback.toml"));
+  EXPECT_TRUE(fs::exists(platform / "warned-1" / "profiles" / "loopback-cpu.toml"));
+  EXPECT_TRUE(fs::exists(runs / "fmnist-mlp" / "sim" / "serial-w1.warned-1" / "summary.json"));
+  EXPECT_TRUE(
+      fs::exists(runs / "fmnist-mlp" / "recalibrated" / "serial-w1-m1.warned-1" / "compare.json"));
   const std::string text = syncopate::read_text(md);
   EXPECT_NE(text.find("over 1x from p10 to p90), up to 1 times: 2 warning(s)"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("| over 1x (warned of) | 1 | "), std::string::npos) << text;
+  EXPECT_NE(text.find("| over 1x (warned of) | 2 | "), std::string::npos) << text;
+  EXPECT_NE(text.find("- 1 measured run(s) simulated on the calibration kept and on the 1 that "),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(count_of(text, "| fmnist-mlp | serial | 1 | serial-w1-m1 | "), 1u) << text;
 }
 
 // Arguments the script cannot use stop it before it calibrates or runs anything.
