@@ -30,7 +30,8 @@
 # warned of are set aside (warned-N/ beside the one kept), each pair is simulated on them too
 # (DIR/SCENARIO/sim/<name>.warned-N) and compared with the same measured runs
 # (DIR/SCENARIO/recalibrated/<run>.warned-N): validation.md sets each such run's error on the
-# kept calibration beside its errors on the ones set aside, a paired test of recalibrating.
+# kept calibration beside its errors on the ones set aside, a paired test of recalibrating (at
+# --steady-spread 1.25 it did not help: analysis/validation/recalibrated.md, README).
 # Each pair's measured side runs --measured-runs times (one run on this machine varies by more
 # than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with its simulated
 # run; validation.md takes the comparison of median error (summarize.py: with one simulated run,
