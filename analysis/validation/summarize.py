@@ -307,6 +307,7 @@ def recalibration_lines(recalibrated):
     simulated on the calibrations that calibrate warned of before it (recalibrated_runs)."""
     if not recalibrated:
         return []
+
     def error(comparison):
         return whole_run(comparison)["error"]["total_s"]
 

@@ -187,6 +187,7 @@ calibrate() {
     mkdir -p "$(dirname "$file")"
     log=$(dirname "$file")/calibrate.log
     : >"$log"
+    rm -rf "$(dirname "$file")"/warned-*  # an interrupted calibration's, set aside before it
     while :; do
       "${mpirun[@]}" -np 2 "$bin" calibrate "$1" --repeats 30 --steady-spread "$steady_spread" \
         --out "$file" 2>>"$log" >/dev/null || { cat "$log" >&2; exit 1; }
