@@ -1,33 +1,18 @@
 #pragma once
-// For the tests that drive the syncopate binary: a scratch folder per test program, and a shell
-// command run with its output captured, and the mpirun launcher.
+// For the tests that drive the syncopate binary: a shell command run with its output captured,
+// and the mpirun launcher (and, from scratch.hpp, a scratch folder per test process).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <set>
 #include <sstream>
 #include <string>
 
-namespace syncopate {
+#include "tests/common/scratch.hpp"
 
-// <tmp>/syncopate-<name>-<pid>/, emptied on its first use in this process: pids wrap, and a
-// folder an earlier process with the same pid left behind (its runs made by another build or
-// calibration) must not stand in for this process's own runs.
-inline std::filesystem::path scratch_folder(const std::string& name) {
-  namespace fs = std::filesystem;
-  static std::mutex mutex;
-  static std::set<std::string> emptied;
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-" + name + "-" + std::to_string(getpid()));
-  const std::lock_guard lock(mutex);
-  if (emptied.insert(name).second) fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+namespace syncopate {
 
 // Runs `cmd` through the shell; returns its exit code (128 if a signal ended it) and, if
 // `output` is given, its stdout and stderr together.

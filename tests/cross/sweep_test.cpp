@@ -29,10 +29,8 @@ const std::string kFast =
     " --set sim.platform_params.nodes=2";
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d =
-      fs::temp_directory_path() / ("syncopate-sweep-" + std::to_string(getpid())) / name;
+  const fs::path d = syncopate::scratch_folder("sweep") / name;
   fs::remove_all(d);
-  fs::create_directories(d.parent_path());
   return d;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 #include "backends/sim/platform/platform.hpp"
@@ -45,11 +46,25 @@ std::pair<std::string, std::vector<std::string>> split_at(const std::string& tex
   return {text.substr(0, at + 1), lines};
 }
 
-// `content` written to <tmp>/syncopate-fuzz-<pid>/<name>; returns the path.
+// <tmp>/syncopate-fuzz-<pid>/, removed when the fuzzer exits (at -max_total_time; a crash keeps
+// it, and a forked child never removes its parent's).
+const fs::path& scratch_dir() {
+  struct Dir {
+    fs::path path = fs::temp_directory_path() / ("syncopate-fuzz-" + std::to_string(getpid()));
+    pid_t owner = getpid();
+    ~Dir() {
+      std::error_code ignored;
+      if (getpid() == owner) fs::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
+}
+
+// `content` written to scratch_dir()/<name>; returns the path.
 std::string scratch_file(const std::string& name, const std::string& content) {
-  const fs::path dir = fs::temp_directory_path() / ("syncopate-fuzz-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path path = dir / name;
+  fs::create_directories(scratch_dir());
+  const fs::path path = scratch_dir() / name;
   FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr) throw std::runtime_error("cannot write " + path.string());
   const size_t written = std::fwrite(content.data(), 1, content.size(), file);
@@ -189,8 +204,7 @@ Outcome checkpoint(std::span<const uint8_t> input) {
   static const Scenario kScenario =
       parse_scenario(default_scenario_text(), "<fuzz>", {"workers=1"});
   if (input.empty()) return "";
-  const fs::path run =
-      fs::temp_directory_path() / ("syncopate-fuzz-" + std::to_string(getpid())) / "checkpoint-run";
+  const fs::path run = scratch_dir() / "checkpoint-run";
   fs::remove_all(run);
   const std::string rest = text_of(input.subspan(1));
   constexpr std::string_view kRecord = "SYNC|REC";

@@ -12,6 +12,7 @@
 #include "backends/sim/sim_executor.hpp"
 #include "core/base/check.hpp"
 #include "core/nn/model.hpp"
+#include "tests/common/scratch.hpp"
 
 namespace syncopate::sim {
 namespace {
@@ -48,10 +49,7 @@ backward_s = 0
 )";
 
 std::string write_profile(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-layer-time-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path path = dir / (name + ".toml");
+  const fs::path path = scratch_folder("layer-time") / (name + ".toml");
   std::ofstream(path) << text;
   return path.string();
 }

@@ -17,6 +17,7 @@
 #include "backends/sim/sim_backend.hpp"
 #include "core/base/check.hpp"
 #include "core/comm/collective_schedule.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/sim/sim_test_util.hpp"
 
 namespace syncopate::sim {
@@ -39,8 +40,7 @@ constexpr const char* kKeyLine = ":17: ";
 
 // `text` in a file of this process named after `name`.
 fs::path write_recipe(const std::string& text, const std::string& name = "network") {
-  const fs::path path =
-      fs::temp_directory_path() / ("syncopate-" + name + "-" + std::to_string(getpid()) + ".toml");
+  const fs::path path = scratch_folder("network-factors") / (name + ".toml");
   std::ofstream(path) << text;
   return path;
 }

@@ -13,6 +13,7 @@
 #include "backends/sim/platform/platform_recipe.hpp"
 #include "backends/sim/platform/xml_check.hpp"
 #include "core/base/check.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/common/user_error.hpp"
 #include "tests/sim/sim_test_util.hpp"
 
@@ -100,9 +101,7 @@ TEST(XmlCheck, WhatSimGridWouldAbortOnIsAUserErrorWithFileAndLine) {
 }
 
 TEST(XmlCheck, LoadPlatformRefusesBeforeSimGridAborts) {
-  const fs::path dir = fs::temp_directory_path() / ("syncopate-xml-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const fs::path path = dir / "dup.xml";
+  const fs::path path = scratch_folder("xml") / "dup.xml";
   std::ofstream(path) << two_hosts(kRoute + kRoute);
   const testing::ChildResult result = testing::run_in_child([&] {
     load_platform(testing::make_engine(), path.string(), {}, 1);
@@ -114,8 +113,7 @@ TEST(XmlCheck, LoadPlatformRefusesBeforeSimGridAborts) {
 }
 
 std::string recipe_file_error(const std::string& text) {
-  const fs::path path =
-      fs::temp_directory_path() / ("syncopate-recipe-" + std::to_string(getpid()) + ".toml");
+  const fs::path path = scratch_folder("platform-input") / "recipe.toml";
   std::ofstream(path) << text;
   try {
     detail::parse_recipe(path.string(), {});
@@ -159,8 +157,7 @@ TEST(RecipeInput, ProfilePathsThatAreNoFilesOrTooLong) {
 TEST(RecipeInput, CoresPerNodeIsReadAndANegativeCountIsRefused) {
   const std::string base = "topology = \"star\"\nnodes = 1\ngpus_per_node = 1\nprofile = \"cpu\"\n";
   EXPECT_EQ(recipe_file_error(base + "cores_per_node = 2\n"), "");
-  const fs::path path =
-      fs::temp_directory_path() / ("syncopate-cores-" + std::to_string(getpid()) + ".toml");
+  const fs::path path = scratch_folder("platform-input") / "cores.toml";
   std::ofstream(path) << base << "cores_per_node = 2\n";
   EXPECT_EQ(detail::parse_recipe(path.string(), {}).cores_per_node, 2);
   EXPECT_EQ(detail::parse_recipe(path.string(), {{"cores_per_node", "8"}}).cores_per_node, 8);
@@ -173,8 +170,7 @@ TEST(RecipeInput, TurnLatencyNeedsCoresPerNodeAndATime) {
       "topology = \"star\"\nnodes = 1\ngpus_per_node = 4\nprofile = \"cpu\"\n"
       "gpu_link.bandwidth = \"1GBps\"\n";
   EXPECT_EQ(recipe_file_error(base + "cores_per_node = 2\nturn_latency = \"12us\"\n"), "");
-  const fs::path path =
-      fs::temp_directory_path() / ("syncopate-turn-" + std::to_string(getpid()) + ".toml");
+  const fs::path path = scratch_folder("platform-input") / "turn.toml";
   std::ofstream(path) << base << "cores_per_node = 2\nturn_latency = 1.5e-05\n";
   EXPECT_DOUBLE_EQ(detail::parse_recipe(path.string(), {}).turn_latency, 1.5e-05);
   fs::remove(path);
@@ -191,8 +187,7 @@ TEST(RecipeInput, CoresBandwidthNeedsCoresPerNodeAndABandwidth) {
       "topology = \"star\"\nnodes = 1\ngpus_per_node = 4\nprofile = \"cpu\"\n"
       "gpu_link.bandwidth = \"1GBps\"\n";
   EXPECT_EQ(recipe_file_error(base + "cores_per_node = 2\ncores_bandwidth = \"1.5GBps\"\n"), "");
-  const fs::path path =
-      fs::temp_directory_path() / ("syncopate-cores-bw-" + std::to_string(getpid()) + ".toml");
+  const fs::path path = scratch_folder("platform-input") / "cores-bw.toml";
   std::ofstream(path) << base << "cores_per_node = 2\ncores_bandwidth = 1.5e9\n";
   EXPECT_DOUBLE_EQ(detail::parse_recipe(path.string(), {}).cores_bandwidth, 1.5e9);
   std::ofstream(path) << base << "cores_per_node = 2\n";
@@ -208,8 +203,7 @@ TEST(RecipeInput, CoresBandwidthNeedsCoresPerNodeAndABandwidth) {
 
 TEST(RecipeInput, CalibratedUnderHoldsTheMpiSettingsAsBooleans) {
   const std::string base = "topology = \"star\"\nnodes = 1\ngpus_per_node = 1\nprofile = \"cpu\"\n";
-  const fs::path path =
-      fs::temp_directory_path() / ("syncopate-calibrated-" + std::to_string(getpid()) + ".toml");
+  const fs::path path = scratch_folder("platform-input") / "calibrated.toml";
   std::ofstream(path) << base << "[calibrated_under]\nshared_memory_single_copy = true\n"
                       << "mpi_yield_when_idle = false\n";
   using Settings = std::vector<std::pair<std::string, bool>>;

@@ -16,6 +16,7 @@
 
 #include "backends/sim/platform/platform_recipe.hpp"
 #include "core/base/check.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/sim/fork_util.hpp"
 
 namespace syncopate::sim {
@@ -42,16 +43,8 @@ std::string user_error_of(const std::function<void()>& body) {
   return "";
 }
 
-// A fresh folder for recipe files written by a test.
-fs::path scratch_dir() {
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate_platform_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
 fs::path write_file(const std::string& name, const std::string& text) {
-  const fs::path path = scratch_dir() / name;
+  const fs::path path = scratch_folder("platform") / name;
   std::ofstream(path) << text;
   return path;
 }

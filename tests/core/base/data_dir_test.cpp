@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/base/check.hpp"
+#include "tests/common/scratch.hpp"
 
 namespace syncopate {
 namespace {
@@ -40,7 +41,7 @@ TEST(DataDir, NextToTheExecutableFindsTheShippedFiles) {
 }
 
 TEST(DataDir, TheEnvironmentWinsAndPathsPassThrough) {
-  const fs::path dir = fs::temp_directory_path() / ("syncopate-data-" + std::to_string(getpid()));
+  const fs::path dir = scratch_folder("data-dir");
   fs::create_directories(dir / "scenarios");
   std::ofstream(dir / "scenarios" / "mine.toml") << "name = \"mine\"\n";
   {

@@ -13,6 +13,7 @@
 
 #include "core/base/check.hpp"
 #include "core/data/data.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/common/user_error.hpp"
 
 namespace syncopate {
@@ -20,12 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch() {
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-reader-limits-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch() { return scratch_folder("reader-limits"); }
 
 long max_rss_kib() {
   rusage usage{};

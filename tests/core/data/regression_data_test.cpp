@@ -12,6 +12,7 @@
 
 #include "core/base/check.hpp"
 #include "core/data/data.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/common/user_error.hpp"
 
 namespace syncopate {
@@ -20,10 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string write_csv(const std::string& name, const std::string& text) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-regression-data-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / name).string();
+  const std::string path = (scratch_folder("regression-data") / name).string();
   std::ofstream(path) << text;
   return path;
 }

@@ -11,15 +11,14 @@
 #include "core/comm/local_backend.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/train/trainer.hpp"
+#include "tests/common/scratch.hpp"
 
 namespace syncopate {
 namespace {
 
 // 512 sequences of 8 tokens in [0, 6); the target is how many are 2, over 8.
 std::string write_counting_csv() {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("syncopate-tokens-" + std::to_string(getpid()) + ".csv"))
-                               .string();
+  const std::string path = (scratch_folder("tokens") / "counting.csv").string();
   std::ofstream out(path);
   out << "t0,t1,t2,t3,t4,t5,t6,t7,count\n";
   std::mt19937 gen(5);

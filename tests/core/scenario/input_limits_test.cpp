@@ -11,6 +11,7 @@
 #include "core/scenario/scenario.hpp"
 #include "core/scenario/toml_reader.hpp"
 #include "tests/common/scenario_error.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/common/user_error.hpp"
 
 namespace syncopate {
@@ -76,8 +77,7 @@ TEST(InputLimits, KeysThatTheResolvedScenarioCouldNotWriteBackAreRefused) {
 }
 
 TEST(InputLimits, ADirectoryIsNotAScenario) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / "syncopate-input-limits-dir.toml";
+  const std::filesystem::path dir = scratch_folder("input-limits") / "dir.toml";
   std::filesystem::create_directories(dir);
   try {
     load_scenario(dir.string());

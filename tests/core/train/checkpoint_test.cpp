@@ -9,14 +9,15 @@
 #include <filesystem>
 #include <limits>
 
+#include "tests/common/scratch.hpp"
+
 namespace syncopate {
 namespace {
 
 namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-ckpt-" + std::to_string(getpid())) / name;
+  const fs::path dir = scratch_folder("ckpt") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -7,6 +7,7 @@
 
 #include "core/train/checkpoint.hpp"
 #include "tests/common/scenario_error.hpp"
+#include "tests/common/scratch.hpp"
 
 namespace syncopate {
 namespace {
@@ -55,8 +56,7 @@ WorkerCheckpoint at(int worker, int epoch, int64_t step) {
 // Worker 0 wrote epoch 1's checkpoints after steps 4 and 8, worker 1 only after step 4.
 TEST(MidEpochCheckpoint, ResumeSetIsTheLatestStepEveryWorkerReached) {
   const Scenario s = parse_scenario(default_scenario_text(), "<test>", {"workers=2"});
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-mid-epoch-" + std::to_string(getpid())) / "set";
+  const fs::path dir = scratch_folder("mid-epoch") / "set";
   fs::remove_all(dir);
   write_worker_checkpoint(dir.string(), s, at(0, 1, 4));
   write_worker_checkpoint(dir.string(), s, at(0, 1, 8));

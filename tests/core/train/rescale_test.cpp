@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/train/run_files.hpp"
+#include "tests/common/scratch.hpp"
 
 namespace syncopate {
 namespace {
@@ -19,8 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path rescale_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("syncopate-rescale-" + std::to_string(getpid())) / name;
+  const fs::path dir = scratch_folder("rescale") / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

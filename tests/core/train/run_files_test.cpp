@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "core/base/check.hpp"
+#include "tests/common/scratch.hpp"
 
 namespace syncopate {
 namespace {
@@ -73,8 +74,7 @@ TEST(RunFiles, MetricsCsvReadsBackExactlyWhatWasWritten) {
 }
 
 TEST(RunFiles, ReadMetricsCsvFromAFileAndRejectsMalformedOnes) {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("syncopate-metrics-" + std::to_string(getpid()) + ".csv");
+  const auto path = scratch_folder("metrics") / "metrics.csv";
   std::ofstream(path) << metrics_csv(two_worker_reports());
   EXPECT_EQ(read_metrics_csv(path.string()).size(), 6u);
   std::filesystem::remove(path);

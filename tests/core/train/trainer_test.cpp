@@ -13,6 +13,7 @@
 #include "core/comm/local_backend.hpp"
 #include "core/nn/model.hpp"
 #include "core/train/run_files.hpp"
+#include "tests/common/scratch.hpp"
 #include "tests/common/serial_defaults.hpp"
 
 namespace syncopate {
@@ -135,7 +136,7 @@ TEST(Recorder, RunDirectoryIsCompleteOrPartialNeverOverwritten) {
   namespace fs = std::filesystem;
   const Scenario s = small({"epochs=1"});
   const WorkerReport r = train_local(s);
-  const fs::path base = fs::temp_directory_path() / ("syncopate-rec-" + std::to_string(getpid()));
+  const fs::path base = scratch_folder("rec") / "run";
   fs::remove_all(base);
   const std::string first = write_run_dir(unique_run_dir(base.string()), s, {r}, {});
   const std::string second = write_run_dir(unique_run_dir(base.string()), s, {r}, {});
