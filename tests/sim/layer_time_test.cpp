@@ -2,7 +2,6 @@
 // them, their errors, and the simulator's compute model using them for matching layer passes
 // while every other cost keeps the op kind's speed.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>

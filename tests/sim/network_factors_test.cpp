@@ -4,7 +4,6 @@
 #include "backends/sim/platform/network_factors.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>

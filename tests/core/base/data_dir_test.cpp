@@ -3,7 +3,6 @@
 #include "core/base/data_dir.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>

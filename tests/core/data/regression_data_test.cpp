@@ -1,7 +1,6 @@
 // Regression data: CSV column selection, skipped lines and quoted headers, the seeded test split,
 // per-column scaling and its inverse, and the Friedman generator.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,6 @@
 // attention block and an MLP block with skips, layer norms) trains for real: on sequences of token
 // ids read from a CSV file it learns to count a token (regression, mse).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>

@@ -3,7 +3,6 @@
 #include "core/train/checkpoint.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>

@@ -1,7 +1,6 @@
 // checkpoint.every_steps: the scenario refuses what a mid-epoch checkpoint cannot restore (naming
 // file:line:key), and the resume set is the latest point inside an epoch that every worker reached.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 

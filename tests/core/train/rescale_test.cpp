@@ -3,7 +3,6 @@
 #include "core/train/rescale.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstring>

@@ -2,7 +2,6 @@
 #include "core/train/run_files.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>

@@ -3,7 +3,6 @@
 #include "core/train/trainer.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
