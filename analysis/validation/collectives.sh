@@ -8,7 +8,7 @@
 #                                      [--ops allreduce,broadcast,allgather] [--wire fp32]
 #                                      [--platform NAME|FILE] [--out DIR] [--md FILE]
 #                                      [--bin PATH] [--check] [--target-median PCT]
-#                                      [--trials N]
+#                                      [--trials N] [--mpirun 'LAUNCHER OPTIONS']
 #
 # The simulated side runs on a platform that `syncopate calibrate` measures just before each
 # rank count's measured side, under the same MPI settings (DIR/platform/loopback.toml): this
@@ -21,6 +21,10 @@
 # 1): each rank count N times over, each time calibrated, simulated and measured anew; a row's
 # times are the median over the trials (this machine's speed drifts by up to twice from one
 # minute to the next, and one trial may catch the two sides at different speeds).
+# The measured side and calibrate start with --mpirun's launcher and options, then -np W and the
+# program (default `mpirun --oversubscribe --bind-to none`, --allow-run-as-root added as root);
+# waiting ranks yield their core (OMPI_MCA_mpi_yield_when_idle=1) unless the environment sets
+# that variable. collectives.md names both.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -35,6 +39,7 @@ ops=allreduce,broadcast,allgather
 wire=fp32
 check=()
 platform=
+launcher_given=0
 args="$*"
 # An option's value, or exit 2 naming the option when it has none.
 value() { [ $# -ge 2 ] || { echo "collectives.sh: $1 needs a value" >&2; exit 2; }; printf '%s' "$2"; }
@@ -50,6 +55,7 @@ while [ $# -gt 0 ]; do
     --platform) platform=$(value "$@"); shift 2 ;;
     --md) md=$(value "$@"); shift 2 ;;
     --bin) bin=$(value "$@"); shift 2 ;;
+    --mpirun) launcher=$(value "$@") launcher_given=1; shift 2 ;;
     --check) check+=(--check); shift ;;
     --target-median)
       value "$@" >/dev/null
@@ -69,9 +75,15 @@ case $trials in
   '' | *[!0-9]* | 0*) echo "collectives.sh: --trials '$trials'; allowed: an integer >= 1" >&2; exit 2 ;;
 esac
 [ -z "${ranks// /}" ] && { echo "collectives.sh: --ranks is empty; allowed: rank counts >= 2, e.g. \"2 4\"" >&2; exit 2; }
-mpirun=(mpirun --oversubscribe --bind-to none)
-[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+[ "$launcher_given" = 1 ] && [ -z "${launcher// /}" ] &&
+  { echo "collectives.sh: --mpirun is empty; allowed: a launcher and its options, e.g. 'mpirun --bind-to core'" >&2; exit 2; }
+if [ "$launcher_given" = 1 ]; then
+  read -r -a mpirun <<<"$launcher"
+else
+  mpirun=(mpirun --oversubscribe --bind-to none)
+  [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+fi
+export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 mkdir -p "$out"
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 trials_note=
@@ -99,4 +111,4 @@ done
 /usr/bin/python3 "$here/collectives.py" "$out" --out "$md" "${check[@]}" \
   --note "command: analysis/validation/collectives.sh ${args:-} (CSV files in ${out#"$root"/})" \
   --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; load average $load_start at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end" \
-  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: mpirun -np W --oversubscribe --bind-to none, OMPI_MCA_mpi_yield_when_idle=1; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"
+  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: ${mpirun[*]} -np W, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"

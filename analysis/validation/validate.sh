@@ -10,6 +10,7 @@
 #                                   [--platform NAME|FILE] [--out DIR]
 #                                   [--md FILE] [--bin PATH] [--set key=value]...
 #                                   [--target-median PCT] [--target-worst PCT] [--check]
+#                                   [--mpirun 'LAUNCHER OPTIONS']
 #
 # The simulated runs of each scenario use a platform that `syncopate calibrate SCENARIO` measures
 # first, under the same settings, at that scenario's layer shapes
@@ -49,6 +50,12 @@
 # Exit 0 when every pair was compared (whatever the errors: validation.md says them), 1 when a
 # run or a comparison failed; with --check, 3 when every pair was compared but the per-pair
 # median or worst error exceeds its target or a pair's bytes differ.
+# The measured runs and the calibrations start with --mpirun's launcher and options, then -np W
+# and the program (default `mpirun --oversubscribe --bind-to none`, --allow-run-as-root added as
+# root: ranks that outnumber this machine's cores, wherever the kernel puts them); on a node
+# with a core for every rank, e.g. --mpirun 'mpirun --bind-to core'. Waiting ranks yield their
+# core (OMPI_MCA_mpi_yield_when_idle=1) unless the environment sets that variable; calibrate
+# and the runs share whatever it is, and validation.md names the launcher and the setting.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -66,6 +73,7 @@ calibrate_each=scenario
 recalibrate=2
 steady_spread=1.5
 check=()
+launcher_given=0
 args="$*"
 # An option's value, or exit 2 naming the option when it has none.
 value() { [ $# -ge 2 ] || { echo "validate.sh: $1 needs a value" >&2; exit 2; }; printf '%s' "$2"; }
@@ -83,6 +91,7 @@ while [ $# -gt 0 ]; do
     --recalibrate) recalibrate=$(value "$@"); shift 2 ;;
     --steady-spread) steady_spread=$(value "$@"); shift 2 ;;
     --bin) bin=$(value "$@"); shift 2 ;;
+    --mpirun) launcher=$(value "$@") launcher_given=1; shift 2 ;;
     --set) sets+=(--set "$(value "$@")"); shift 2 ;;
     --target-median | --target-worst)  # checked here, not by summarize.py after every run
       value "$@" >/dev/null
@@ -119,6 +128,8 @@ for scenario in $scenarios; do
 done
 [ -z "${scenarios// /}" ] && { echo "validate.sh: --scenarios is empty; allowed: scenarios, e.g. \"fmnist-mlp fmnist-cnn\"" >&2; exit 2; }
 [ -z "${workers// /}" ] && { echo "validate.sh: --workers is empty; allowed: worker counts, e.g. \"1 2 4\"" >&2; exit 2; }
+[ "$launcher_given" = 1 ] && [ -z "${launcher// /}" ] &&
+  { echo "validate.sh: --mpirun is empty; allowed: a launcher and its options, e.g. 'mpirun --bind-to core'" >&2; exit 2; }
 
 # A pair's settings beyond its scenario file, before --set and --epochs (which override them):
 # local_sgd and diloco average every 8 steps (their default, 1, would average after every step);
@@ -154,12 +165,16 @@ for pair in "${pairs[@]}"; do
   fi
 done
 
-mpirun=(mpirun --oversubscribe --bind-to none)
-[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-# Waiting ranks yield their core, for calibrate as for the measured runs: calibrate's
-# turn_latency times two ranks on one core, which with a spinning library wait a whole time
-# slice (4 ms here) per message.
-export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+if [ "$launcher_given" = 1 ]; then
+  read -r -a mpirun <<<"$launcher"
+else
+  mpirun=(mpirun --oversubscribe --bind-to none)
+  [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+fi
+# Waiting ranks yield their core, for calibrate as for the measured runs, unless the environment
+# says otherwise: calibrate's turn_latency times two ranks on one core, which with a spinning
+# library wait a whole time slice (4 ms here) per message.
+export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 platforms_note=
 scenario_notes=
 # The platform of a simulated run (scenario, the run's name: <strategy>-w<W>, with --calibrate
@@ -183,7 +198,7 @@ calibrate() {
   local name=${2-} file knob note log tries=0
   file=$(platform_of "$1" "$name")
   if [ -z "$platform" ] && [ ! -f "$file" ]; then
-    echo "== $1${name:+ $name}: calibrating this machine (mpirun -np 2): $file"
+    echo "== $1${name:+ $name}: calibrating this machine (${mpirun[0]} -np 2): $file"
     mkdir -p "$(dirname "$file")"
     log=$(dirname "$file")/calibrate.log
     : >"$log"
@@ -291,7 +306,7 @@ when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, mpirun -np W --oversubscribe --bind-to none, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=1; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
+       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, ${mpirun[*]} -np W, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
 calibrations=()  # the simulated side's spread: each scenario's calibrations, where calibrated here

@@ -1,6 +1,7 @@
 #pragma once
 // For the tests that drive the syncopate binary: a shell command run with its output captured,
-// and the mpirun launcher (and, from scratch.hpp, a scratch folder per test process).
+// the mpirun launcher, a launcher script that logs its calls (and, from scratch.hpp, a scratch
+// folder per test process).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,21 @@ inline std::string mpirun(int ranks) {
                     " --oversubscribe --bind-to none";
   if (geteuid() == 0) cmd += " --allow-run-as-root";
   return cmd;
+}
+
+// A launcher of the user's for the validation scripts' --mpirun: a shell script, dir/launcher.sh,
+// that appends its arguments to dir/launcher.log and then runs mpirun (oversubscribed, unbound,
+// as root if need be) with them.
+inline std::filesystem::path logging_launcher(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const fs::path script = dir / "launcher.sh";
+  std::string launch = std::string(SYNCOPATE_MPIEXEC) + " --oversubscribe --bind-to none";
+  if (geteuid() == 0) launch += " --allow-run-as-root";
+  std::ofstream(script) << "#!/bin/sh\necho \"$*\" >> '" << (dir / "launcher.log").string()
+                        << "'\nexec " << launch << " \"$@\"\n";
+  fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
+  return script;
 }
 #endif
 

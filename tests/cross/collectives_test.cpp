@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -201,6 +202,7 @@ TEST(Collectives, ValidationScriptRefusesBadArgumentsBeforeAnyRun) {
       {"--epochs 3", "collectives.sh: unknown argument --epochs"},
       {"--check --sizes", "collectives.sh: --sizes needs a value"},
       {"--trials 0", "collectives.sh: --trials '0'; allowed: an integer >= 1"},
+      {"--mpirun ''", "collectives.sh: --mpirun is empty; allowed: a launcher and its options"},
   };
   const fs::path out = scratch() / "refused";
   for (const auto& c : cases) {
@@ -301,25 +303,33 @@ int write_fast_transport(const fs::path& dir) {
 }
 
 // On a platform whose transport is 10x fast the same reduced validation is about 90% short and
-// --check fails it, with the table written. (A loaded machine only widens the miss.)
+// --check fails it, with the table written. (A loaded machine only widens the miss.) The
+// measured side starts through a launcher of the user's (--mpirun), which the table names.
 TEST(Collectives, ADoctoredPlatformMissesTheTarget) {
   const fs::path dir = scratch() / "doctored";
   EXPECT_GT(write_fast_transport(dir), 40);
   const fs::path md = dir / "collectives.md";
+  const fs::path launcher = syncopate::logging_launcher(dir / "launcher");
   std::string log;
   EXPECT_EQ(syncopate::run_command(std::string(SYNCOPATE_SOURCE_DIR) +
                                        "/analysis/validation/collectives.sh --ranks 2 --sizes "
                                        "64KiB:1MiB --ops allreduce,allgather --repeats 3 --check "
                                        "--target-median 50 --platform " +
                                        (dir / "loopback.toml").string() + " --bin " + kBin +
-                                       " --out " + (dir / "runs").string() + " --md " + md.string(),
+                                       " --out " + (dir / "runs").string() + " --md " +
+                                       md.string() + " --mpirun " + launcher.string(),
                                    &log),
             1)
       << log;
   EXPECT_NE(log.find("exceeds the target 50%"), std::string::npos) << log;
   const std::string text = syncopate::read_text(md);
   EXPECT_NE(text.find(" | 50% | no |"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured: " + launcher.string() + " -np W, "), std::string::npos) << text;
   EXPECT_FALSE(fs::exists(dir / "runs" / "platform")) << "a committed platform is not recalibrated";
+  // One launch, the measured side's: a committed platform is not calibrated.
+  const std::string launches = syncopate::read_text(dir / "launcher" / "launcher.log");
+  EXPECT_EQ(std::count(launches.begin(), launches.end(), '\n'), 1) << launches;
+  EXPECT_TRUE(launches.starts_with("-np 2 " + kBin + " collectives fmnist-mlp")) << launches;
 }
 
 }  // namespace

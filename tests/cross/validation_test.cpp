@@ -98,17 +98,25 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
 }
 
 // --calibrate run: each measured run is compared with a simulation on the calibration made just
-// before it, and the table says so.
+// before it, and the table says so. The calibrations and the runs start through a launcher of the
+// user's (--mpirun).
 TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
   const fs::path runs = scratch() / "run-runs";
   const fs::path md = scratch() / "run-validation.md";
+  const fs::path launcher = syncopate::logging_launcher(scratch() / "run-launcher");
   std::string log;
   ASSERT_EQ(
       validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
-               "--measured-runs 2 --calibrate run --recalibrate 0 --set data.train_samples=2048",
+               "--measured-runs 2 --calibrate run --recalibrate 0 --set data.train_samples=2048 "
+               "--mpirun " +
+                   launcher.string(),
                runs, md, &log),
       0)
       << log;
+  const std::string launches = syncopate::read_text(scratch() / "run-launcher" / "launcher.log");
+  EXPECT_EQ(count_of(launches, "\n"), 4u) << launches;
+  EXPECT_EQ(count_of(launches, "-np 2 " + kBin + " calibrate fmnist-mlp "), 2u) << launches;
+  EXPECT_EQ(count_of(launches, "-np 1 " + kBin + " run fmnist-mlp "), 2u) << launches;
   for (const char* run : {"epoch_sync-w1-m1", "epoch_sync-w1-m2"}) {
     expect_simulated_on_its_own(runs, run);
     const std::string compared =
@@ -209,6 +217,8 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--scenarios ''", "validate.sh: --scenarios is empty"},
       {"--set optimizer.momentum=fast", "optimizer.momentum"},
       {"--workers ' '", "validate.sh: --workers is empty"},
+      {"--mpirun ' '", "validate.sh: --mpirun is empty; allowed: a launcher and its options"},
+      {"--mpirun", "validate.sh: --mpirun needs a value"},
       {"--epochs", "validate.sh: --epochs needs a value"},
   };
   const fs::path out = scratch() / "refused";
@@ -258,14 +268,16 @@ fs::path doctored_platform(const fs::path& dir) {
 // --check fails a validation whose errors exceed the targets: the simulated side predicts a
 // tenth of the measured compute (about -90%; a loaded machine only makes the measured side
 // slower), so the pair misses the targets and the script exits 3 with the table written.
+// The measured run starts through a launcher of the user's (--mpirun), which the table names.
 TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   const fs::path dir = scratch() / "doctored";
   const fs::path md = dir / "validation.md";
   const fs::path platform = doctored_platform(dir / "platform");
+  const fs::path launcher = syncopate::logging_launcher(dir / "launcher");
   std::string log;
   EXPECT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
                      "--measured-runs 1 --set data.train_samples=2048 --check --platform " +
-                         platform.string(),
+                         platform.string() + " --mpirun " + launcher.string(),
                      dir / "runs", md, &log),
             3)
       << log;
@@ -273,6 +285,14 @@ TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   EXPECT_NE(text.find("| serial | 1 | 1 | "), std::string::npos) << text;
   EXPECT_NE(text.find("(target <= 15%): targets MISSED"), std::string::npos) << text;
   EXPECT_NE(log.find("per pair: median "), std::string::npos) << log;
+  EXPECT_NE(text.find("measured: mpi backend, " + launcher.string() + " -np W, "),
+            std::string::npos)
+      << text;
+  // One launch, the measured run's: a committed platform is not calibrated.
+  const std::string launches = syncopate::read_text(dir / "launcher" / "launcher.log");
+  EXPECT_EQ(count_of(launches, "\n"), 1u) << launches;
+  EXPECT_TRUE(launches.starts_with("-np 1 " + kBin + " run fmnist-mlp --strategy serial"))
+      << launches;
 }
 
 // The reduced validation held to targets of its size. The are 5% median and 15% worst
