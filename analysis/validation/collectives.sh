@@ -39,7 +39,7 @@ ops=allreduce,broadcast,allgather
 wire=fp32
 check=()
 platform=
-launcher_given=0
+launcher='' launcher_given=0
 args="$*"
 # An option's value, or exit 2 naming the option when it has none.
 value() { [ $# -ge 2 ] || { echo "collectives.sh: $1 needs a value" >&2; exit 2; }; printf '%s' "$2"; }
@@ -75,15 +75,9 @@ case $trials in
   '' | *[!0-9]* | 0*) echo "collectives.sh: --trials '$trials'; allowed: an integer >= 1" >&2; exit 2 ;;
 esac
 [ -z "${ranks// /}" ] && { echo "collectives.sh: --ranks is empty; allowed: rank counts >= 2, e.g. \"2 4\"" >&2; exit 2; }
-[ "$launcher_given" = 1 ] && [ -z "${launcher// /}" ] &&
-  { echo "collectives.sh: --mpirun is empty; allowed: a launcher and its options, e.g. 'mpirun --bind-to core'" >&2; exit 2; }
-if [ "$launcher_given" = 1 ]; then
-  read -r -a mpirun <<<"$launcher"
-else
-  mpirun=(mpirun --oversubscribe --bind-to none)
-  [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-fi
-export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
+# shellcheck source=analysis/validation/launcher.sh
+. "$here/launcher.sh"
+launcher_setup collectives.sh "$launcher_given" "$launcher"
 mkdir -p "$out"
 load_start=$(cut -d ' ' -f 1-3 /proc/loadavg)
 trials_note=

@@ -73,7 +73,7 @@ calibrate_each=scenario
 recalibrate=2
 steady_spread=1.5
 check=()
-launcher_given=0
+launcher='' launcher_given=0
 args="$*"
 # An option's value, or exit 2 naming the option when it has none.
 value() { [ $# -ge 2 ] || { echo "validate.sh: $1 needs a value" >&2; exit 2; }; printf '%s' "$2"; }
@@ -128,8 +128,9 @@ for scenario in $scenarios; do
 done
 [ -z "${scenarios// /}" ] && { echo "validate.sh: --scenarios is empty; allowed: scenarios, e.g. \"fmnist-mlp fmnist-cnn\"" >&2; exit 2; }
 [ -z "${workers// /}" ] && { echo "validate.sh: --workers is empty; allowed: worker counts, e.g. \"1 2 4\"" >&2; exit 2; }
-[ "$launcher_given" = 1 ] && [ -z "${launcher// /}" ] &&
-  { echo "validate.sh: --mpirun is empty; allowed: a launcher and its options, e.g. 'mpirun --bind-to core'" >&2; exit 2; }
+# shellcheck source=analysis/validation/launcher.sh
+. "$here/launcher.sh"
+launcher_setup validate.sh "$launcher_given" "$launcher"
 
 # A pair's settings beyond its scenario file, before --set and --epochs (which override them):
 # local_sgd and diloco average every 8 steps (their default, 1, would average after every step);
@@ -165,16 +166,6 @@ for pair in "${pairs[@]}"; do
   fi
 done
 
-if [ "$launcher_given" = 1 ]; then
-  read -r -a mpirun <<<"$launcher"
-else
-  mpirun=(mpirun --oversubscribe --bind-to none)
-  [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
-fi
-# Waiting ranks yield their core, for calibrate as for the measured runs, unless the environment
-# says otherwise: calibrate's turn_latency times two ranks on one core, which with a spinning
-# library wait a whole time slice (4 ms here) per message.
-export OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 platforms_note=
 scenario_notes=
 # The platform of a simulated run (scenario, the run's name: <strategy>-w<W>, with --calibrate
