@@ -21,8 +21,9 @@
 # 1): each rank count N times over, each time calibrated, simulated and measured anew; a row's
 # times are the median over the trials (this machine's speed drifts by up to twice from one
 # minute to the next, and one trial may catch the two sides at different speeds).
-# The measured side and calibrate start with --mpirun's launcher and options, then -np W and the
-# program (default `mpirun --oversubscribe --bind-to none`, --allow-run-as-root added as root);
+# The measured side and calibrate start with --mpirun's launcher and options, the rank count
+# where they say {ranks} or else -np W after them, then the program (default `mpirun
+# --oversubscribe --bind-to none`, --allow-run-as-root added as root; launcher.sh);
 # waiting ranks yield their core (OMPI_MCA_mpi_yield_when_idle=1) unless the environment sets
 # that variable. collectives.md names both.
 set -euo pipefail
@@ -94,15 +95,15 @@ for w in $ranks; do
     if [ -z "$platform" ]; then
       sim_platform=$out/platform/loopback.toml
       mkdir -p "$out/platform"
-      "${mpirun[@]}" -np 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$sim_platform" >/dev/null
+      launch 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$sim_platform" >/dev/null
     fi
     # The platform models this machine; more ranks are more GPUs on its one node.
     "$bin" "${common[@]}" --backend sim --workers "$w" --set "sim.platform=\"$sim_platform\"" \
       --set "sim.platform_params.gpus_per_node=$((w > 2 ? w : 2))" --out "$out/sim-$w$suffix.csv" >/dev/null
-    "${mpirun[@]}" -np "$w" "$bin" "${common[@]}" --backend mpi --out "$out/mpi-$w$suffix.csv" >/dev/null
+    launch "$w" "$bin" "${common[@]}" --backend mpi --out "$out/mpi-$w$suffix.csv" >/dev/null
   done
 done
 /usr/bin/python3 "$here/collectives.py" "$out" --out "$md" "${check[@]}" \
   --note "command: analysis/validation/collectives.sh ${args:-} (CSV files in ${out#"$root"/})" \
   --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; load average $load_start at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end" \
-  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: ${mpirun[*]} -np W, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"
+  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: $(launcher_note), OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"

@@ -50,10 +50,11 @@
 # Exit 0 when every pair was compared (whatever the errors: validation.md says them), 1 when a
 # run or a comparison failed; with --check, 3 when every pair was compared but the per-pair
 # median or worst error exceeds its target or a pair's bytes differ.
-# The measured runs and the calibrations start with --mpirun's launcher and options, then -np W
-# and the program (default `mpirun --oversubscribe --bind-to none`, --allow-run-as-root added as
-# root: ranks that outnumber this machine's cores, wherever the kernel puts them); on a node
-# with a core for every rank, e.g. --mpirun 'mpirun --bind-to core'. Waiting ranks yield their
+# The measured runs and the calibrations start with --mpirun's launcher and options, the rank
+# count where they say {ranks} (srun -n {ranks}) or else -np W after them, then the program
+# (default `mpirun --oversubscribe --bind-to none`, --allow-run-as-root added as root: ranks that
+# outnumber this machine's cores, wherever the kernel puts them; launcher.sh); on a node with a
+# core for every rank, e.g. --mpirun 'mpirun --bind-to core'. Waiting ranks yield their
 # core (OMPI_MCA_mpi_yield_when_idle=1) unless the environment sets that variable; calibrate
 # and the runs share whatever it is, and validation.md names the launcher and the setting.
 set -euo pipefail
@@ -189,13 +190,13 @@ calibrate() {
   local name=${2-} file knob note log tries=0
   file=$(platform_of "$1" "$name")
   if [ -z "$platform" ] && [ ! -f "$file" ]; then
-    echo "== $1${name:+ $name}: calibrating this machine (${mpirun[0]} -np 2): $file"
+    echo "== $1${name:+ $name}: calibrating this machine (2 ranks): $file"
     mkdir -p "$(dirname "$file")"
     log=$(dirname "$file")/calibrate.log
     : >"$log"
     rm -rf "$(dirname "$file")"/warned-*  # an interrupted calibration's, set aside before it
     while :; do
-      "${mpirun[@]}" -np 2 "$bin" calibrate "$1" --repeats 30 --steady-spread "$steady_spread" \
+      launch 2 "$bin" calibrate "$1" --repeats 30 --steady-spread "$steady_spread" \
         --out "$file" 2>>"$log" >/dev/null || { cat "$log" >&2; exit 1; }
       [ "$(grep -c "^syncopate: calibrate: warning: a step's timed parts" "$log")" -gt "$tries" ] || break
       if [ "$tries" -ge "$recalibrate" ]; then
@@ -266,7 +267,7 @@ for pair in "${pairs[@]}"; do
     [ "$calibrate_each" = run ] && { calibrate "$scenario" "$run"; simulated=$run; }
     if [ ! -f "$dir/mpi/$run/summary.json" ]; then
       echo "== $scenario $name: measured (mpirun -np $w), run $k of $measured_runs"
-      "${mpirun[@]}" -np "$w" "$bin" run "${args_of_pair[@]}" --backend mpi --out "$dir/mpi/$run" \
+      launch "$w" "$bin" run "${args_of_pair[@]}" --backend mpi --out "$dir/mpi/$run" \
         >"$dir/mpi/$run.log" 2>&1 || { echo "   failed: $dir/mpi/$run.log"; failed=1; continue; }
     fi
     simulate "$simulated" || { failed=1; continue; }
@@ -297,7 +298,7 @@ when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, ${mpirun[*]} -np W, OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
+       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, $(launcher_note), OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
 calibrations=()  # the simulated side's spread: each scenario's calibrations, where calibrated here

@@ -268,7 +268,8 @@ fs::path doctored_platform(const fs::path& dir) {
 // --check fails a validation whose errors exceed the targets: the simulated side predicts a
 // tenth of the measured compute (about -90%; a loaded machine only makes the measured side
 // slower), so the pair misses the targets and the script exits 3 with the table written.
-// The measured run starts through a launcher of the user's (--mpirun), which the table names.
+// The measured run starts through a launcher of the user's (--mpirun) that takes the rank count
+// where it says {ranks}, as srun -n {ranks} would; the table names it.
 TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   const fs::path dir = scratch() / "doctored";
   const fs::path md = dir / "validation.md";
@@ -277,7 +278,7 @@ TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   std::string log;
   EXPECT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
                      "--measured-runs 1 --set data.train_samples=2048 --check --platform " +
-                         platform.string() + " --mpirun " + launcher.string(),
+                         platform.string() + " --mpirun '" + launcher.string() + " -n {ranks}'",
                      dir / "runs", md, &log),
             3)
       << log;
@@ -285,13 +286,12 @@ TEST(Validation, ADoctoredPlatformMissesTheTargets) {
   EXPECT_NE(text.find("| serial | 1 | 1 | "), std::string::npos) << text;
   EXPECT_NE(text.find("(target <= 15%): targets MISSED"), std::string::npos) << text;
   EXPECT_NE(log.find("per pair: median "), std::string::npos) << log;
-  EXPECT_NE(text.find("measured: mpi backend, " + launcher.string() + " -np W, "),
-            std::string::npos)
+  EXPECT_NE(text.find("measured: mpi backend, " + launcher.string() + " -n W, "), std::string::npos)
       << text;
   // One launch, the measured run's: a committed platform is not calibrated.
   const std::string launches = syncopate::read_text(dir / "launcher" / "launcher.log");
   EXPECT_EQ(count_of(launches, "\n"), 1u) << launches;
-  EXPECT_TRUE(launches.starts_with("-np 1 " + kBin + " run fmnist-mlp --strategy serial"))
+  EXPECT_TRUE(launches.starts_with("-n 1 " + kBin + " run fmnist-mlp --strategy serial"))
       << launches;
 }
 
