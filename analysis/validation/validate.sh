@@ -6,7 +6,7 @@
 #   analysis/validation/validate.sh [--scenarios "fmnist-mlp fmnist-cnn"] [--epochs N]
 #                                   [--workers "1 2 4"] [--strategies "ddp ..."]
 #                                   [--measured-runs 3] [--calibrate scenario|pair|run]
-#                                   [--recalibrate 2] [--steady-spread 1.5]
+#                                   [--recalibrate 2] [--steady-spread 1.5] [--calibrate-repeats 30]
 #                                   [--platform NAME|FILE] [--out DIR]
 #                                   [--md FILE] [--bin PATH] [--set key=value]...
 #                                   [--target-median PCT] [--target-worst PCT] [--check]
@@ -33,6 +33,8 @@
 # (DIR/SCENARIO/recalibrated/<run>.warned-N): validation.md sets each such run's error on the
 # kept calibration beside its errors on the ones set aside, a paired test of recalibrating (at
 # --steady-spread 1.25 it did not help: analysis/validation/recalibrated.md, README).
+# --calibrate-repeats N (default 30) is each calibration's `calibrate --repeats`: samples per figure
+# and rank; fewer make a quicker, noisier calibration.
 # Each pair's measured side runs --measured-runs times (one run on this machine varies by more
 # than the target: 0.41-0.53 s for the same 1-worker epoch), each compared with its simulated
 # run; validation.md takes the comparison of median error (summarize.py: with one simulated run,
@@ -72,6 +74,7 @@ platform=
 measured_runs=3
 calibrate_each=scenario
 recalibrate=2
+calibrate_repeats=30
 steady_spread=1.5
 check=()
 launcher='' launcher_given=0
@@ -90,6 +93,7 @@ while [ $# -gt 0 ]; do
     --measured-runs) measured_runs=$(value "$@"); shift 2 ;;
     --calibrate) calibrate_each=$(value "$@"); shift 2 ;;
     --recalibrate) recalibrate=$(value "$@"); shift 2 ;;
+    --calibrate-repeats) calibrate_repeats=$(value "$@"); shift 2 ;;
     --steady-spread) steady_spread=$(value "$@"); shift 2 ;;
     --bin) bin=$(value "$@"); shift 2 ;;
     --mpirun) launcher=$(value "$@") launcher_given=1; shift 2 ;;
@@ -109,6 +113,9 @@ case $measured_runs in
 esac
 case $recalibrate in
   '' | *[!0-9]*) echo "validate.sh: --recalibrate '$recalibrate'; allowed: an integer >= 0" >&2; exit 2 ;;
+esac
+case $calibrate_repeats in
+  '' | *[!0-9]* | 0* | [0-2]) echo "validate.sh: --calibrate-repeats '$calibrate_repeats'; allowed: an integer >= 3" >&2; exit 2 ;;
 esac
 case $steady_spread in
   '' | . | *[!0-9.]* | *.*.*) steady_spread_ok=0 ;;
@@ -196,7 +203,7 @@ calibrate() {
     : >"$log"
     rm -rf "$(dirname "$file")"/warned-*  # an interrupted calibration's, set aside before it
     while :; do
-      launch 2 "$bin" calibrate "$1" --repeats 30 --steady-spread "$steady_spread" \
+      launch 2 "$bin" calibrate "$1" --repeats "$calibrate_repeats" --steady-spread "$steady_spread" \
         --out "$file" 2>>"$log" >/dev/null || { cat "$log" >&2; exit 1; }
       [ "$(grep -c "^syncopate: calibrate: warning: a step's timed parts" "$log")" -gt "$tries" ] || break
       if [ "$tries" -ge "$recalibrate" ]; then
@@ -296,9 +303,11 @@ compared="the median run compared"
 [ "$calibrate_each" = run ] && compared="each run compared with a simulation on its own calibration, the comparison of median error shown"
 when=$(date -u '+%Y-%m-%d %H:%M UTC')
 load=$(cut -d ' ' -f 1-3 /proc/loadavg)
+repeats_note=
+[ -z "$platform" ] && repeats_note="; each calibration: calibrate --repeats $calibrate_repeats"
 notes=(--note "command: analysis/validation/validate.sh ${args:-} (runs in ${out#"$root"/})"
        --note "date: $when; machine: $(nproc --all) cores, load average $load at the end"
-       --note "simulated: sim backend, platforms: $platforms_note; measured: mpi backend, $(launcher_note), OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
+       --note "simulated: sim backend, platforms: $platforms_note$repeats_note; measured: mpi backend, $(launcher_note), OMP_NUM_THREADS=1, OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; each pair measured $measured_runs times, $compared (the runs' range in brackets)"
        --note "settings: ${sets[*]:-none}${strategy_notes}${scenario_notes}")
 compare_dirs=()
 calibrations=()  # the simulated side's spread: each scenario's calibrations, where calibrated here

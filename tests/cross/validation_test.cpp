@@ -78,11 +78,11 @@ TEST(Validation, CalibratePairCalibratesBeforeEachPair) {
   const fs::path runs = scratch() / "pair-runs";
   const fs::path md = scratch() / "pair-validation.md";
   std::string log;
-  ASSERT_EQ(
-      validate("--scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
-               "--measured-runs 1 --calibrate pair --recalibrate 0 --set data.train_samples=2048",
-               runs, md, &log),
-      0)
+  ASSERT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers '1 2' --strategies epoch_sync "
+                     "--measured-runs 1 --calibrate pair --recalibrate 0 --calibrate-repeats 5 "
+                     "--set data.train_samples=2048",
+                     runs, md, &log),
+            0)
       << log;
   for (const char* pair : {"epoch_sync-w1", "epoch_sync-w2"})
     expect_simulated_on_its_own(runs, pair);
@@ -105,17 +105,17 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
   const fs::path md = scratch() / "run-validation.md";
   const fs::path launcher = syncopate::logging_launcher(scratch() / "run-launcher");
   std::string log;
-  ASSERT_EQ(
-      validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
-               "--measured-runs 2 --calibrate run --recalibrate 0 --set data.train_samples=2048 "
-               "--mpirun " +
-                   launcher.string(),
-               runs, md, &log),
-      0)
+  ASSERT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies epoch_sync "
+                     "--measured-runs 2 --calibrate run --recalibrate 0 --calibrate-repeats 5 "
+                     "--set data.train_samples=2048 --mpirun " +
+                         launcher.string(),
+                     runs, md, &log),
+            0)
       << log;
   const std::string launches = syncopate::read_text(scratch() / "run-launcher" / "launcher.log");
   EXPECT_EQ(count_of(launches, "\n"), 4u) << launches;
-  EXPECT_EQ(count_of(launches, "-np 2 " + kBin + " calibrate fmnist-mlp "), 2u) << launches;
+  EXPECT_EQ(count_of(launches, "-np 2 " + kBin + " calibrate fmnist-mlp --repeats 5 "), 2u)
+      << launches;
   EXPECT_EQ(count_of(launches, "-np 1 " + kBin + " run fmnist-mlp "), 2u) << launches;
   for (const char* run : {"epoch_sync-w1-m1", "epoch_sync-w1-m2"}) {
     expect_simulated_on_its_own(runs, run);
@@ -133,6 +133,9 @@ TEST(Validation, CalibrateRunCalibratesBeforeEachMeasuredRun) {
   EXPECT_GT(log.find("run 2 of 2"), second) << log;
   const std::string text = syncopate::read_text(md);
   EXPECT_NE(text.find("<strategy>-w<W>-m<k>/loopback.toml, calibrated before each measured run"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("before each measured run; each calibration: calibrate --repeats 5;"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("each run compared with a simulation on its own calibration"),
@@ -154,7 +157,7 @@ TEST(Validation, CalibratesAgainWhileCalibrateWarns) {
   const fs::path md = scratch() / "recalibrated-validation.md";
   std::string log;
   ASSERT_EQ(validate("--scenarios fmnist-mlp --epochs 1 --workers 1 --strategies serial "
-                     "--measured-runs 1 --steady-spread 1 --recalibrate 1 "
+                     "--measured-runs 1 --steady-spread 1 --recalibrate 1 --calibrate-repeats 5 "
                      "--set data.train_samples=2048",
                      runs, md, &log),
             0)
@@ -197,6 +200,7 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--tolerance 5", "validate.sh: unknown argument --tolerance"},
       {"--calibrate each", "validate.sh: --calibrate 'each'; allowed: scenario, pair, run"},
       {"--recalibrate -1", "validate.sh: --recalibrate '-1'; allowed: an integer >= 0"},
+      {"--calibrate-repeats 2", "validate.sh: --calibrate-repeats '2'; allowed: an integer >= 3"},
       {"--steady-spread 0.5", "validate.sh: --steady-spread '0.5'; allowed: a number >= 1"},
       {"--steady-spread 1.5x", "validate.sh: --steady-spread '1.5x'; allowed: a number >= 1"},
       {"--calibrate pair --platform loopback",
