@@ -273,7 +273,7 @@ for pair in "${pairs[@]}"; do
     # With --calibrate run: calibrate, measure at once, then simulate on that calibration.
     [ "$calibrate_each" = run ] && { calibrate "$scenario" "$run"; simulated=$run; }
     if [ ! -f "$dir/mpi/$run/summary.json" ]; then
-      echo "== $scenario $name: measured (mpirun -np $w), run $k of $measured_runs"
+      echo "== $scenario $name: measured ($w rank(s)), run $k of $measured_runs"
       launch "$w" "$bin" run "${args_of_pair[@]}" --backend mpi --out "$dir/mpi/$run" \
         >"$dir/mpi/$run.log" 2>&1 || { echo "   failed: $dir/mpi/$run.log"; failed=1; continue; }
     fi
