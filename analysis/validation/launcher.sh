@@ -2,8 +2,8 @@
 # Sourced by validate.sh and collectives.sh: the launcher of their calibrations and measured runs,
 # and the settings those share.
 #   launcher_setup SCRIPT GIVEN LAUNCHER
-# sets the launcher's words: LAUNCHER's where GIVEN is 1 (--mpirun; without any word, SCRIPT
-# exits 2 naming it), else mpirun --oversubscribe --bind-to none (--allow-run-as-root added as
+# sets the launcher's words: LAUNCHER's where GIVEN is 1 (--mpirun; without any word, or when its
+# first is no command, SCRIPT exits 2 naming it), else mpirun --oversubscribe --bind-to none (--allow-run-as-root added as
 # root: more ranks than cores here, wherever the kernel puts them). It exports OMP_NUM_THREADS=1
 # and OMPI_MCA_mpi_yield_when_idle, 1 unless the environment sets it: waiting ranks yield their
 # core, for calibrate as for the measured runs (calibrate's turn_latency times two ranks on one
@@ -14,6 +14,8 @@ launcher_setup() {
     [ -z "${launcher// /}" ] &&
       { echo "$script: --mpirun is empty; allowed: a launcher and its options, e.g. 'mpirun --bind-to core'" >&2; exit 2; }
     read -r -a launcher_words <<<"$launcher"
+    command -v "${launcher_words[0]}" >/dev/null ||
+      { echo "$script: --mpirun '$launcher': '${launcher_words[0]}' is not a command here" >&2; exit 2; }
   else
     launcher_words=(mpirun --oversubscribe --bind-to none)
     [ "$(id -u)" = 0 ] && launcher_words+=(--allow-run-as-root)

@@ -203,6 +203,9 @@ TEST(Collectives, ValidationScriptRefusesBadArgumentsBeforeAnyRun) {
       {"--check --sizes", "collectives.sh: --sizes needs a value"},
       {"--trials 0", "collectives.sh: --trials '0'; allowed: an integer >= 1"},
       {"--mpirun ''", "collectives.sh: --mpirun is empty; allowed: a launcher and its options"},
+      {"--mpirun no-such-launcher",
+       "collectives.sh: --mpirun 'no-such-launcher': "
+       "'no-such-launcher' is not a command here"},
   };
   const fs::path out = scratch() / "refused";
   for (const auto& c : cases) {

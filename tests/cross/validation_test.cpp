@@ -223,6 +223,9 @@ TEST(Validation, BadArgumentsAreRefusedBeforeAnyRun) {
       {"--workers ' '", "validate.sh: --workers is empty"},
       {"--mpirun ' '", "validate.sh: --mpirun is empty; allowed: a launcher and its options"},
       {"--mpirun", "validate.sh: --mpirun needs a value"},
+      {"--mpirun 'no-such-launcher -n {ranks}'",
+       "validate.sh: --mpirun 'no-such-launcher -n {ranks}': 'no-such-launcher' is not a command "
+       "here"},
       {"--epochs", "validate.sh: --epochs needs a value"},
   };
   const fs::path out = scratch() / "refused";
