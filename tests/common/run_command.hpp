@@ -36,26 +36,25 @@ inline std::string read_text(const std::filesystem::path& path) {
 }
 
 #if defined(SYNCOPATE_MPIEXEC)
-// The launcher of an MPI test run: mpirun with `ranks` ranks, oversubscribed, unbound (and
-// allowed as root).
-inline std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
+// The launcher of an MPI test run and its options: mpirun, oversubscribed, unbound (and allowed
+// as root).
+inline std::string mpirun_launcher() {
+  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " --oversubscribe --bind-to none";
   if (geteuid() == 0) cmd += " --allow-run-as-root";
   return cmd;
 }
 
+// mpirun_launcher() with `ranks` ranks.
+inline std::string mpirun(int ranks) { return mpirun_launcher() + " -np " + std::to_string(ranks); }
+
 // A launcher of the user's for the validation scripts' --mpirun: a shell script, dir/launcher.sh,
-// that appends its arguments to dir/launcher.log and then runs mpirun (oversubscribed, unbound,
-// as root if need be) with them.
+// that appends its arguments to dir/launcher.log and then runs mpirun_launcher() with them.
 inline std::filesystem::path logging_launcher(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   const fs::path script = dir / "launcher.sh";
-  std::string launch = std::string(SYNCOPATE_MPIEXEC) + " --oversubscribe --bind-to none";
-  if (geteuid() == 0) launch += " --allow-run-as-root";
   std::ofstream(script) << "#!/bin/sh\necho \"$*\" >> '" << (dir / "launcher.log").string()
-                        << "'\nexec " << launch << " \"$@\"\n";
+                        << "'\nexec " << mpirun_launcher() << " \"$@\"\n";
   fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
   return script;
 }
