@@ -1,7 +1,6 @@
 // The progress of `syncopate run`: redrawn in place under a pseudo-terminal, plain lines when
 // piped, nothing with --quiet, and under mpirun from rank 0 only.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <string>
 
@@ -52,13 +51,11 @@ TEST(Progress, QuietPrintsNone) {
 }
 
 TEST(Progress, UnderMpiOnlyRankZeroPrints) {
-  std::string mpirun = std::string(SYNCOPATE_MPIEXEC) + " -np 2 --oversubscribe --bind-to none";
-  if (geteuid() == 0) mpirun += " --allow-run-as-root";
   std::string out;
-  ASSERT_EQ(
-      syncopate::run_command(
-          mpirun + " " + kRun + out_dir("mpi") + " --backend mpi --workers 2 --strategy ddp", &out),
-      0)
+  ASSERT_EQ(syncopate::run_command(syncopate::mpirun(2) + " " + kRun + out_dir("mpi") +
+                                       " --backend mpi --workers 2 --strategy ddp",
+                                   &out),
+            0)
       << out;
   // ddp: 4000 samples in global batches of 2 x 64, 32 steps; one line per epoch, not one per rank.
   EXPECT_EQ(count(out, "epoch 2/2  step 32/32  loss"), 1u) << out;

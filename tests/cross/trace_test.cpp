@@ -3,7 +3,6 @@
 // step is there with its bytes, from launch to completion inside the step; the three backends
 // trace the same spans and flights; trace.workers and trace.steps select what is traced.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -104,13 +103,6 @@ std::vector<T> inside(const std::vector<T>& all, const Span& outer) {
   return out;
 }
 
-std::string mpirun(int ranks) {
-  std::string cmd = std::string(SYNCOPATE_MPIEXEC) + " -np " + std::to_string(ranks) +
-                    " --oversubscribe --bind-to none";
-  if (geteuid() == 0) cmd += " --allow-run-as-root";
-  return cmd + " ";
-}
-
 // ddp on the small MLP in three buckets (one per dense layer), two steps of each epoch traced, on 2
 // workers (the local backend runs one).
 int workers_of(const std::string& backend) { return backend == "local" ? 1 : 2; }
@@ -120,7 +112,7 @@ fs::path run_ddp(const std::string& backend, int workers, const std::string& tag
   const fs::path out =
       syncopate::scratch_folder("trace") / (backend + std::to_string(workers) + tag);
   fs::remove_all(out);
-  const std::string launcher = backend == "mpi" ? mpirun(workers) : "";
+  const std::string launcher = backend == "mpi" ? syncopate::mpirun(workers) + " " : "";
   std::string log;
   EXPECT_EQ(
       syncopate::run_command(launcher + kBin + " run " + kScenario + " --backend " + backend +
