@@ -5,10 +5,10 @@
 # sets the launcher's words: LAUNCHER's where GIVEN is 1 (--mpirun; without any word, or when its
 # first is no command, SCRIPT exits 2 naming it), else mpirun --oversubscribe --bind-to none
 # (--allow-run-as-root added as root: more ranks than cores here, wherever the kernel puts
-# them). It exports OMP_NUM_THREADS=1
-# and OMPI_MCA_mpi_yield_when_idle, 1 unless the environment sets it: waiting ranks yield their
-# core, for calibrate as for the measured runs (calibrate's turn_latency times two ranks on one
-# core, which with a spinning library wait a whole time slice, 4 ms here, per message).
+# them). It exports OMP_NUM_THREADS=1 and OMPI_MCA_mpi_yield_when_idle, 1 unless the environment
+# sets it: waiting ranks yield their core, for calibrate as for the measured runs (calibrate's
+# turn_latency times two ranks on one core, which with a spinning library wait a whole time
+# slice, 4 ms here, per message).
 launcher_setup() {
   local script=$1 given=$2 launcher=$3
   if [ "$given" = 1 ]; then
