@@ -185,8 +185,11 @@ int run_calibrate(const CalibrateOptions& o, int* argc, char*** argv) {
   c.name = std::filesystem::path(o.out).stem().string();
   const std::string load = load_average();
   comm->barrier();
-  c.compute = time_compute(scenario, o.repeats);
+  c.compute = time_compute(scenario, o.repeats, kPaceWindowS, [&] { comm->barrier(); });
   pool(comm->handle(), comm->size(), c.compute);
+  c.compute.rank_pace_s.resize(static_cast<size_t>(comm->size()));
+  MPI_Allgather(&c.compute.pace_step_s, 1, MPI_DOUBLE, c.compute.rank_pace_s.data(), 1, MPI_DOUBLE,
+                comm->handle());
   c.transport = time_transport(*comm, o.repeats);
   if (comm->rank() != 0) return 0;
   c.provenance = provenance(o, comm->size(), c.compute.batch, load);

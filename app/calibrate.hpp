@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/calibrate_fit.hpp"
+#include "core/base/function_ref.hpp"
 #include "core/nn/cost.hpp"
 #include "core/scenario/scenario.hpp"
 #include "core/tensor/tensor.hpp"
@@ -40,11 +41,19 @@ struct ComputeSamples {
   Series loss, zero_grad, optimizer;
   Series overhead;  // a whole step minus the sum of its timed parts
   Series parts;     // the sum of a step's timed parts (its compute)
+  // This rank's pace: the mean seconds of a whole step over the pace window (0: not measured);
+  // in a Calibration, every rank's (rank_pace_s).
+  double pace_step_s = 0;
+  std::vector<double> rank_pace_s;
 };
 
 // Runs `repeats` training steps (after a warm-up) of the scenario's model at its per-worker batch
-// on the host, timing each layer pass, the loss, zeroing the gradients and the optimizer.
-ComputeSamples time_compute(const Scenario& scenario, int repeats);
+// on the host, timing each layer pass, the loss, zeroing the gradients and the optimizer; then,
+// for a window of pace_window_s seconds (none if 0) that begins after start_pace() (calibrate:
+// a barrier, so that every rank's window runs at once), whole steps one after another, their
+// mean time being pace_step_s.
+ComputeSamples time_compute(const Scenario& scenario, int repeats, double pace_window_s,
+                            FunctionRef<void()> start_pace);
 
 // Run under mpirun: every rank measures; rank 0 writes the files. Returns the exit code.
 int run_calibrate(const CalibrateOptions& options, int* argc, char*** argv);

@@ -81,7 +81,8 @@ ComputeSamples empty_samples(const Model& model, const Optimizer& optimizer) {
 
 }  // namespace
 
-ComputeSamples time_compute(const Scenario& scenario, int repeats) {
+ComputeSamples time_compute(const Scenario& scenario, int repeats, double pace_window_s,
+                            FunctionRef<void()> start_pace) {
   const auto model = make_model(scenario.model.name, Storage::kReal);
   model->init(scenario.seed);
   const auto optimizer = make_optimizer(scenario.optimizer, model->num_params());
@@ -97,9 +98,8 @@ ComputeSamples time_compute(const Scenario& scenario, int repeats) {
   Tensor labels;
   ComputeSamples s = empty_samples(*model, *optimizer);
   StepContext ctx{.seed = scenario.seed};
-  const int warmup = std::max(3, repeats / 10);
-  for (int r = 0; r < warmup + repeats; ++r) {
-    const bool keep = r >= warmup;
+  // One training step, every pass timed; the timings kept in the series when `keep`.
+  const auto step = [&](int r, bool keep) {
     double parts = 0;
     for (int64_t& i : batch) i = order[next++ % order.size()];
     const double start = now_s();
@@ -128,6 +128,17 @@ ComputeSamples time_compute(const Scenario& scenario, int repeats) {
       s.overhead.seconds.push_back(std::max(0.0, now_s() - start - parts));
       s.parts.seconds.push_back(parts);
     }
+  };
+  const int warmup = std::max(3, repeats / 10);
+  for (int r = 0; r < warmup + repeats; ++r) step(r, r >= warmup);
+  // The rank's pace: whole steps, one after another as in training, for pace_window_s.
+  if (pace_window_s > 0) {
+    start_pace();
+    const double begin = now_s();
+    int steps = 0;
+    do step(warmup + repeats + steps++, false);
+    while (now_s() - begin < pace_window_s);
+    s.pace_step_s = (now_s() - begin) / steps;
   }
   return s;
 }

@@ -93,6 +93,20 @@ double compute_skew(double step_median_s, double sum_of_medians_s) {
   return std::clamp(step_median_s / sum_of_medians_s, 0.5, 2.0);
 }
 
+double worker_spread(std::span<const double> rank_step_s) {
+  const size_t n = rank_step_s.size();
+  if (n < 2 || std::ranges::any_of(rank_step_s, [](double t) { return !(t > 0); })) return 0;
+  double mean = 0;
+  for (double t : rank_step_s) mean += std::log(t) / static_cast<double>(n);
+  double squares = 0;
+  for (double t : rank_step_s) squares += (std::log(t) - mean) * (std::log(t) - mean);
+  const double sd = std::sqrt(squares / static_cast<double>(n - 1));
+  const double nd = static_cast<double>(n);
+  const double c4 =
+      std::sqrt(2 / (nd - 1)) * std::exp(std::lgamma(nd / 2) - std::lgamma((nd - 1) / 2));
+  return std::clamp(sd / c4, 0.0, 0.5);
+}
+
 std::string unsteady_step_warning(const std::vector<double>& step_seconds, double steady_spread) {
   if (step_seconds.empty()) return "";
   const Spread s = spread(step_seconds);

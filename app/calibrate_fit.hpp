@@ -67,6 +67,17 @@ std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points);
 // the range a profile accepts, [0.5, 2]; 1 without parts.
 double compute_skew(double step_median_s, double sum_of_medians_s);
 
+// How long every rank runs whole training steps at once to set its pace (rank_pace_s), from
+// which worker_spread is fitted: seconds, as long as a 2-worker epoch of fmnist-mlp on this
+// machine, where the ranks' inequality lasts for whole runs (analysis/validation/HISTORY.md).
+inline constexpr double kPaceWindowS = 0.5;
+
+// A host profile's worker_spread from every rank's mean step time over the same window: the
+// standard deviation of their logs over c4(n), which makes it unbiased for normal draws (c4(2)
+// = 0.798); within [0, 0.5], the range a profile accepts; 0 with fewer than 2 ranks or a time
+// that is not positive.
+double worker_spread(std::span<const double> rank_step_s);
+
 // The widest p90 / p10 of a step's timed parts that calibrate takes as one speed. Over the 132
 // calibrations of the validation by validate.sh --calibrate run on a 2-core machine (2026-12-07;
 // analysis/validation/validation.md, "the calibrations' steadiness"), the median spread was

@@ -126,6 +126,14 @@ void write_profile(const std::string& path, const std::string& name, const Calib
       << num(parts.p10) << ", p90 " << num(parts.p90) << ")\n# over the sum of their medians ("
       << num(sum_of_medians) << " s): right-skewed timings sum to more than their medians\n"
       << "compute_skew = " << num(compute_skew(parts.median, sum_of_medians)) << "\n";
+  if (!s.rank_pace_s.empty()) {
+    out << "# the ranks' paces, each running whole steps for " << num(kPaceWindowS)
+        << " s, all at once: s per step";
+    for (size_t r = 0; r < s.rank_pace_s.size(); ++r)
+      out << (r ? ", " : " ") << num(s.rank_pace_s[r]);
+    out << "\n# the spread of workers' speeds (sd of their log) that their difference estimates\n"
+        << "worker_spread = " << num(worker_spread(s.rank_pace_s)) << "\n";
+  }
   write_flops(out, s);
   out << "\n# Measured layer passes, seconds at these shapes (batch first); a pass whose layer\n"
          "# matches kind, input and output takes this time instead of the fallback speed.\n";

@@ -2,7 +2,9 @@
 #include "backends/sim/sim_world.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <numeric>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
@@ -10,6 +12,7 @@
 
 #include "backends/sim/platform/platform.hpp"
 #include "backends/sim/sim_group.hpp"
+#include "core/base/rng.hpp"
 
 namespace syncopate::sim {
 
@@ -27,6 +30,35 @@ void SimEvent::fire() {
   // next fire() (Job::release after a lost member).
   for (; waiters_ > 0; --waiters_) semaphore_->release();
   fired_ = true;
+}
+
+namespace {
+
+// The standard normal quantile: Phi(z) = p, by bisection on erfc (to double precision).
+double normal_quantile(double p) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200 && hi - lo > 1e-15; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
+std::vector<double> worker_speed_factors(int workers, double spread, uint64_t seed) {
+  std::vector<double> factors(static_cast<size_t>(std::max(workers, 0)), 1.0);
+  if (workers < 2 || spread <= 0) return factors;
+  // Blom's scores: the expected order statistics of `workers` standard normal draws, to within
+  // a few percent, symmetric about 0 (the factors' log has mean 0).
+  std::vector<int> order(static_cast<size_t>(workers));
+  std::iota(order.begin(), order.end(), 0);
+  Rng({.seed = seed, .purpose = RngPurpose::kWorkerSpeed}).shuffle(order.data(), order.size());
+  for (int i = 0; i < workers; ++i) {
+    const double z = normal_quantile((order[size_t(i)] + 1 - 0.375) / (workers + 0.25));
+    factors[size_t(i)] = std::exp(spread * z);
+  }
+  return factors;
 }
 
 void WorkerState::flush() {
@@ -70,6 +102,9 @@ SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
           std::max(1.0, static_cast<double>(sharing) / platform.cores_per_node);
     }
   }
+  const std::vector<double> speeds =
+      worker_speed_factors(options.workers, platform.profile.worker_spread, options.noise.seed);
+  for (int i = 0; i < options.workers; ++i) workers_[size_t(i)].slowdown *= speeds[size_t(i)];
   for (const auto& [worker, factor] : options.slowdown) {
     if (worker < 0 || worker >= options.workers)
       throw UserError("sim: slowdown: worker " + std::to_string(worker) +

@@ -68,11 +68,18 @@ struct BlockedOn {
   const std::vector<int>* members = nullptr;  // group rank -> worker
 };
 
+// Each worker's compute-time factor among `workers` of unequal speed (HostProfile::
+// worker_spread): exp(spread x z), z the worker's normal score (Blom's approximation of the
+// expected order statistics of `workers` standard normal draws), dealt to the workers in an
+// order drawn from `seed` (sim.noise.seed). All 1 for one worker or no spread.
+std::vector<double> worker_speed_factors(int workers, double spread, uint64_t seed);
+
 struct WorkerState {
   int id = 0;
   simgrid::s4u::Host* host = nullptr;
-  // Compute-time multiplier: its node's time-sharing (Platform::cores_per_node) times its
-  // straggler factor (SimOptions::slowdown).
+  // Compute-time multiplier: its node's time-sharing (Platform::cores_per_node) times its speed
+  // among unequal workers (worker_speed_factors) times its straggler factor
+  // (SimOptions::slowdown).
   double slowdown = 1;
   // Simulated time this worker has accounted but not yet slept (compute is lazy: it only adds
   // here). Its own clock is Engine clock + lag. Negative after a zero-time all_agree that

@@ -23,6 +23,7 @@ enum class RngPurpose : uint32_t {
   kPartitionShuffle = 10,  // a worker's partition, reordered per epoch
   kTestSplit = 11,         // csv: the rows held out for testing
   kPowerSgd = 12,          // PowerSGD's initial Q, drawn alike on every worker
+  kWorkerSpeed = 13,       // the simulator: which worker gets which speed (worker_spread)
 };
 
 struct RngKey {

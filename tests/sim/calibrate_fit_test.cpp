@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,25 @@ TEST(CalibrateFit, ComputeSkewIsTheStepsMedianOverTheSumOfMediansWithinTheProfil
   EXPECT_DOUBLE_EQ(compute_skew(10, 1), 2.0);
   EXPECT_DOUBLE_EQ(compute_skew(0.1, 1), 0.5);
   EXPECT_DOUBLE_EQ(compute_skew(0.1, 0), 1.0);
+}
+
+// worker_spread: the ranks' paces' log standard deviation over c4(n), unbiased for normal
+// draws; 0 for one rank or a pace that is not positive; at most 0.5.
+TEST(CalibrateFit, WorkerSpreadIsTheRanksLogSpreadUnbiased) {
+  EXPECT_EQ(worker_spread(std::vector<double>{1e-3}), 0);
+  EXPECT_EQ(worker_spread(std::vector<double>{1e-3, 1e-3}), 0);
+  EXPECT_EQ(worker_spread(std::vector<double>{1e-3, 0}), 0);
+  // Two ranks: |ln a - ln b| / sqrt(2) / c4(2), c4(2) = sqrt(2 / pi).
+  const double two = std::abs(std::log(1.1)) / std::sqrt(2.0) / std::sqrt(2 / std::numbers::pi);
+  EXPECT_NEAR(worker_spread(std::vector<double>{1e-3, 1.1e-3}), two, 1e-12);
+  EXPECT_NEAR(worker_spread(std::vector<double>{1.1e-3, 1e-3}), two, 1e-12);
+  // Four ranks: c4(4) = sqrt(2 / 3) Gamma(2) / Gamma(3 / 2) = 0.9213.
+  const std::vector<double> four = {1e-3, 1.02e-3, 0.98e-3, 1.05e-3};
+  double mean = 0, squares = 0;
+  for (double t : four) mean += std::log(t) / 4;
+  for (double t : four) squares += std::pow(std::log(t) - mean, 2);
+  EXPECT_NEAR(worker_spread(four), std::sqrt(squares / 3) / 0.921318, 1e-6);
+  EXPECT_EQ(worker_spread(std::vector<double>{1e-3, 1e-1}), 0.5);
 }
 
 // 100 step timings: 80 at 1 ms and 20 at `slow` ms, the slow ones at p90 and above.

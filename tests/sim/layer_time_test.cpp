@@ -129,5 +129,14 @@ TEST(LayerTime, ComputeSkewIsReadWithinItsRange) {
   expect_error("", ":1: compute_skew", "compute_skew = \"high\"\n");
 }
 
+TEST(LayerTime, WorkerSpreadIsReadWithinItsRange) {
+  EXPECT_EQ(load_host_profile(write_profile("equal", kHead)).worker_spread, 0.0);
+  EXPECT_EQ(
+      load_host_profile(write_profile("unequal", "worker_spread = 0.03\n" + kHead)).worker_spread,
+      0.03);
+  expect_error("", ":1: worker_spread", "worker_spread = 0.7\n");
+  expect_error("", ":1: worker_spread", "worker_spread = -0.1\n");
+}
+
 }  // namespace
 }  // namespace syncopate::sim

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "backends/sim/sim_backend.hpp"
+#include "backends/sim/sim_world.hpp"
 #include "tests/sim/sim_test_util.hpp"
 
 namespace syncopate::sim {
@@ -190,6 +191,59 @@ TEST(SimExecutorTest, WorkersBeyondANodesCoresTimeShareThem) {
   EXPECT_NEAR(enough[0], 2e-3, 1e-12);
   EXPECT_NEAR(enough[2], 6e-3, 1e-12);
   EXPECT_EQ(compute_times(0), enough);
+}
+
+// Unequal workers (HostProfile::worker_spread): W workers get the time factors exp(spread x z),
+// z Blom's normal scores ((i - 3/8) / (W + 1/4) quantiles), in an order the seed draws. One
+// worker or no spread: all 1.
+TEST(WorkerSpeedFactors, AreTheNormalScoresOfTheWorkersDealtByTheSeed) {
+  EXPECT_EQ(worker_speed_factors(1, 0.1, 1), std::vector<double>{1.0});
+  EXPECT_EQ(worker_speed_factors(4, 0.0, 1), std::vector<double>(4, 1.0));
+  std::vector<double> two = worker_speed_factors(2, 0.1, 1);
+  std::ranges::sort(two);
+  // Phi^-1(0.625 / 2.25) = -0.5895: the expected maximum of two normal draws is 0.5642.
+  EXPECT_NEAR(std::log(two[0]), -0.1 * 0.58946, 1e-5);
+  EXPECT_NEAR(std::log(two[1]), 0.1 * 0.58946, 1e-5);
+  const std::vector<double> eight = worker_speed_factors(8, 0.05, 1);
+  double log_sum = 0;
+  for (double f : eight) log_sum += std::log(f);
+  EXPECT_NEAR(log_sum, 0, 1e-12);  // symmetric scores
+  std::vector<double> sorted = eight;
+  std::ranges::sort(sorted);
+  // Phi^-1((8 - 3/8) / 8.25) = 1.4342: the expected maximum of eight normal draws is 1.4236.
+  EXPECT_NEAR(std::log(sorted.back()), 0.05 * 1.43420, 1e-5);
+  for (size_t i = 1; i < sorted.size(); ++i) EXPECT_LT(sorted[i - 1], sorted[i]);
+  EXPECT_EQ(worker_speed_factors(8, 0.05, 1), eight);  // deterministic
+  EXPECT_NE(worker_speed_factors(8, 0.05, 2), eight);  // another seed deals them otherwise
+  std::vector<double> other = worker_speed_factors(8, 0.05, 2);
+  std::ranges::sort(other);
+  EXPECT_EQ(other, sorted);
+}
+
+// The factors multiply each worker's compute: on a profile with worker_spread, two workers that
+// compute the same work end it at times whose ratio is exp(2 x spread x 0.5895).
+TEST(SimExecutorTest, AProfilesWorkerSpreadMakesWorkersUnequal) {
+  const testing::ChildResult result = run_in_child([] {
+    testing::TestPlatformSpec spec = testing::closed_form_node(2);
+    spec.gemm_flops = 2e12;
+    Platform platform = testing::make_test_platform(spec);
+    platform.profile.worker_spread = 0.1;
+    SimOptions options;
+    options.workers = 2;
+    std::vector<double> out(2);
+    run_on_platform(platform, options, [&](Communicator& comm, Executor& exec) {
+      exec.compute({.flops = 4e9, .bytes = 0, .kind = OpKind::kGemm}, [] {});  // 2 ms
+      out[static_cast<size_t>(comm.rank())] = exec.now();
+    });
+    return encode(out);
+  });
+  ASSERT_EQ(result.status, 0) << result.output;
+  const std::vector<double> v = decode(result.output);
+  ASSERT_EQ(v.size(), 2u);
+  const std::vector<double> factors = worker_speed_factors(2, 0.1, SimOptions{}.noise.seed);
+  EXPECT_NEAR(v[0], 2e-3 * factors[0], 1e-12);
+  EXPECT_NEAR(v[1], 2e-3 * factors[1], 1e-12);
+  EXPECT_NEAR(std::max(v[0], v[1]) / std::min(v[0], v[1]), std::exp(0.2 * 0.58946), 1e-5);
 }
 
 // An asynchronous allreduce overlaps compute: it ends at max(compute, comm); a second one

@@ -30,6 +30,7 @@ HostProfile read_profile(TomlReader& reader, const std::string& prefix,
       quantity(reader, prefix + "step_overhead", Quantity::kTime, 0.0, /*zero_ok=*/true);
   profile.memory_bytes = reader.number(prefix + "memory_bytes", 0.0, 0.0, 1e18);
   profile.compute_skew = reader.number(prefix + "compute_skew", 1.0, 0.5, 2.0);
+  profile.worker_spread = reader.number(prefix + "worker_spread", 0.0, 0.0, 0.5);
   reader.string(prefix + "description", "");
   profile.layers = read_layer_times(reader, prefix + "layer");
   return profile;
