@@ -68,19 +68,22 @@ std::vector<FactorEntry> fit_speeds(std::span<const PingPongPoint> points);
 double compute_skew(double step_median_s, double sum_of_medians_s);
 
 // How long every rank runs whole training steps at once to set its pace (rank_pace_s), from
-// which worker_spread is fitted: seconds, as long as a 2-worker epoch of fmnist-mlp on this
-// machine, where the ranks' inequality lasts for whole runs (analysis/validation/HISTORY.md).
+// which worker_spread is fitted: seconds, about a 1-worker epoch of fmnist-mlp on this machine.
+// The measured ranks' inequality lasts that long and longer: in the 2-worker runs of the
+// validation of 2026-12-07 19:59 UTC, the same rank computed slowest in all three epochs in 32
+// of 42 runs (README, "Unequal workers").
 inline constexpr double kPaceWindowS = 0.5;
 
-// A host profile's worker_spread from every rank's mean step time over the same window: the
-// standard deviation of their logs over c4(n), which makes it unbiased for normal draws (c4(2)
-// = 0.798); within [0, 0.5], the range a profile accepts; 0 with fewer than 2 ranks or a time
-// that is not positive.
+// The estimate of a host profile's worker_spread (calibrate writes it as a comment: README,
+// "Unequal workers") from every rank's mean step time over the same window: the standard
+// deviation of their logs over c4(n), which makes it unbiased for normal draws (c4(2) = 0.798);
+// within [0, 0.5], the range a profile accepts; 0 with fewer than 2 ranks or a time that is not
+// positive.
 double worker_spread(std::span<const double> rank_step_s);
 
 // The widest p90 / p10 of a step's timed parts that calibrate takes as one speed. Over the 132
-// calibrations of the validation by validate.sh --calibrate run on a 2-core machine (2026-12-07;
-// analysis/validation/validation.md, "the calibrations' steadiness"), the median spread was
+// calibrations of the validation by validate.sh --calibrate run on a 2-core machine (2026-12-07
+// 03:02 UTC; README, "Calibration"), the median spread was
 // 1.28x and 113 lay within 1.5x. The runs simulated on those were predicted within 8.5% at the
 // median, those on the 19 wider ones within 16.7%, and the worst of all (67%) on the widest
 // (2.07x). Only fmnist-mlp's runs show the difference (19.6% against 13.5%), fmnist-cnn's not

@@ -131,8 +131,10 @@ void write_profile(const std::string& path, const std::string& name, const Calib
         << " s, all at once: s per step";
     for (size_t r = 0; r < s.rank_pace_s.size(); ++r)
       out << (r ? ", " : " ") << num(s.rank_pace_s[r]);
-    out << "\n# the spread of workers' speeds (sd of their log) that their difference estimates\n"
-        << "worker_spread = " << num(worker_spread(s.rank_pace_s)) << "\n";
+    // Not set: on the validation's runs it overshot (README, "Unequal workers").
+    out << "\n# the spread of workers' speeds (sd of their log) that their difference estimates, "
+           "not set\n# (README, \"Unequal workers\"): worker_spread = "
+        << num(worker_spread(s.rank_pace_s)) << "\n";
   }
   write_flops(out, s);
   out << "\n# Measured layer passes, seconds at these shapes (batch first); a pass whose layer\n"

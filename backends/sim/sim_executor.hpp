@@ -6,10 +6,11 @@
 // input and output shapes: `syncopate calibrate`), else by
 //   max(cost.flops / profile.flops_per_s[cost.kind], cost.bytes / profile.memory_bandwidth),
 // all times the worker's slowdown (its node's time-sharing, Platform::cores_per_node, times its
-// straggler factor), then stretched by the worker's [[sim.faults]] stragglers (sim_faults.hpp)
-// from its own clock. begin_step() adds the step's fixed overhead (profile.step_overhead_s: the
-// batch copy, kernel launches, framework bookkeeping) the same way, outside any compute(), so
-// that it counts as idle time, as a measured run's does.
+// speed among unequal workers, HostProfile::worker_spread, times its straggler factor), then
+// stretched by the worker's [[sim.faults]] stragglers (sim_faults.hpp) from its own clock.
+// begin_step() adds the step's fixed overhead (profile.step_overhead_s: the batch copy, kernel
+// launches, framework bookkeeping) the same way, outside any compute(), so that it counts as
+// idle time, as a measured run's does.
 // Compute is lazy: it only adds to the worker's pending time (WorkerState::lag), which is slept
 // before the worker's next interaction with other actors, so a step of hundreds of layers costs
 // no SimGrid event at all. now() includes the pending time.

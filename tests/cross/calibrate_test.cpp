@@ -71,12 +71,13 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
       << profile;
   EXPECT_NE(recipe.find("profile = \"bench-cpu\""), std::string::npos) << recipe;
   // The ranks' paces, whole steps for half a second on both at once, and the spread of workers'
-  // speeds fitted to them.
+  // speeds fitted to them, written as a comment: the simulator's workers stay equal.
   std::smatch pace;
   ASSERT_TRUE(std::regex_search(
       profile, pace,
       std::regex("\n# the ranks' paces, each running whole steps for 0.5 s, all at once: s per "
-                 "step ([-+0-9.eE]+), ([-+0-9.eE]+)\n# [^\n]*\nworker_spread = ([-+0-9.eE]+)\n")))
+                 "step ([-+0-9.eE]+), ([-+0-9.eE]+)\n# [^\n]*\n# [^\n]*: worker_spread = "
+                 "([-+0-9.eE]+)\n")))
       << profile;
   const double a = std::stod(pace[1]), b = std::stod(pace[2]);
   ASSERT_GT(a, 0);
@@ -85,6 +86,7 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
   // paces' 4 digits leave (each 5e-4 of itself).
   const double spread = std::min(0.5, std::abs(std::log(a / b)) * std::sqrt(std::numbers::pi) / 2);
   EXPECT_NEAR(std::stod(pace[3]), spread, 1e-3 * spread + 1e-3) << pace[0];
+  EXPECT_EQ(profile.find("\nworker_spread ="), std::string::npos) << profile;
   // The same settings as data, which a simulated run records and compare checks.
   EXPECT_NE(recipe.find("\n[calibrated_under]  # the MPI settings measured under: compare flags "
                         "a measured run under others\nshared_memory_single_copy = true  # "
@@ -157,8 +159,8 @@ TEST(Calibrate, WritesAProfileAndPlatformWithTheirProvenance) {
 
 // With every fallback speed made enormous, a simulated run's compute is the measured layer
 // passes alone, scaled by compute_skew: steps x (sum of forward_s and backward_s) x compute_skew
-// per worker, times the worker's speed factor. The step overhead (set to 1 ms) is idle time, as
-// in a measured run: steps x 1 ms per worker, times the same factor.
+// per worker (calibrate writes no worker_spread: equal workers). The step overhead (set to 1 ms)
+// is idle time, as in a measured run: steps x 1 ms per worker.
 TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
   const fs::path platform = calibrated();
   std::string profile = syncopate::read_text(scratch() / "profiles" / "bench-cpu.toml");
@@ -186,14 +188,10 @@ TEST(Calibrate, TheSimulatorUsesTheMeasuredLayerTimes) {
       0)
       << out;
   const auto summary = nlohmann::json::parse(std::ifstream(run / "summary.json"));
-  const double steps = 2 * 20;  // epochs x steps per epoch, per worker
-  // Summed over 2 workers, whose speeds the profile's worker_spread makes unequal: the time
-  // factors exp(-+ worker_spread x 0.58946) (sim::worker_speed_factors).
-  const double spread = sum_of(profile, "worker_spread");
-  const double expected = 2 * std::cosh(spread * 0.58946) * steps * per_step;
+  const double steps = 2 * 20;                   // epochs x steps per epoch, per worker
+  const double expected = 2 * steps * per_step;  // summed over 2 workers
   EXPECT_NEAR(summary["compute_time_s"].get<double>(), expected, 1e-6 * expected) << out;
-  const double overheads = 2 * std::cosh(spread * 0.58946) * steps * 1e-3;  // as unequal
-  EXPECT_NEAR(summary["idle_time_s"].get<double>(), overheads, 1e-6) << out;
+  EXPECT_NEAR(summary["idle_time_s"].get<double>(), 2 * steps * 1e-3, 1e-6) << out;
 }
 
 // Under a library whose waiting ranks spin, the header says so, and so does a note on stderr:

@@ -38,10 +38,11 @@ struct HostProfile {  // effective compute speeds of one GPU (or CPU) for the co
   double compute_skew = 1;
   // How unequal the workers' speeds are (worker_spread): the standard deviation of the log of a
   // worker's steady compute speed, which holds for a whole run. `syncopate calibrate` estimates it
-  // from its ranks' paces, running whole steps at once. SimWorld gives W workers the speed
-  // factors exp(worker_spread x z) with z the expected order statistics of W standard normal
-  // draws, so that the slowest worker, which paces synchronous strategies, lags by the expected
-  // amount. 0 (not measured): equal workers.
+  // from its ranks' paces, running whole steps at once, and writes the estimate as a comment
+  // only: on the validation it overshot (README, "Unequal workers"). SimWorld gives W workers the
+  // speed factors exp(worker_spread x z) with z the expected order statistics of W standard
+  // normal draws, so that the slowest worker, which paces synchronous strategies, lags by the
+  // expected amount. 0 (not set): equal workers.
   double worker_spread = 0;
   double memory_bytes = 0;  // the GPU's memory (memory_bytes); 0: not given, not checked
   // Measured layers ([[layer]] tables): a layer pass with a matching key takes the measured
