@@ -120,22 +120,22 @@ TEST(LayerTime, BadEntriesNameTheirLineAndField) {
   expect_error("", ":1: layer: expected [[layer]] tables", "layer = 3\n");
 }
 
-TEST(LayerTime, ComputeSkewIsReadWithinItsRange) {
-  EXPECT_EQ(load_host_profile(write_profile("plain", kHead)).compute_skew, 1.0);
-  EXPECT_EQ(
-      load_host_profile(write_profile("skewed", "compute_skew = 1.04\n" + kHead)).compute_skew,
-      1.04);
-  expect_error("", ":1: compute_skew", "compute_skew = 3\n");
-  expect_error("", ":1: compute_skew", "compute_skew = \"high\"\n");
-}
-
-TEST(LayerTime, WorkerSpreadIsReadWithinItsRange) {
-  EXPECT_EQ(load_host_profile(write_profile("equal", kHead)).worker_spread, 0.0);
-  EXPECT_EQ(
-      load_host_profile(write_profile("unequal", "worker_spread = 0.03\n" + kHead)).worker_spread,
-      0.03);
-  expect_error("", ":1: worker_spread", "worker_spread = 0.7\n");
-  expect_error("", ":1: worker_spread", "worker_spread = -0.1\n");
+// The profile's factors: compute_skew (default 1, within [0.5, 2]) and worker_spread (default 0,
+// within [0, 0.5]), each refused out of its range or as text, naming its line.
+TEST(LayerTime, ProfileFactorsAreReadWithinTheirRanges) {
+  const HostProfile plain = load_host_profile(write_profile("plain", kHead));
+  EXPECT_EQ(plain.compute_skew, 1.0);
+  EXPECT_EQ(plain.worker_spread, 0.0);
+  const HostProfile set = load_host_profile(
+      write_profile("set", "compute_skew = 1.04\nworker_spread = 0.03\n" + kHead));
+  EXPECT_EQ(set.compute_skew, 1.04);
+  EXPECT_EQ(set.worker_spread, 0.03);
+  for (const char* bad :
+       {"compute_skew = 3\n", "compute_skew = \"high\"\n", "compute_skew = 0.4\n",
+        "worker_spread = 0.7\n", "worker_spread = -0.1\n", "worker_spread = \"wide\"\n"}) {
+    const std::string text(bad);
+    expect_error("", ":1: " + text.substr(0, text.find(' ')), text);
+  }
 }
 
 }  // namespace
