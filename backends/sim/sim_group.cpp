@@ -99,7 +99,10 @@ Group::Group(SimWorld& world, std::vector<int> members)
       members_(std::move(members)),
       node_of_rank_(nodes_of(world.platform(), members_)),
       schedules_(node_of_rank_, cache_scope(world)) {
-  for (int w : members_) hosts_.push_back(world.worker(w).host);
+  for (int w : members_) {
+    hosts_.push_back(world.worker(w).host);
+    core_share_ = std::max(core_share_, world.worker(w).core_share);
+  }
   next_seq_.assign(members_.size(), 0);
   next_control_.assign(members_.size(), 0);
 }
@@ -120,9 +123,9 @@ const CachedSchedule& Group::entry(const CollCall& call) {
   RoundMaxima::PassSeconds passes;  // none without speeds: each message as before
   const WireFormat wire = key.wire;
   if (network.has_passes(wire))
-    passes = [&network, wire](RecvAction action, size_t count, bool forwarded) {
-      return send_pass_seconds(network, wire, count, forwarded) +
-             recv_pass_seconds(network, wire, action, count);
+    passes = [this, &network, wire](RecvAction action, size_t count, bool forwarded) {
+      return cpu_seconds(send_pass_seconds(network, wire, count, forwarded) +
+                         recv_pass_seconds(network, wire, action, count));
     };
   RoundMaxima rounds(RouteSeconds(*this, wire), std::move(passes), wire != WireFormat::kFp32);
   const CachedSchedule& e = schedules_.entry(key, &rounds);
@@ -146,18 +149,18 @@ double Group::setup_seconds(const CollCall& call) const {
   // One rank's copies touch buffers that no other rank does: solo_copy's speeds where known.
   const std::vector<SizeFactor>& copy =
       p == 1 && !network.solo_copy.empty() ? network.solo_copy : network.copy;
-  if (copy.empty()) return rounding;
+  if (copy.empty()) return cpu_seconds(rounding);
   const auto pass = [&copy](size_t floats) {
     return local_pass_seconds(copy, static_cast<double>(floats * sizeof(float)));
   };
   const bool permuted = !gather_layout(call.algorithm).in_place();
   switch (call.kind) {
     case CollectiveKind::kAllgather:  // the contribution; then to the caller's layout and back
-      return rounding + pass(block) + (permuted ? 2 * pass(call.count) : 0.0);
+      return cpu_seconds(rounding + pass(block) + (permuted ? 2 * pass(call.count) : 0.0));
     case CollectiveKind::kReduceScatter:  // the input (permuted or not), then the block out
-      return rounding + pass(call.count) + pass(block);
+      return cpu_seconds(rounding + pass(call.count) + pass(block));
     default:
-      return rounding;
+      return cpu_seconds(rounding);
   }
 }
 
@@ -177,7 +180,7 @@ double Group::finish_seconds(const CollCall& call, int rank) const {
     default:
       return 0;
   }
-  return finish_pass_seconds(world_.platform().network, call.op, call.wire, p, count);
+  return cpu_seconds(finish_pass_seconds(world_.platform().network, call.op, call.wire, p, count));
 }
 
 double Group::finish_seconds(const CollCall& call) const {
@@ -425,8 +428,8 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
     simgrid::s4u::CommPtr out, in;
     if (step.send_to >= 0) {
       pay_overhead(stats, overheads.send_overhead_s);
-      pay_overhead(stats, send_pass_seconds(overheads, wire, step.send.count,
-                                            forwards_received(before, step)));
+      pay_overhead(stats, group.cpu_seconds(send_pass_seconds(overheads, wire, step.send.count,
+                                                              forwards_received(before, step))));
       void* payload = &g_no_payload;
       if (emulate) {  // a snapshot of the segment, the receiver's once the comm completes
         const auto first = data.begin() + static_cast<std::ptrdiff_t>(step.send.offset);
@@ -459,7 +462,8 @@ void run_steps(Group& group, int rank, const Schedule& schedule, std::span<float
     }
     if (in) {
       pay_overhead(stats, overheads.recv_overhead_s);
-      pay_overhead(stats, recv_pass_seconds(overheads, wire, step.action, step.recv.count));
+      pay_overhead(stats, group.cpu_seconds(
+                              recv_pass_seconds(overheads, wire, step.action, step.recv.count)));
     }
     before = &step;
     if (in && emulate) {
@@ -501,7 +505,7 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall&
       if (step.send_to >= 0 || step.recv_from >= 0) before[r] = &step;
     }
     pay_overhead(stats, overheads.send_overhead_s);  // every sender at once
-    pay_overhead(stats, encode);                     // after its encoding
+    pay_overhead(stats, group.cpu_seconds(encode));  // after its encoding
     flows.clear();
     for (size_t r = 0; r < round.size(); ++r) {
       const Step& step = round[r];
@@ -513,8 +517,8 @@ void run_rounds_as_flows(Group& group, const Schedule& schedule, const CollCall&
     stats.comms += flows.size();
     stats.activities += flows.size();
     wait_or_cancel(flows);
-    pay_overhead(stats, overheads.recv_overhead_s);  // every receiver at once
-    pay_overhead(stats, receive);                    // and its pass
+    pay_overhead(stats, overheads.recv_overhead_s);   // every receiver at once
+    pay_overhead(stats, group.cpu_seconds(receive));  // and its pass
   }
   pay_overhead(stats, group.finish_seconds(call));  // the longest finish
 }

@@ -135,14 +135,20 @@ class Group : public std::enable_shared_from_this<Group> {
   // a reduce-scatter's input into its working buffer and its block out of it, and the blocks'
   // permutation where the layout is not in place: the largest rank's share), a 16-bit
   // reduction's kAvg division and rounding of the buffer, and a 16-bit allgather's rounding of
-  // its own block (prepare_pass_seconds). 0 without speeds.
+  // its own block (prepare_pass_seconds); stretched by cpu_seconds. 0 without speeds.
   double setup_seconds(const CollCall& call) const;
   // The pass rank `rank` makes after the schedule of `call`, as the real backend's finish():
   // kAvg's division in fp32 of an allreduce's buffer, a reduce-scatter's block, or a reduce's
-  // result on its root (finish_pass_seconds). 0 without speeds and for every other call.
+  // result on its root (finish_pass_seconds); stretched by cpu_seconds. 0 without speeds and
+  // for every other call.
   double finish_seconds(const CollCall& call, int rank) const;
   // The longest of finish_seconds over the ranks: the part of the collective after its last round.
   double finish_seconds(const CollCall& call) const;
+  // `seconds` of a rank's local passes in a collective (measured on a core of its own) on the
+  // cores its members time-share: stretched by the largest WorkerState::core_share among them,
+  // as their compute is. A message's software overheads are not (message_seconds has them at
+  // analytic fidelity).
+  double cpu_seconds(double seconds) const { return seconds * core_share_; }
 
   simgrid::s4u::Mailbox* mailbox(int src, int dst, Channel channel);
 
@@ -186,6 +192,7 @@ class Group : public std::enable_shared_from_this<Group> {
   std::vector<int> members_;
   std::vector<simgrid::s4u::Host*> hosts_;
   std::vector<int> node_of_rank_;
+  double core_share_ = 1;  // the largest of its members' WorkerState::core_share
 
   ScheduleCache schedules_;
   std::map<ScheduleKey, double> analytic_seconds_;

@@ -98,8 +98,9 @@ SimWorld::SimWorld(const Platform& platform, const SimOptions& options)
     for (int i = 0; i < options.workers; ++i) ++on_node[platform.node_of_gpu[size_t(i)]];
     for (int i = 0; i < options.workers; ++i) {
       const int sharing = on_node[platform.node_of_gpu[size_t(i)]];
-      workers_[size_t(i)].slowdown =
-          std::max(1.0, static_cast<double>(sharing) / platform.cores_per_node);
+      WorkerState& w = workers_[size_t(i)];
+      w.core_share = std::max(1.0, static_cast<double>(sharing) / platform.cores_per_node);
+      w.slowdown = w.core_share;
     }
   }
   const std::vector<double> speeds =

@@ -81,6 +81,9 @@ struct WorkerState {
   // among unequal workers (worker_speed_factors) times its straggler factor
   // (SimOptions::slowdown).
   double slowdown = 1;
+  // Its node's time-sharing alone: workers / cores_per_node where workers outnumber the cores,
+  // else 1. A collective's local passes (Group::cpu_seconds) are stretched by it as compute is.
+  double core_share = 1;
   // Simulated time this worker has accounted but not yet slept (compute is lazy: it only adds
   // here). Its own clock is Engine clock + lag. Negative after a zero-time all_agree that
   // resolved later than the worker arrived; flush() then moves it forward to the engine clock.

@@ -314,6 +314,44 @@ TEST_P(NetworkFactorsTiming, OneRanksCopiesPaySoloCopySpeeds) {
   }
 }
 
+// Ranks that time-share their node's cores make their local passes at the share of a core their
+// compute gets: 2 ranks on one core take twice the passes' time (on top of the same platform
+// without speeds, also on one core), on two cores the time of one core each.
+TEST_P(NetworkFactorsTiming, TimeSharedCoresStretchTheLocalPasses) {
+  const std::string speeds =
+      "[network]\nreduce_bandwidth = [[0, 2e10]]\ncopy_bandwidth = [[0, 4e10]]\n";
+  const double mib = 1024 * 1024;
+  struct Case {
+    CollectiveKind kind;
+    Algorithm algorithm;
+    double local;  // on a core of their own
+  };
+  const Case cases[] = {
+      {CollectiveKind::kAllreduce, Algorithm::kRabenseifner, 2 * mib / 2e10},
+      {CollectiveKind::kAllgather, Algorithm::kAuto, 2 * mib / 4e10},
+      {CollectiveKind::kReduceScatter, Algorithm::kAuto,
+       4 * mib / 4e10 + 2 * mib / 4e10 + 2 * mib / 2e10},
+  };
+  for (const int cores : {1, 2}) {
+    const auto on_cores = [cores](std::string text) {
+      text.replace(text.find("gpus_per_node = 2"), 17,
+                   "gpus_per_node = 2\ncores_per_node = " + std::to_string(cores));
+      return text;
+    };
+    const fs::path recipe = write_recipe(on_cores(two_gpus(speeds)));
+    const fs::path plain = write_recipe(on_cores(two_gpus("")), "plain");
+    for (const Case& c : cases) {
+      const std::vector<double> got = simulate(recipe, GetParam(), c.kind, 4 << 20, 2, c.algorithm);
+      const std::vector<double> base = simulate(plain, GetParam(), c.kind, 4 << 20, 2, c.algorithm);
+      ASSERT_EQ(got.size(), 3u);
+      ASSERT_EQ(base.size(), 3u);
+      const double expected = c.local * (cores == 1 ? 2 : 1);
+      EXPECT_NEAR(got[0] - base[0], expected, 1e-6 * got[0])
+          << to_string(c.kind) << " on " << cores << " core(s)";
+    }
+  }
+}
+
 // A collective at `workers` ranks over `bytes` of floats in `wire`, and the seconds of local
 // passes it should add.
 struct PassCase {
