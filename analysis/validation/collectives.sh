@@ -11,7 +11,8 @@
 #                                      [--trials N] [--mpirun 'LAUNCHER OPTIONS']
 #
 # The simulated side runs on a platform that `syncopate calibrate` measures just before each
-# rank count's measured side, under the same MPI settings (DIR/platform/loopback.toml): this
+# rank count's measured side, under the same MPI settings (DIR/platform-W[.TRIAL]/loopback.toml,
+# W the rank count, TRIAL with --trials over 1, as the CSV files' names): this
 # machine's transport changes speed from one minute to the next (a 1 MiB ping-pong took 49 us
 # and, a minute later, 137 us), so a platform measured earlier predicts another machine.
 # --platform runs it on a committed platform instead (e.g. loopback). CSV files go to DIR
@@ -88,13 +89,16 @@ each=calibrated
 for w in $ranks; do
   common=(collectives fmnist-mlp --sizes "$sizes" --repeats "$repeats" --ops "$ops" --wire "$wire")
   rm -f "$out/sim-$w.csv" "$out/mpi-$w.csv" "$out/sim-$w".*.csv "$out/mpi-$w".*.csv
+  rm -rf "$out/platform-$w" "$out/platform-$w".*
   for trial in $(seq "$trials"); do
     suffix=
     [ "$trials" -gt 1 ] && suffix=.$trial
     sim_platform=$platform
     if [ -z "$platform" ]; then
-      sim_platform=$out/platform/loopback.toml
-      mkdir -p "$out/platform"
+      # Each trial's calibration is kept beside its CSV files: the same measurements can be
+      # simulated again on it (after a change of the model, say).
+      sim_platform=$out/platform-$w$suffix/loopback.toml
+      mkdir -p "$out/platform-$w$suffix"
       launch 2 "$bin" calibrate fmnist-mlp --repeats 30 --out "$sim_platform" >/dev/null
     fi
     # The platform models this machine; more ranks are more GPUs on its one node.
@@ -106,4 +110,4 @@ done
 /usr/bin/python3 "$here/collectives.py" "$out" --out "$md" "${check[@]}" \
   --note "command: analysis/validation/collectives.sh ${args:-} (CSV files in ${out#"$root"/})" \
   --note "date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc --all) cores; load average $load_start at the start, $(cut -d ' ' -f 1-3 /proc/loadavg) at the end" \
-  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count} (its fidelity: the scenario's sim.fidelity); measured: $(launcher_note), OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"
+  --note "simulated: sim backend, platform ${platform:-loopback calibrated (calibrate --repeats 30, 2 ranks, the same MPI settings) just before the measured side of each rank count, kept in platform-W[.TRIAL]} (its fidelity: the scenario's sim.fidelity); measured: $(launcher_note), OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle; both: the training communicator (our schedules), seconds per call of the slowest rank, median of $repeats$trials_note"
