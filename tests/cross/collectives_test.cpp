@@ -253,12 +253,19 @@ TEST(ValidationTargets, ReducedCollectivesMeetTheirTarget) {
   EXPECT_NE(text.find("; 5 trials, each calibrated, simulated and measured anew"),
             std::string::npos)
       << text;
-  for (int trial = 1; trial <= 5; ++trial)
+  // Each trial's CSV files, and the calibration its simulated side ran on beside them.
+  for (int trial = 1; trial <= 5; ++trial) {
+    const std::string suffix = "-2." + std::to_string(trial);
     for (const char* side : {"sim", "mpi"})
-      EXPECT_TRUE(fs::exists(dir / (std::string(side) + "-2." + std::to_string(trial) + ".csv")))
-          << side << " " << trial;
-  const std::string platform = syncopate::read_text(dir / "platform" / "loopback.toml");
-  EXPECT_NE(platform.find("\nreduce_bandwidth = [\n"), std::string::npos) << platform;
+      EXPECT_TRUE(fs::exists(dir / (side + suffix + ".csv"))) << side << " " << trial;
+    const std::string platform =
+        syncopate::read_text(dir / ("platform" + suffix) / "loopback.toml");
+    EXPECT_NE(platform.find("\nreduce_bandwidth = [\n"), std::string::npos) << platform;
+    EXPECT_NE(syncopate::read_text(dir / ("sim" + suffix + ".csv"))
+                  .find(dir.string() + "/platform" + suffix + "/loopback.toml"),
+              std::string::npos)
+        << trial;
+  }
   EXPECT_TRUE(fs::exists(scratch() / "collectives.png"));
 }
 
